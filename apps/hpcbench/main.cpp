@@ -1,0 +1,46 @@
+#include <spdlog/spdlog.h>
+
+#include <c10/util/Exception.h>
+
+#include <iostream>
+
+#include "commands.h"
+#include "core/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"hpcbench: how parallel training strategies scale on BERT/SQuAD"};
+  app.require_subcommand(0, 1);
+  app.set_version_flag("--version", [] { return hpcbench::cli::version_text(); });
+
+  std::vector<std::pair<CLI::App*, hpcbench::cli::Action>> commands;
+  auto add = [&](hpcbench::cli::Action (*fn)(CLI::App&)) {
+    size_t before = app.get_subcommands({}).size();
+    auto action = fn(app);
+    commands.emplace_back(app.get_subcommands({}).at(before), std::move(action));
+  };
+  add(hpcbench::cli::add_env);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (app.get_subcommands().empty()) {
+    std::cout << app.help();
+    return 0;
+  }
+  try {
+    for (auto& [sub, action] : commands)
+      if (sub->parsed()) return action();
+  } catch (const hpcbench::UserError& e) {
+    spdlog::error("{}", e.what());
+    return 2;
+  } catch (const c10::Error& e) {
+    spdlog::error("torch: {}", e.what_without_backtrace());
+    return 1;
+  } catch (const std::exception& e) {
+    spdlog::error("internal error: {}", e.what());
+    return 1;
+  }
+  return 0;
+}

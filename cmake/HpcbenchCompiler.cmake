@@ -1,0 +1,18 @@
+# Compiler settings shared by every target: ccache and sanitizers.
+if(HPCBENCH_USE_CCACHE)
+  find_program(HPCBENCH_CCACHE ccache)
+  if(HPCBENCH_CCACHE)
+    set(CMAKE_CXX_COMPILER_LAUNCHER ${HPCBENCH_CCACHE})
+    # PCH and ccache only get along when ccache ignores the PCH's timestamps.
+    set(ENV{CCACHE_SLOPPINESS} "pch_defines,time_macros,include_file_mtime,include_file_ctime")
+  endif()
+endif()
+
+add_library(hpcbench_warnings INTERFACE)
+target_compile_options(hpcbench_warnings INTERFACE -Wall -Wextra -Wno-unused-parameter)
+
+if(HPCBENCH_SANITIZE)
+  list(JOIN HPCBENCH_SANITIZE "," _san)
+  add_compile_options(-fsanitize=${_san} -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=${_san})
+endif()

@@ -1,0 +1,15 @@
+#pragma once
+#include <filesystem>
+#include <string_view>
+
+namespace hpcbench {
+
+// Writes `content` to `path` so that readers see either the old file or the
+// whole new one, never a half-written file: write a sibling temporary, fsync,
+// rename. Throws UserError naming the path on failure.
+void write_file_atomic(const std::filesystem::path& path, std::string_view content);
+
+// Reads a whole file; throws UserError naming the path when it cannot.
+std::string read_file(const std::filesystem::path& path);
+
+}  // namespace hpcbench

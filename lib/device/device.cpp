@@ -1,0 +1,137 @@
+#include "device/device.h"
+
+#include <dlfcn.h>
+
+#include <ATen/DeviceAccelerator.h>
+#include <c10/core/Event.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+#include <fstream>
+
+#include "core/error.h"
+#include "core/hostinfo.h"
+
+namespace hpcbench {
+
+int accelerator_count() {
+  auto acc = at::getAccelerator(false);
+  if (!acc) return 0;
+  return static_cast<int>(at::accelerator::deviceCount());
+}
+
+c10::Device resolve_device(const std::string& spec, int local_rank) {
+  if (spec == "cpu") return c10::Device(c10::kCPU);
+  if (spec == "auto" || spec == "cuda") {
+    int n = accelerator_count();
+    if (n == 0) {
+      if (spec == "cuda") fail("--device cuda: no CUDA device is visible to this process");
+      return c10::Device(c10::kCPU);
+    }
+    auto type = *at::getAccelerator(true);
+    if (local_rank >= n)
+      fail("local rank {} needs device {} but only {} are visible (check --gpus-per-node and "
+           "CUDA_VISIBLE_DEVICES)", local_rank, local_rank, n);
+    return c10::Device(type, static_cast<c10::DeviceIndex>(local_rank));
+  }
+  try {
+    c10::Device d(spec);
+    if (d.type() != c10::kCPU && (!d.has_index() || d.index() >= accelerator_count()))
+      fail("--device {}: no such device ({} visible)", spec, accelerator_count());
+    return d;
+  } catch (const c10::Error&) {
+    fail("--device {}: not a device (use auto, cpu, cuda or cuda:N)", spec);
+  }
+}
+
+void synchronize(const c10::Device& device) {
+  if (device.is_cpu()) return;
+  at::accelerator::synchronizeDevice(device.index());
+}
+
+namespace {
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
+    }
+  }
+  return "unknown CPU";
+}
+
+// The device's marketing name through the CUDA driver API, looked up at run
+// time so that nothing here needs CUDA headers or links libcuda.
+std::string cuda_device_name(int index, size_t* total) {
+  void* lib = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (!lib) lib = ::dlopen("libcuda.so.1", RTLD_LAZY);
+  if (!lib) return "CUDA device";
+  using GetName = int (*)(char*, int, int);
+  using TotalMem = int (*)(size_t*, int);
+  using DeviceGet = int (*)(int*, int);
+  auto get = reinterpret_cast<DeviceGet>(::dlsym(lib, "cuDeviceGet"));
+  auto name = reinterpret_cast<GetName>(::dlsym(lib, "cuDeviceGetName"));
+  auto mem = reinterpret_cast<TotalMem>(::dlsym(lib, "cuDeviceTotalMem_v2"));
+  int dev = 0;
+  char buf[256] = {0};
+  if (!get || !name || get(&dev, index) != 0 || name(buf, sizeof(buf) - 1, dev) != 0)
+    return "CUDA device";
+  if (mem && total) mem(total, dev);
+  return buf;
+}
+}  // namespace
+
+DeviceDescription describe(const c10::Device& device) {
+  DeviceDescription d;
+  d.kind = c10::DeviceTypeName(device.type(), true);
+  if (device.is_cpu()) {
+    d.name = cpu_model_name();
+  } else if (device.is_cuda()) {
+    d.name = cuda_device_name(device.index(), &d.total_memory);
+  } else {
+    d.name = d.kind;
+  }
+  return d;
+}
+
+size_t peak_memory_bytes(const c10::Device& device) {
+  if (device.is_cpu()) return peak_rss_bytes();
+  auto stats = at::accelerator::getDeviceStats(device.index());
+  return static_cast<size_t>(
+      stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak);
+}
+
+void reset_peak_memory(const c10::Device& device) {
+  if (!device.is_cpu()) at::accelerator::resetPeakStats(device.index());
+}
+
+struct DeviceTimer::Events {
+  c10::Event begin;
+  c10::Event end;
+  explicit Events(c10::DeviceType t)
+      : begin(t, c10::EventFlag::BACKEND_DEFAULT), end(t, c10::EventFlag::BACKEND_DEFAULT) {}
+};
+
+DeviceTimer::DeviceTimer(c10::Device device) : device_(device) {
+  if (!device_.is_cpu()) events_ = std::make_shared<Events>(device_.type());
+}
+
+void DeviceTimer::start() {
+  if (events_) {
+    events_->begin.record(at::accelerator::getCurrentStream(device_.index()));
+  } else {
+    t0_ = std::chrono::steady_clock::now();
+  }
+}
+
+double DeviceTimer::stop() {
+  if (events_) {
+    events_->end.record(at::accelerator::getCurrentStream(device_.index()));
+    events_->end.synchronize();
+    return events_->begin.elapsedTime(events_->end);
+  }
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
+}
+
+}  // namespace hpcbench

@@ -1,0 +1,52 @@
+#pragma once
+// Device-agnostic helpers: everything goes through c10's accelerator API so
+// that the same code runs on CPU (tests here) and on CUDA (the GPU machine),
+// and no CUDA header is needed to compile it.
+#include <c10/core/Device.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hpcbench {
+
+// "auto" (the accelerator if present, else CPU), "cpu", "cuda", "cuda:N".
+// With "auto"/"cuda" the local rank picks the device index.
+c10::Device resolve_device(const std::string& spec, int local_rank = 0);
+
+// Waits for all queued work on the device; a no-op on CPU.
+void synchronize(const c10::Device& device);
+
+struct DeviceDescription {
+  std::string kind;      // "cpu", "cuda"
+  std::string name;      // e.g. "NVIDIA H100 80GB HBM3" or the CPU model
+  size_t total_memory = 0;
+};
+DeviceDescription describe(const c10::Device& device);
+
+// Accelerators visible to this process (0 on a CPU-only machine).
+int accelerator_count();
+
+// Peak bytes allocated on the device since the last reset: the caching
+// allocator's figure on accelerators, the process's peak RSS on CPU.
+size_t peak_memory_bytes(const c10::Device& device);
+void reset_peak_memory(const c10::Device& device);
+
+// Times device work honestly: on an accelerator with events recorded on the
+// current stream, on CPU with a steady clock after the work is done.
+class DeviceTimer {
+ public:
+  explicit DeviceTimer(c10::Device device);
+  void start();
+  // Returns milliseconds between start() and stop(); synchronizes.
+  double stop();
+
+ private:
+  c10::Device device_;
+  std::chrono::steady_clock::time_point t0_;
+  struct Events;
+  std::shared_ptr<Events> events_;
+};
+
+}  // namespace hpcbench

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Installs whatever is missing and builds hpcbench; quick when all is there.
+# Sourced by tools/hpcb. Sets HPCBENCH_PY (the venv's python) and HPCBENCH_BUILD.
+set -euo pipefail
+
+HPCBENCH_ROOT=${HPCBENCH_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+HPCBENCH_BUILD=${HPCBENCH_BUILD:-$HPCBENCH_ROOT/build}
+say() { printf '[setup] %s\n' "$*" >&2; }
+
+# --- 1. Debian packages ------------------------------------------------------
+APT_PACKAGES=(cmake ninja-build g++ ccache pkg-config git python3 python3-venv
+  libcli11-dev libfmt-dev libspdlog-dev catch2 nlohmann-json3-dev libutf8proc-dev
+  libtomlplusplus-dev)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# A python3 from elsewhere (pyenv, modules) is fine; only Debian's needs python3-venv.
+if [[ " ${missing[*]} " == *" python3-venv "* ]] && python3 -c 'import venv, ensurepip' 2>/dev/null; then
+  missing=("${missing[@]/python3-venv}")
+fi
+if [[ " ${missing[*]} " == *" python3 "* ]] && command -v python3 >/dev/null; then
+  missing=("${missing[@]/python3}")
+fi
+read -r -a missing <<<"${missing[*]}"
+if ((${#missing[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    say "missing Debian packages: ${missing[*]}"
+    say "install them (sudo apt-get install ${missing[*]}) or build on a machine where you are root"
+    exit 1
+  fi
+  say "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# --- 2. Python virtual environment (LibTorch + the reference stack) ----------
+# Kept outside the clone and keyed by requirements.txt, so fresh clones (CI)
+# reuse it instead of downloading gigabytes again.
+req="$HPCBENCH_ROOT/requirements.txt"
+key=$(sha256sum "$req" | cut -c1-12)
+venv_root=${HPCBENCH_VENV_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/hpcbench}
+HPCBENCH_VENV=${HPCBENCH_VENV:-$venv_root/venv-$key}
+if [[ ! -f "$HPCBENCH_VENV/.complete" ]]; then
+  say "creating the virtual environment $HPCBENCH_VENV (torch and the reference stack; a few GB, once)"
+  rm -rf "$HPCBENCH_VENV"
+  mkdir -p "$(dirname "$HPCBENCH_VENV")"
+  python3 -m venv "$HPCBENCH_VENV"
+  "$HPCBENCH_VENV/bin/pip" install -q --upgrade pip
+  "$HPCBENCH_VENV/bin/pip" install -q -r "$req"
+  touch "$HPCBENCH_VENV/.complete"
+fi
+HPCBENCH_PY="$HPCBENCH_VENV/bin/python"
+export HPCBENCH_PY HPCBENCH_VENV
+
+# --- 3. Configure and build -------------------------------------------------
+if [[ ! -f "$HPCBENCH_BUILD/build.ninja" ]]; then
+  torch_prefix=$("$HPCBENCH_PY" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
+  say "configuring $HPCBENCH_BUILD against LibTorch in $torch_prefix"
+  cmake -S "$HPCBENCH_ROOT" -B "$HPCBENCH_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_PREFIX_PATH="$torch_prefix" -DPython3_EXECUTABLE="$HPCBENCH_PY" \
+    ${HPCBENCH_CMAKE_ARGS:-} >"$HPCBENCH_BUILD.configure.log" 2>&1 ||
+    { cat "$HPCBENCH_BUILD.configure.log" >&2; exit 1; }
+fi
+export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
+export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
+say "building (cmake --build $HPCBENCH_BUILD)"
+# Ninja's progress lines are dropped; errors and warnings stay. pipefail keeps
+# a failed build failing.
+cmake --build "$HPCBENCH_BUILD" -j"$(nproc)" | sed -u '/^\[[0-9]*\/[0-9]*\] /d'

@@ -1,0 +1,33 @@
+#pragma once
+// Where tests find their inputs; set by ctest (tests/CMakeLists.txt).
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+
+namespace hpcbench::test {
+
+inline std::filesystem::path env_path(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) throw std::runtime_error(std::string(name) + " is not set: run the tests through ctest");
+  return v;
+}
+inline std::filesystem::path shared_data() { return env_path("HPCBENCH_SHARED_DATA"); }
+inline std::filesystem::path reference_dir() { return env_path("HPCBENCH_REF_DIR"); }
+inline std::filesystem::path hpcbench_bin() { return env_path("HPCBENCH_BIN"); }
+inline std::filesystem::path source_dir() { return env_path("HPCBENCH_SOURCE_DIR"); }
+
+// A fresh empty folder for one test, removed when it goes out of scope.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/hpcbench-test-XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+}  // namespace hpcbench::test

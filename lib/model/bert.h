@@ -1,0 +1,70 @@
+#pragma once
+// BertForQuestionAnswering as Hugging Face defines it. Module names mirror
+// Hugging Face's parameter names (bert.encoder.layer.0.attention.self.query.weight,
+// qa_outputs.bias, ...) so that checkpoints load by name.
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace hpcbench::model {
+
+struct BertConfig {
+  int64_t vocab_size = 30522;
+  int64_t hidden_size = 768;
+  int64_t num_hidden_layers = 12;
+  int64_t num_attention_heads = 12;
+  int64_t intermediate_size = 3072;
+  int64_t max_position_embeddings = 512;
+  int64_t type_vocab_size = 2;
+  double hidden_dropout_prob = 0.1;
+  double attention_probs_dropout_prob = 0.1;
+  double layer_norm_eps = 1e-12;
+  double initializer_range = 0.02;
+  std::string name = "custom";
+
+  // A Hugging Face config.json; throws UserError naming the file/field.
+  static BertConfig from_json(const std::filesystem::path& path);
+  // bert-tiny, bert-mini, bert-small, bert-medium, bert-base-uncased,
+  // bert-large-uncased; throws UserError listing the known names.
+  static BertConfig preset(const std::string& name);
+  // Trainable parameters of BertForQuestionAnswering with this configuration.
+  int64_t num_parameters() const;
+};
+
+struct QAOutput {
+  at::Tensor start_logits;  // [batch, seq]
+  at::Tensor end_logits;    // [batch, seq]
+  at::Tensor loss;          // scalar; undefined when no positions are given
+};
+
+class BertModelImpl;  // embeddings + encoder, defined in bert_modules.h
+
+class BertForQuestionAnsweringImpl : public torch::nn::Module {
+ public:
+  // Random initialisation as Hugging Face's _init_weights (normal(0,
+  // initializer_range) weights, zero biases, unit LayerNorm), drawn from
+  // torch's global generator: seed it with torch::manual_seed first.
+  explicit BertForQuestionAnsweringImpl(const BertConfig& config);
+
+  // input_ids, token_type_ids, attention_mask: [batch, seq] int64 (or int32).
+  // With start/end positions the loss is the mean of the two cross-entropies,
+  // positions clamped to [0, seq] and seq ignored, as Hugging Face does.
+  QAOutput forward(const at::Tensor& input_ids, const at::Tensor& token_type_ids,
+                   const at::Tensor& attention_mask,
+                   const std::optional<at::Tensor>& start_positions = std::nullopt,
+                   const std::optional<at::Tensor>& end_positions = std::nullopt);
+
+  const BertConfig& config() const { return config_; }
+
+ private:
+  BertConfig config_;
+  std::shared_ptr<BertModelImpl> bert_;
+  std::shared_ptr<torch::nn::Module> qa_outputs_;
+};
+TORCH_MODULE(BertForQuestionAnswering);
+
+}  // namespace hpcbench::model

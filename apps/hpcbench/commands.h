@@ -10,6 +10,7 @@ namespace hpcbench::cli {
 using Action = std::function<int()>;
 
 Action add_env(CLI::App& app);
+Action add_run(CLI::App& app);
 std::string version_text();
 
 }  // namespace hpcbench::cli

@@ -19,6 +19,9 @@ int main(int argc, char** argv) {
     commands.emplace_back(app.get_subcommands({}).at(before), std::move(action));
   };
   add(hpcbench::cli::add_env);
+#ifdef HPCBENCH_HAVE_TRAIN
+  add(hpcbench::cli::add_run);
+#endif
 
   try {
     app.parse(argc, argv);

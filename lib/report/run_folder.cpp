@@ -1,0 +1,60 @@
+#include "report/run_folder.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+
+namespace hpcbench::report {
+
+namespace fs = std::filesystem;
+
+fs::path write_run_folder(const fs::path& results_dir, const std::string& run_name, RunResult result,
+                          const nlohmann::json& details, const std::map<std::string, std::string>& extra) {
+  std::error_code ec;
+  fs::create_directories(results_dir, ec);
+  if (ec) fail("cannot create the results folder {}: {}", results_dir.string(), ec.message());
+
+  fs::path tmp = results_dir / fmt::format(".{}.partial-{}", run_name, ::getpid());
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp, ec);
+  if (ec) fail("cannot create {}: {}", tmp.string(), ec.message());
+
+  // The run id is the folder's final name, chosen before writing so that the
+  // files inside agree with where they end up.
+  fs::path final_dir = results_dir / run_name;
+  for (int i = 2; fs::exists(final_dir); ++i) final_dir = results_dir / fmt::format("{}-{}", run_name, i);
+  result.run_id = final_dir.filename().string();
+
+  try {
+    write_file_atomic(tmp / "summary.csv", csv_header() + csv_row(result));
+    nlohmann::json j = details;
+    j["result"] = to_json(result);
+    write_file_atomic(tmp / "run.json", j.dump(1));
+    std::string loss = "step,epoch,loss,lr,ms\n";
+    if (details.contains("steps"))
+      for (auto& s : details["steps"])
+        loss += fmt::format("{},{},{:.6g},{:.6g},{:.4f}\n", s["step"].get<int64_t>(), s["epoch"].get<int64_t>(),
+                            s["loss"].get<double>(), s["lr"].get<double>(), s["ms"].get<double>());
+    write_file_atomic(tmp / "loss.csv", loss);
+    for (auto& [name, content] : extra) write_file_atomic(tmp / name, content);
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  // rename(2) of a directory is atomic and fails rather than replacing a
+  // non-empty directory, so a concurrent run that took the name first wins.
+  if (std::rename(tmp.c_str(), final_dir.c_str()) != 0) {
+    int e = errno;
+    fs::remove_all(tmp, ec);
+    fail("cannot move the results into {}: {}", final_dir.string(), std::strerror(e));
+  }
+  return final_dir;
+}
+
+}  // namespace hpcbench::report

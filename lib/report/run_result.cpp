@@ -1,0 +1,124 @@
+#include "report/run_result.h"
+
+#include <fmt/format.h>
+
+namespace hpcbench::report {
+
+const std::vector<Column>& columns() {
+  using R = RunResult;
+  static const std::vector<Column> cols = {
+      {"schema_version", "", &R::schema_version},
+      {"run_id", "", &R::run_id},
+      {"started_at", "", &R::started_at},
+      {"hpcbench_version", "", &R::hpcbench_version},
+      {"git_commit", "", &R::git_commit},
+      {"hosts", "", &R::hosts},
+      {"slurm_job_id", "", &R::slurm_job_id},
+      {"strategy", "", &R::strategy},
+      {"strategy_options", "", &R::strategy_options},
+      {"nodes", "", &R::nodes},
+      {"gpus_per_node", "", &R::gpus_per_node},
+      {"world_size", "", &R::world_size},
+      {"device", "", &R::device},
+      {"device_name", "", &R::device_name},
+      {"precision", "", &R::precision},
+      {"model", "", &R::model},
+      {"parameters", "", &R::parameters},
+      {"seq_length", "tokens", &R::seq_length},
+      {"batch_per_device", "sequences", &R::batch_per_device},
+      {"global_batch", "sequences", &R::global_batch},
+      {"grad_accum", "", &R::grad_accum},
+      {"data", "", &R::data},
+      {"steps", "", &R::steps},
+      {"timed_steps", "", &R::timed_steps},
+      {"samples_timed", "sequences", &R::samples_timed},
+      {"train_time_s", "s", &R::train_time_s},
+      {"wall_time_s", "s", &R::wall_time_s},
+      {"samples_per_s", "1/s", &R::samples_per_s},
+      {"samples_per_s_per_device", "1/s", &R::samples_per_s_per_device},
+      {"tokens_per_s", "1/s", &R::tokens_per_s},
+      {"step_ms_median", "ms", &R::step_ms_median},
+      {"step_ms_p90", "ms", &R::step_ms_p90},
+      {"step_ms_max", "ms", &R::step_ms_max},
+      {"step_ms_mean", "ms", &R::step_ms_mean},
+      {"step_ms_stddev", "ms", &R::step_ms_stddev},
+      {"data_ms", "ms", &R::data_ms},
+      {"forward_ms", "ms", &R::forward_ms},
+      {"backward_ms", "ms", &R::backward_ms},
+      {"comm_ms", "ms", &R::comm_ms},
+      {"comm_exposed_ms", "ms", &R::comm_exposed_ms},
+      {"optimizer_ms", "ms", &R::optimizer_ms},
+      {"flops_per_sample", "FLOP", &R::flops_per_sample},
+      {"tflops_per_device", "TFLOP/s", &R::tflops_per_device},
+      {"peak_tflops", "TFLOP/s", &R::peak_tflops},
+      {"mfu", "", &R::mfu},
+      {"peak_memory_bytes", "B", &R::peak_memory_bytes},
+      {"model_state_bytes", "B", &R::model_state_bytes},
+      {"final_train_loss", "", &R::final_train_loss},
+      {"val_loss", "", &R::val_loss},
+      {"exact_match", "%", &R::exact_match},
+      {"f1", "%", &R::f1},
+      {"status", "", &R::status},
+  };
+  return cols;
+}
+
+namespace {
+// RFC 4180: quote fields holding separators, quotes or line breaks.
+std::string csv_escape(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+}  // namespace
+
+std::string csv_header() {
+  std::string out;
+  for (auto& c : columns()) {
+    if (!out.empty()) out += ',';
+    out += c.name;
+  }
+  return out + "\n";
+}
+
+std::string csv_row(const RunResult& r) {
+  std::string out;
+  bool first = true;
+  for (auto& c : columns()) {
+    if (!first) out += ',';
+    first = false;
+    std::visit(
+        [&](auto m) {
+          using T = std::remove_cvref_t<decltype(r.*m)>;
+          if constexpr (std::is_same_v<T, std::string>) out += csv_escape(r.*m);
+          else if constexpr (std::is_same_v<T, double>) out += fmt::format("{:.6g}", r.*m);
+          else out += fmt::format("{}", r.*m);
+        },
+        c.member);
+  }
+  return out + "\n";
+}
+
+nlohmann::json to_json(const RunResult& r) {
+  nlohmann::json j = nlohmann::json::object();
+  for (auto& c : columns()) std::visit([&](auto m) { j[c.name] = r.*m; }, c.member);
+  return j;
+}
+
+RunResult from_json(const nlohmann::json& j) {
+  RunResult r;
+  r.schema_version = 0;  // absent in files older than the field
+  for (auto& c : columns()) {
+    auto it = j.find(c.name);
+    if (it == j.end() || it->is_null()) continue;
+    std::visit([&](auto m) { r.*m = it->template get<std::remove_cvref_t<decltype(r.*m)>>(); },
+               c.member);
+  }
+  return r;
+}
+
+}  // namespace hpcbench::report

@@ -1,0 +1,81 @@
+#pragma once
+// One run's headline figures: the row that results/README.md documents and
+// `hpcbench report` reads back. One type, several exporters (CSV row, JSON).
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace hpcbench::report {
+
+inline constexpr int kSchemaVersion = 1;
+
+struct RunResult {
+  // identity
+  int64_t schema_version = kSchemaVersion;
+  std::string run_id;
+  std::string started_at;  // ISO 8601 UTC
+  std::string hpcbench_version;
+  std::string git_commit;
+  std::string hosts;  // space-separated, rank order
+  std::string slurm_job_id;
+  // set-up
+  std::string strategy;
+  std::string strategy_options;
+  int64_t nodes = 1;
+  int64_t gpus_per_node = 1;
+  int64_t world_size = 1;
+  std::string device;  // "cpu", "cuda"
+  std::string device_name;
+  std::string precision;
+  std::string model;
+  int64_t parameters = 0;
+  int64_t seq_length = 0;
+  int64_t batch_per_device = 0;
+  int64_t global_batch = 0;  // per optimizer step, all ranks and accumulation
+  int64_t grad_accum = 1;
+  std::string data;  // "synthetic:<n>:<seed>" or the SQuAD file's name and content hash
+  int64_t steps = 0;           // optimizer steps run
+  int64_t timed_steps = 0;     // steps after the timing warm-up
+  int64_t samples_timed = 0;   // sequences processed in the timed steps
+  // figures (timed steps only; evaluation is never inside them)
+  double train_time_s = 0;     // sum of the timed step times
+  double wall_time_s = 0;      // the whole training loop, warm-up included
+  double samples_per_s = 0;
+  double samples_per_s_per_device = 0;
+  double tokens_per_s = 0;
+  double step_ms_median = 0, step_ms_p90 = 0, step_ms_max = 0, step_ms_mean = 0, step_ms_stddev = 0;
+  double data_ms = 0, forward_ms = 0, backward_ms = 0, comm_ms = 0, comm_exposed_ms = 0, optimizer_ms = 0;  // medians
+  double flops_per_sample = 0;
+  double tflops_per_device = 0;
+  double peak_tflops = 0;  // 0: unknown device, no MFU
+  double mfu = 0;          // fraction, 0 when unknown
+  int64_t peak_memory_bytes = 0;
+  int64_t model_state_bytes = 0;  // parameters + gradients + optimizer states on one device
+  double final_train_loss = 0;
+  double val_loss = -1;  // -1: no evaluation
+  double exact_match = -1;
+  double f1 = -1;
+  std::string status = "ok";  // ok, failed, pending
+};
+
+using ColumnTarget = std::variant<int64_t RunResult::*, double RunResult::*, std::string RunResult::*>;
+struct Column {
+  const char* name;
+  const char* unit;  // "" when unitless
+  ColumnTarget member;
+};
+// Columns in CSV order; the names are the schema.
+const std::vector<Column>& columns();
+
+std::string csv_header();
+std::string csv_row(const RunResult& r);
+nlohmann::json to_json(const RunResult& r);
+// Reads the fields present; unknown fields are ignored, missing ones keep
+// their defaults (so files of an older schema version still load).
+RunResult from_json(const nlohmann::json& j);
+
+}  // namespace hpcbench::report

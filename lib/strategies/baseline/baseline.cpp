@@ -1,0 +1,30 @@
+#include "strategies/baseline/baseline.h"
+
+#include <ATen/ATen.h>
+
+#include "core/error.h"
+#include "train/amp.h"
+
+namespace hpcbench::strategies {
+
+void Baseline::setup(model::BertForQuestionAnswering&, const StrategyContext& ctx) {
+  ctx_ = ctx;
+  if (ctx.world_size != 1)
+    fail("--strategy baseline runs on one device, but the job has {} ranks", ctx.world_size);
+}
+
+at::Tensor Baseline::forward_backward(model::BertForQuestionAnswering& model, const train::Batch& b,
+                                      double scale, bool, train::StepTimer& timer) {
+  model::QAOutput out;
+  {
+    train::AutocastGuard autocast(ctx_.device.type(), ctx_.precision);
+    out = model->forward(b.input_ids, b.token_type_ids, b.attention_mask, b.start_positions,
+                         b.end_positions);
+  }
+  timer.mark(train::Phase::Forward);
+  (out.loss * scale).backward();
+  timer.mark(train::Phase::Backward);
+  return out.loss.detach();
+}
+
+}  // namespace hpcbench::strategies

@@ -1,0 +1,60 @@
+#include "train/amp.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Context.h>
+#include <ATen/autocast_mode.h>
+
+namespace hpcbench::train {
+
+void configure_precision(const std::string& precision) {
+  bool tf32 = precision == "tf32";
+  at::globalContext().setAllowTF32CuBLAS(tf32);
+  at::globalContext().setAllowTF32CuDNN(tf32);
+}
+
+AutocastGuard::AutocastGuard(c10::DeviceType device, const std::string& precision) : device_(device) {
+  if (precision != "bf16" && precision != "fp16") return;
+  active_ = true;
+  prev_enabled_ = at::autocast::is_autocast_enabled(device_);
+  prev_dtype_ = at::autocast::get_autocast_dtype(device_);
+  at::autocast::set_autocast_enabled(device_, true);
+  at::autocast::set_autocast_dtype(device_, precision == "bf16" ? at::kBFloat16 : at::kHalf);
+  at::autocast::increment_nesting();
+}
+
+AutocastGuard::~AutocastGuard() {
+  if (!active_) return;
+  // Casts of the weights are cached while nested; drop them on leaving the
+  // outermost region, exactly as torch.autocast.__exit__ does.
+  if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+  at::autocast::set_autocast_enabled(device_, prev_enabled_);
+  at::autocast::set_autocast_dtype(device_, prev_dtype_);
+}
+
+GradScaler::GradScaler(c10::Device device, bool enabled) : enabled_(enabled) {
+  if (!enabled_) return;
+  auto opts = at::TensorOptions().device(device);
+  scale_ = at::full({}, 65536.0, opts.dtype(at::kFloat));
+  growth_tracker_ = at::zeros({}, opts.dtype(at::kInt));
+  found_inf_ = at::zeros({}, opts.dtype(at::kFloat));
+}
+
+double GradScaler::scale() const { return enabled_ ? scale_.item<double>() : 1.0; }
+
+bool GradScaler::unscale(const std::vector<at::Tensor>& params) {
+  if (!enabled_) return true;
+  std::vector<at::Tensor> grads;
+  for (const auto& p : params)
+    if (p.grad().defined()) grads.push_back(p.grad());
+  found_inf_.zero_();
+  auto inv = scale_.double().reciprocal().to(at::kFloat);
+  at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf_, inv);
+  return found_inf_.item<float>() == 0.0f;
+}
+
+void GradScaler::update(bool) {
+  if (!enabled_) return;
+  at::_amp_update_scale_(scale_, growth_tracker_, found_inf_, 2.0, 0.5, 2000);
+}
+
+}  // namespace hpcbench::train

@@ -1,0 +1,172 @@
+#include "train/config.h"
+
+#include <toml++/toml.h>
+
+#include <charconv>
+#include <set>
+
+#include "core/error.h"
+
+namespace hpcbench::train {
+
+std::vector<Setting> settings_of(TrainConfig& c) {
+  return {
+      {"model.name", "--model", "Preset (bert-tiny, bert-base-uncased, ...) or a Hugging Face config.json", &c.model},
+      {"model.checkpoint", "--checkpoint", "Hugging Face checkpoint (model.safetensors, pytorch_model.bin or their folder)", &c.checkpoint},
+      {"data.train", "--train-data", "SQuAD JSON to train on, or 'synthetic'", &c.train_data},
+      {"data.eval", "--eval-data", "SQuAD JSON for validation loss and EM/F1", &c.eval_data},
+      {"data.vocab", "--vocab", "WordPiece vocab.txt for real SQuAD data", &c.vocab},
+      {"data.synthetic_samples", "--synthetic-samples", "Number of synthetic training features", &c.synthetic_samples},
+      {"data.max_seq_length", "--max-seq-length", "Tokens per feature", &c.max_seq_length},
+      {"data.doc_stride", "--doc-stride", "Overlap between context windows", &c.doc_stride},
+      {"data.max_query_length", "--max-query-length", "Question tokens kept", &c.max_query_length},
+      {"data.cache_dir", "--cache-dir", "Feature cache folder", &c.cache_dir},
+      {"train.strategy", "--strategy", "baseline (one device)", &c.strategy},
+      {"train.batch_size", "--batch-size", "Sequences per device per micro-step", &c.batch_size},
+      {"train.grad_accum", "--grad-accum", "Micro-steps per optimizer step", &c.grad_accum},
+      {"train.epochs", "--epochs", "Passes over the training data", &c.epochs},
+      {"train.max_steps", "--max-steps", "Optimizer steps (overrides --epochs when > 0)", &c.max_steps},
+      {"train.lr", "--lr", "Peak learning rate", &c.lr},
+      {"train.weight_decay", "--weight-decay", "AdamW weight decay (not on biases and LayerNorm)", &c.weight_decay},
+      {"train.adam_beta1", "--adam-beta1", "AdamW beta1", &c.adam_beta1},
+      {"train.adam_beta2", "--adam-beta2", "AdamW beta2", &c.adam_beta2},
+      {"train.adam_eps", "--adam-eps", "AdamW epsilon", &c.adam_eps},
+      {"train.warmup_ratio", "--warmup-ratio", "Fraction of steps with linear lr warm-up", &c.warmup_ratio},
+      {"train.max_grad_norm", "--max-grad-norm", "Gradient clipping norm (<= 0: off)", &c.max_grad_norm},
+      {"train.seed", "--seed", "Seed for initialisation, data order and dropout", &c.seed},
+      {"train.precision", "--precision", "fp32, tf32, fp16 (dynamic loss scaling) or bf16 (autocast)", &c.precision},
+      {"train.dropout", "--dropout", "Dropout probability (< 0: the model configuration's)", &c.dropout},
+      {"timing.warmup_steps", "--timing-warmup-steps", "Steps excluded from the timing figures", &c.timing_warmup_steps},
+      {"timing.log_every", "--log-every", "Log a line every N optimizer steps", &c.log_every},
+      {"timing.peak_tflops", "--peak-tflops", "Peak TFLOP/s for MFU (overrides the device table)", &c.peak_tflops},
+      {"run.device", "--device", "auto, cpu, cuda or cuda:N", &c.device},
+      {"run.results_dir", "--results-dir", "Folder that receives one sub-folder per run", &c.results_dir},
+      {"run.name", "--run-name", "Name of this run's folder (default: strategy, size and time)", &c.run_name},
+      {"run.threads", "--threads", "Intra-op CPU threads (0: LibTorch's default)", &c.threads},
+      {"run.eval_batch_size", "--eval-batch-size", "Sequences per evaluation batch", &c.eval_batch_size},
+  };
+}
+
+namespace {
+
+template <typename T>
+bool parse_number(const std::string& s, T& out) {
+  if constexpr (std::is_same_v<T, double>) {
+    try {
+      size_t pos = 0;
+      out = std::stod(s, &pos);
+      return pos == s.size();
+    } catch (...) {
+      return false;
+    }
+  } else {
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc() && p == s.data() + s.size();
+  }
+}
+
+}  // namespace
+
+void set_from_string(const Setting& s, const std::string& value) {
+  std::visit(
+      [&](auto* target) {
+        using T = std::remove_pointer_t<decltype(target)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          *target = value;
+        } else if (!parse_number(value, *target)) {
+          fail("{} {}: expected {}", s.flag, value, std::is_same_v<T, double> ? "a number" : "an integer");
+        }
+      },
+      s.target);
+}
+
+void load_toml(TrainConfig& cfg, const std::filesystem::path& path) {
+  toml::table root;
+  try {
+    root = toml::parse_file(path.string());
+  } catch (const toml::parse_error& e) {
+    if (!std::filesystem::exists(path)) fail("--config {}: no such file", path.string());
+    fail("{}:{}:{}: {}", path.string(), e.source().begin.line, e.source().begin.column,
+         e.description());
+  }
+  auto settings = settings_of(cfg);
+  std::set<std::string> known;
+  for (auto& s : settings) known.insert(s.key);
+
+  // Unknown keys are typos until proven otherwise: refuse them.
+  for (auto& [section, node] : root) {
+    auto* tbl = node.as_table();
+    if (!tbl) fail("{}: '{}' must be a [section]", path.string(), section.str());
+    for (auto& [key, value] : *tbl) {
+      std::string full = std::string(section.str()) + "." + std::string(key.str());
+      if (!known.count(full)) fail("{}: unknown setting '{}'", path.string(), full);
+    }
+  }
+  for (auto& s : settings) {
+    auto node = root.at_path(s.key);
+    if (!node) continue;
+    std::visit(
+        [&](auto* target) {
+          using T = std::remove_pointer_t<decltype(target)>;
+          if constexpr (std::is_same_v<T, std::string>) {
+            auto v = node.value<std::string>();
+            if (!v) fail("{}: '{}' must be a string", path.string(), s.key);
+            *target = *v;
+          } else if constexpr (std::is_same_v<T, double>) {
+            auto v = node.value<double>();  // accepts integers too
+            if (!v) fail("{}: '{}' must be a number", path.string(), s.key);
+            *target = *v;
+          } else {
+            if (!node.is_integer()) fail("{}: '{}' must be an integer", path.string(), s.key);
+            *target = *node.value<int64_t>();
+          }
+        },
+        s.target);
+  }
+}
+
+void validate(const TrainConfig& c) {
+  static const std::set<std::string> precisions = {"fp32", "tf32", "fp16", "bf16"};
+  if (!precisions.count(c.precision))
+    fail("--precision {}: unknown (use fp32, tf32, fp16 or bf16)", c.precision);
+  if (c.batch_size < 1) fail("--batch-size {}: must be at least 1", c.batch_size);
+  if (c.eval_batch_size < 1) fail("--eval-batch-size {}: must be at least 1", c.eval_batch_size);
+  if (c.grad_accum < 1) fail("--grad-accum {}: must be at least 1", c.grad_accum);
+  if (c.epochs < 1 && c.max_steps < 1) fail("--epochs {} with --max-steps {}: nothing to train", c.epochs, c.max_steps);
+  if (c.max_steps < 0) fail("--max-steps {}: must not be negative", c.max_steps);
+  if (!(c.lr > 0)) fail("--lr {}: must be positive", c.lr);
+  if (c.weight_decay < 0) fail("--weight-decay {}: must not be negative", c.weight_decay);
+  if (c.warmup_ratio < 0 || c.warmup_ratio >= 1) fail("--warmup-ratio {}: must be in [0, 1)", c.warmup_ratio);
+  if (c.dropout >= 1) fail("--dropout {}: must be below 1", c.dropout);
+  if (c.max_seq_length < 8) fail("--max-seq-length {}: too short for [CLS] q [SEP] c [SEP]", c.max_seq_length);
+  if (c.doc_stride < 1 || c.doc_stride >= c.max_seq_length)
+    fail("--doc-stride {}: must be between 1 and --max-seq-length ({})", c.doc_stride, c.max_seq_length);
+  if (c.max_query_length < 1) fail("--max-query-length {}: must be at least 1", c.max_query_length);
+  if (c.synthetic_samples < 1) fail("--synthetic-samples {}: must be at least 1", c.synthetic_samples);
+  if (c.timing_warmup_steps < 0) fail("--timing-warmup-steps {}: must not be negative", c.timing_warmup_steps);
+  if (c.log_every < 1) fail("--log-every {}: must be at least 1", c.log_every);
+  if (c.peak_tflops < 0) fail("--peak-tflops {}: must not be negative", c.peak_tflops);
+  if (c.threads < 0) fail("--threads {}: must not be negative", c.threads);
+  if (c.train_data != "synthetic" && c.vocab.empty())
+    fail("--train-data {}: real SQuAD data needs --vocab (a WordPiece vocab.txt)", c.train_data);
+  if (!c.eval_data.empty() && c.vocab.empty())
+    fail("--eval-data {}: needs --vocab (a WordPiece vocab.txt)", c.eval_data);
+}
+
+std::vector<std::pair<std::string, std::string>> describe(const TrainConfig& cfg) {
+  auto copy = cfg;
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto& s : settings_of(copy)) {
+    std::string v = std::visit(
+        [](auto* t) -> std::string {
+          using T = std::remove_pointer_t<decltype(t)>;
+          if constexpr (std::is_same_v<T, std::string>) return *t;
+          else return fmt::format("{}", *t);
+        },
+        s.target);
+    out.emplace_back(s.key, v);
+  }
+  return out;
+}
+
+}  // namespace hpcbench::train

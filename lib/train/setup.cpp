@@ -1,0 +1,83 @@
+#include "train/setup.h"
+
+#include <spdlog/spdlog.h>
+
+#include <ATen/ATen.h>
+#include <torch/optim/adamw.h>
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "data/features.h"
+
+namespace hpcbench::train {
+
+model::BertConfig model_config(const TrainConfig& cfg) {
+  namespace fs = std::filesystem;
+  bool is_file = cfg.model.ends_with(".json") || fs::is_regular_file(cfg.model);
+  auto m = is_file ? model::BertConfig::from_json(cfg.model) : model::BertConfig::preset(cfg.model);
+  if (cfg.max_seq_length > m.max_position_embeddings)
+    fail("--max-seq-length {}: the model {} has only {} positions", cfg.max_seq_length, m.name,
+         m.max_position_embeddings);
+  if (cfg.dropout >= 0) {
+    m.hidden_dropout_prob = cfg.dropout;
+    m.attention_probs_dropout_prob = cfg.dropout;
+  }
+  return m;
+}
+
+data::FeatureConfig feature_config(const TrainConfig& cfg) {
+  data::FeatureConfig f;
+  f.max_seq_length = static_cast<int>(cfg.max_seq_length);
+  f.doc_stride = static_cast<int>(cfg.doc_stride);
+  f.max_query_length = static_cast<int>(cfg.max_query_length);
+  return f;
+}
+
+data::Features training_features(const TrainConfig& cfg, const model::BertConfig& mcfg) {
+  auto fcfg = feature_config(cfg);
+  if (cfg.train_data == "synthetic")
+    return data::synthetic_features(static_cast<size_t>(cfg.synthetic_samples), fcfg, mcfg.vocab_size,
+                                     static_cast<uint64_t>(cfg.seed));
+  auto f = data::load_or_build_features(cfg.train_data, cfg.vocab, fcfg, /*train=*/true, cfg.cache_dir);
+  if (f.size() == 0) fail("--train-data {}: no training features", cfg.train_data);
+  return f;
+}
+
+std::string data_identity(const TrainConfig& cfg, int64_t num_features) {
+  if (cfg.train_data == "synthetic")
+    return fmt::format("synthetic:{}:seed{}", num_features, cfg.seed);
+  return fmt::format("{}:{}", std::filesystem::path(cfg.train_data).filename().string(), num_features);
+}
+
+at::Tensor epoch_indices(int64_t n, int64_t epoch, int64_t seed, int rank, int world_size) {
+  auto gen = at::detail::createCPUGenerator(static_cast<uint64_t>(seed + epoch));
+  auto perm = at::randperm(n, gen, at::TensorOptions().dtype(at::kLong));
+  int64_t per_rank = (n + world_size - 1) / world_size;
+  int64_t total = per_rank * world_size;
+  if (total > n) {
+    // Pad by repeating the start of the permutation, as DistributedSampler does.
+    auto reps = (total - n + n - 1) / n;
+    std::vector<at::Tensor> parts{perm};
+    for (int64_t i = 0; i < reps; ++i) parts.push_back(perm);
+    perm = at::cat(parts).slice(0, 0, total);
+  }
+  return perm.slice(0, rank, total, world_size).contiguous();
+}
+
+size_t model_state_bytes(const std::vector<at::Tensor>& params, const torch::optim::Optimizer& opt) {
+  size_t bytes = 0;
+  for (const auto& p : params) {
+    bytes += p.nbytes();
+    if (p.grad().defined()) bytes += p.grad().nbytes();
+  }
+  for (const auto& [key, state] : opt.state()) {
+    if (auto* s = dynamic_cast<const torch::optim::AdamWParamState*>(state.get())) {
+      bytes += s->exp_avg().nbytes() + s->exp_avg_sq().nbytes();
+      if (s->max_exp_avg_sq().defined()) bytes += s->max_exp_avg_sq().nbytes();
+    }
+  }
+  return bytes;
+}
+
+}  // namespace hpcbench::train

@@ -1,0 +1,48 @@
+#pragma once
+// What a run is made of, built from its configuration: the model
+// configuration, the training features, the per-epoch data order.
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <string>
+#include <vector>
+
+#include "data/features.h"
+#include "model/bert.h"
+#include "train/config.h"
+
+namespace torch::optim {
+class Optimizer;
+}
+
+namespace hpcbench::train {
+
+struct TrainOutput;
+
+// A preset name or a config.json; checks the sequence length against the
+// position table and applies --dropout.
+model::BertConfig model_config(const TrainConfig& cfg);
+
+data::FeatureConfig feature_config(const TrainConfig& cfg);
+
+// Synthetic features (seeded) or real SQuAD features (cached).
+data::Features training_features(const TrainConfig& cfg, const model::BertConfig& mcfg);
+
+// What a results row records as "data", so that runs on different data are
+// never compared: "synthetic:<n>:seed<seed>" or "<file name>:<n> features".
+std::string data_identity(const TrainConfig& cfg, int64_t num_features);
+
+// This rank's sample order for an epoch, with torch's DistributedSampler
+// semantics (randperm seeded with seed + epoch, padded to a multiple of the
+// world size by repeating from the start, strided by rank). With one rank it
+// is a seeded shuffle of all samples.
+at::Tensor epoch_indices(int64_t n, int64_t epoch, int64_t seed, int rank, int world_size);
+
+// Bytes of parameters, gradients and optimizer states held by this process.
+size_t model_state_bytes(const std::vector<at::Tensor>& params, const torch::optim::Optimizer& opt);
+
+// Validation loss and, for SQuAD files, predictions and EM/F1 into out.
+void evaluate_into(const TrainConfig& cfg, model::BertForQuestionAnswering& model, c10::Device device,
+                   TrainOutput& out);
+
+}  // namespace hpcbench::train

@@ -1,0 +1,278 @@
+#include "train/trainer.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "core/error.h"
+#include "core/hostinfo.h"
+#include "core/version.h"
+#include "device/device.h"
+#include "model/checkpoint.h"
+#include "report/stats.h"
+#include "train/amp.h"
+#include "train/batch.h"
+#include "train/flops.h"
+#include "train/optimizer.h"
+#include "train/setup.h"
+#include "train/step_timer.h"
+
+namespace hpcbench::train {
+
+namespace {
+
+std::string utc_now_iso() {
+  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+struct StepRecord {
+  int64_t step;
+  int64_t epoch;
+  double loss;
+  double lr;
+  double ms;
+  std::array<double, kPhases> phase_ms;
+  double comm_ms;
+  double comm_exposed_ms;
+  double grad_norm;
+  bool skipped;  // fp16 overflow: the optimizer step was skipped
+};
+
+// A progress line that rewrites itself, only when a person is watching; batch
+// job logs get the periodic log lines alone.
+class Progress {
+ public:
+  Progress(bool enabled, int64_t total) : enabled_(enabled && ::isatty(STDERR_FILENO)), total_(total) {}
+  void update(int64_t step, double loss, double ms) {
+    if (!enabled_) return;
+    int width = 30;
+    int filled = static_cast<int>(width * step / std::max<int64_t>(total_, 1));
+    std::fprintf(stderr, "\r[%.*s%*s] %lld/%lld loss %.4f %.1f ms/step", filled,
+                 "##############################", width - filled, "", static_cast<long long>(step),
+                 static_cast<long long>(total_), loss, ms);
+    std::fflush(stderr);
+  }
+  void done() {
+    if (enabled_) std::fprintf(stderr, "\r%*s\r", 80, "");
+  }
+
+ private:
+  bool enabled_;
+  int64_t total_;
+};
+
+}  // namespace
+
+TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const RunContext& ctx) {
+  validate(cfg);
+  if (cfg.threads > 0) at::set_num_threads(static_cast<int>(cfg.threads));
+  const bool leader = ctx.rank == 0;
+  auto device = resolve_device(cfg.device, ctx.local_rank);
+  auto dev_desc = describe(device);
+  configure_precision(cfg.precision);
+
+  auto mcfg = model_config(cfg);
+  auto train_features = training_features(cfg, mcfg);
+  FeatureTensors data(train_features);
+  const int64_t n = data.size();
+
+  torch::manual_seed(static_cast<uint64_t>(cfg.seed));
+  model::BertForQuestionAnswering model(mcfg);
+  if (!cfg.checkpoint.empty()) model::load_hf_checkpoint(*model, cfg.checkpoint);
+  model->to(device);
+  model->train();
+
+  strategies::StrategyContext sctx{device, ctx.rank, ctx.world_size, cfg.precision};
+  strategy.setup(model, sctx);
+
+  auto params = model->parameters();
+  OptimizerConfig ocfg{cfg.lr, cfg.weight_decay, cfg.adam_beta1, cfg.adam_beta2, cfg.adam_eps};
+  auto optimizer = make_adamw(*model, ocfg);
+
+  // Samples each rank sees per epoch, with DistributedSampler's padding rule.
+  const int64_t per_rank = (n + ctx.world_size - 1) / ctx.world_size;
+  const int64_t micro_per_epoch = (per_rank + cfg.batch_size - 1) / cfg.batch_size;
+  const int64_t steps_per_epoch = std::max<int64_t>(micro_per_epoch / cfg.grad_accum, 1);
+  const int64_t total_steps = cfg.max_steps > 0 ? cfg.max_steps : cfg.epochs * steps_per_epoch;
+  const int64_t warmup = static_cast<int64_t>(std::ceil(cfg.warmup_ratio * total_steps));
+  LinearSchedule schedule(*optimizer, cfg.lr, warmup, total_steps);
+  GradScaler scaler(device, cfg.precision == "fp16");
+
+  const int64_t global_batch = cfg.batch_size * cfg.grad_accum * ctx.world_size;
+  const double flops_per_sample = training_flops_per_sequence(
+      static_cast<double>(mcfg.num_parameters()), static_cast<double>(mcfg.num_hidden_layers),
+      static_cast<double>(mcfg.hidden_size), static_cast<double>(cfg.max_seq_length));
+  const double peak = cfg.peak_tflops > 0 ? cfg.peak_tflops : peak_tflops(dev_desc.name, cfg.precision);
+
+  if (leader) {
+    spdlog::info("model {}: {} parameters, {} layers, hidden {}", mcfg.name, mcfg.num_parameters(),
+                 mcfg.num_hidden_layers, mcfg.hidden_size);
+    spdlog::info("data: {} training features of {} tokens; {} optimizer steps ({} per epoch), global batch {}",
+                 n, cfg.max_seq_length, total_steps, steps_per_epoch, global_batch);
+    spdlog::info("device {} ({}), precision {}, {} intra-op threads, peak {} TFLOP/s{}", device.str(),
+                 dev_desc.name, cfg.precision, at::get_num_threads(), peak,
+                 peak > 0 ? "" : " (unknown: MFU not reported; set --peak-tflops)");
+  }
+
+  reset_peak_memory(device);
+  StepTimer timer(device);
+  std::vector<StepRecord> records;
+  records.reserve(static_cast<size_t>(total_steps));
+  Progress progress(leader, total_steps);
+  auto loop_start = std::chrono::steady_clock::now();
+
+  int64_t step = 0;
+  size_t state_bytes = 0;
+  for (int64_t epoch = 0; step < total_steps; ++epoch) {
+    auto order = epoch_indices(n, epoch, cfg.seed, ctx.rank, ctx.world_size);
+    for (int64_t m = 0; m + cfg.grad_accum <= micro_per_epoch && step < total_steps; m += cfg.grad_accum) {
+      timer.begin();
+      at::Tensor loss_sum;
+      for (int64_t a = 0; a < cfg.grad_accum; ++a) {
+        int64_t begin = (m + a) * cfg.batch_size;
+        int64_t end = std::min<int64_t>(begin + cfg.batch_size, order.size(0));
+        auto batch = data.gather(order.slice(0, begin, end)).to(device);
+        timer.mark(Phase::Data);
+        // Each micro-batch's loss is a mean over its rows; dividing by the
+        // accumulation count makes the summed gradient that of the mean over
+        // the whole optimizer step, as Hugging Face's Trainer does.
+        double scale = scaler.scale() / static_cast<double>(cfg.grad_accum);
+        auto loss = strategy.forward_backward(model, batch, scale, a + 1 == cfg.grad_accum, timer);
+        loss_sum = loss_sum.defined() ? loss_sum + loss : loss;
+      }
+      double exposed = strategy.finish_gradients(timer);
+      bool finite = scaler.unscale(params);
+      double norm = 0;
+      if (finite && cfg.max_grad_norm > 0) norm = clip_grad_norm(params, cfg.max_grad_norm);
+      if (finite) optimizer->step();
+      // Model-state bytes are measured where they peak: gradients and the
+      // optimizer's states both alive, right after the first update.
+      if (state_bytes == 0) state_bytes = model_state_bytes(params, *optimizer);
+      scaler.update(!finite);
+      double lr = schedule.step();
+      optimizer->zero_grad(/*set_to_none=*/true);
+      timer.mark(Phase::Optimizer);
+      StepRecord r{};
+      r.ms = timer.end(r.phase_ms);
+      r.step = ++step;
+      r.epoch = epoch;
+      r.loss = loss_sum.item<double>() / static_cast<double>(cfg.grad_accum);
+      r.lr = lr;
+      r.comm_ms = strategy.comm_ms();
+      r.comm_exposed_ms = exposed;
+      r.grad_norm = norm;
+      r.skipped = !finite;
+      records.push_back(r);
+      progress.update(step, r.loss, r.ms);
+      if (leader && (step % cfg.log_every == 0 || step == total_steps)) {
+        double sps = 1000.0 * global_batch / r.ms;
+        double mfu = peak > 0 ? sps * flops_per_sample / ctx.world_size / (peak * 1e12) : 0;
+        progress.done();
+        spdlog::info("step {:>6}/{}  loss {:.4f}  lr {:.3e}  {:8.1f} ms  {:9.1f} samples/s  MFU {}", step,
+                     total_steps, r.loss, lr, r.ms, sps, peak > 0 ? fmt::format("{:.1f}%", 100 * mfu) : "n/a");
+      }
+    }
+  }
+  progress.done();
+  double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
+
+  // Figures over the timed steps only: the first steps pay for allocator
+  // growth, kernel selection and cache warm-up, which a long run amortises.
+  TrainOutput out;
+  auto& res = out.result;
+  int64_t skip = std::min<int64_t>(cfg.timing_warmup_steps, static_cast<int64_t>(records.size()) - 1);
+  if (skip < cfg.timing_warmup_steps && leader)
+    spdlog::warn("only {} steps: {} excluded as timing warm-up instead of {}; run more steps (--max-steps) "
+                 "for figures you can trust", records.size(), std::max<int64_t>(skip, 0), cfg.timing_warmup_steps);
+  skip = std::max<int64_t>(skip, 0);
+  std::vector<double> step_ms;
+  std::array<std::vector<double>, kPhases> phase;
+  std::vector<double> comm, exposed;
+  for (size_t i = static_cast<size_t>(skip); i < records.size(); ++i) {
+    step_ms.push_back(records[i].ms);
+    for (size_t p = 0; p < kPhases; ++p) phase[p].push_back(records[i].phase_ms[p]);
+    comm.push_back(records[i].comm_ms);
+    exposed.push_back(records[i].comm_exposed_ms);
+  }
+  auto st = report::summarize(step_ms);
+  res.started_at = utc_now_iso();
+  res.hpcbench_version = version();
+  res.git_commit = git_commit();
+  res.hosts = ctx.hosts.empty() ? hostname() : ctx.hosts;
+  res.slurm_job_id = ctx.slurm_job_id;
+  res.strategy = strategy.name();
+  res.strategy_options = strategy.options();
+  res.nodes = ctx.nodes;
+  res.gpus_per_node = ctx.gpus_per_node;
+  res.world_size = ctx.world_size;
+  res.device = c10::DeviceTypeName(device.type(), true);
+  res.device_name = dev_desc.name;
+  res.precision = cfg.precision;
+  res.model = mcfg.name;
+  res.parameters = mcfg.num_parameters();
+  res.seq_length = cfg.max_seq_length;
+  res.batch_per_device = cfg.batch_size;
+  res.global_batch = global_batch;
+  res.grad_accum = cfg.grad_accum;
+  res.data = data_identity(cfg, n);
+  res.steps = static_cast<int64_t>(records.size());
+  res.timed_steps = static_cast<int64_t>(st.n);
+  res.samples_timed = res.timed_steps * global_batch;
+  res.train_time_s = st.mean * static_cast<double>(st.n) / 1000.0;
+  res.wall_time_s = wall_s;
+  res.samples_per_s = res.train_time_s > 0 ? static_cast<double>(res.samples_timed) / res.train_time_s : 0;
+  res.samples_per_s_per_device = res.samples_per_s / ctx.world_size;
+  res.tokens_per_s = res.samples_per_s * static_cast<double>(cfg.max_seq_length);
+  res.step_ms_median = st.median;
+  res.step_ms_p90 = st.p90;
+  res.step_ms_max = st.max;
+  res.step_ms_mean = st.mean;
+  res.step_ms_stddev = st.stddev;
+  res.data_ms = report::summarize(phase[size_t(Phase::Data)]).median;
+  res.forward_ms = report::summarize(phase[size_t(Phase::Forward)]).median;
+  res.backward_ms = report::summarize(phase[size_t(Phase::Backward)]).median;
+  res.optimizer_ms = report::summarize(phase[size_t(Phase::Optimizer)]).median;
+  res.comm_ms = report::summarize(comm).median;
+  res.comm_exposed_ms = report::summarize(exposed).median;
+  res.flops_per_sample = flops_per_sample;
+  res.tflops_per_device = res.samples_per_s_per_device * flops_per_sample / 1e12;
+  res.peak_tflops = peak;
+  res.mfu = peak > 0 ? res.tflops_per_device / peak : 0;
+  res.peak_memory_bytes = static_cast<int64_t>(peak_memory_bytes(device));
+  res.model_state_bytes = static_cast<int64_t>(state_bytes);
+  res.final_train_loss = records.empty() ? 0 : records.back().loss;
+
+  auto& d = out.details;
+  d["config"] = nlohmann::json::object();
+  for (auto& [k, v] : describe(cfg)) d["config"][k] = v;
+  d["environment"] = {{"host", hostname()},
+                      {"device", device.str()},
+                      {"device_name", dev_desc.name},
+                      {"intra_op_threads", at::get_num_threads()},
+                      {"hardware_threads", hardware_threads()}};
+  for (auto& [k, v] : job_environment()) d["environment"]["variables"][k] = v;
+  auto& steps = d["steps"] = nlohmann::json::array();
+  for (auto& r : records) {
+    nlohmann::json j = {{"step", r.step}, {"epoch", r.epoch}, {"loss", r.loss}, {"lr", r.lr},
+                        {"ms", r.ms}, {"comm_ms", r.comm_ms}, {"comm_exposed_ms", r.comm_exposed_ms},
+                        {"grad_norm", r.grad_norm}, {"skipped", r.skipped}};
+    for (size_t p = 0; p < kPhases; ++p) j[std::string(phase_name(Phase(p))) + "_ms"] = r.phase_ms[p];
+    steps.push_back(std::move(j));
+  }
+  d["timing_warmup_steps_excluded"] = skip;
+
+  if (!cfg.eval_data.empty()) evaluate_into(cfg, model, device, out);
+  return out;
+}
+
+}  // namespace hpcbench::train

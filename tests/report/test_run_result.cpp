@@ -1,0 +1,65 @@
+#include <catch2/catch.hpp>
+
+#include "report/run_folder.h"
+#include "report/run_result.h"
+#include "core/atomic_file.h"
+#include "test_env.h"
+
+using namespace hpcbench;
+
+TEST_CASE("CSV header and row have one field per column, quoted where needed") {
+  report::RunResult r;
+  r.strategy = "ddp";
+  r.hosts = "n1,n2";  // a comma inside a field must be quoted
+  r.samples_per_s = 123.456;
+  auto header = report::csv_header();
+  auto row = report::csv_row(r);
+  auto count = [](const std::string& s) {
+    size_t n = 1;
+    bool quoted = false;
+    for (char c : s) {
+      if (c == '"') quoted = !quoted;
+      else if (c == ',' && !quoted) ++n;
+    }
+    return n;
+  };
+  CHECK(count(header) == report::columns().size());
+  CHECK(count(row) == report::columns().size());
+  CHECK(row.find("\"n1,n2\"") != std::string::npos);
+  CHECK(row.find(",123.456,") != std::string::npos);
+}
+
+TEST_CASE("JSON round trip keeps every column; missing fields keep defaults") {
+  report::RunResult r;
+  r.strategy = "zero";
+  r.world_size = 4;
+  r.f1 = 88.5;
+  auto back = report::from_json(report::to_json(r));
+  CHECK(report::csv_row(back) == report::csv_row(r));
+  auto partial = report::from_json(nlohmann::json{{"strategy", "dp"}});
+  CHECK(partial.strategy == "dp");
+  CHECK(partial.schema_version == 0);
+  CHECK(partial.val_loss == -1);
+}
+
+TEST_CASE("run folders are complete when visible and never overwritten") {
+  test::TempDir dir;
+  report::RunResult r;
+  nlohmann::json details = {{"steps", nlohmann::json::array({{{"step", 1}, {"epoch", 0}, {"loss", 5.5},
+                                                              {"lr", 1e-5}, {"ms", 12.0}}})}};
+  auto a = report::write_run_folder(dir.path, "run", r, details);
+  auto b = report::write_run_folder(dir.path, "run", r, details);
+  CHECK(a.filename() == "run");
+  CHECK(b.filename() == "run-2");
+  for (auto& p : {a, b}) {
+    CHECK(std::filesystem::exists(p / "summary.csv"));
+    CHECK(std::filesystem::exists(p / "run.json"));
+    CHECK(read_file(p / "loss.csv") == "step,epoch,loss,lr,ms\n1,0,5.5,1e-05,12.0000\n");
+  }
+  auto j = nlohmann::json::parse(read_file(b / "run.json"));
+  CHECK(j["result"]["run_id"] == "run-2");
+  // No temporary folder is left behind.
+  int n = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir.path)) (void)e, ++n;
+  CHECK(n == 2);
+}

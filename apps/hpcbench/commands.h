@@ -11,6 +11,18 @@ using Action = std::function<int()>;
 
 Action add_env(CLI::App& app);
 Action add_run(CLI::App& app);
+Action add_main(CLI::App& app);
+
 std::string version_text();
+
+}  // namespace hpcbench::cli
+
+namespace hpcbench::train {
+struct TrainConfig;
+}
+
+namespace hpcbench::cli {
+// Trains under cfg.strategy and writes the run folder (rank 0).
+int run_training(const train::TrainConfig& cfg);
 
 }  // namespace hpcbench::cli

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   add(hpcbench::cli::add_env);
 #ifdef HPCBENCH_HAVE_TRAIN
   add(hpcbench::cli::add_run);
+  add(hpcbench::cli::add_main);
 #endif
 
   try {

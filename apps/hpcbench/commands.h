@@ -10,6 +10,8 @@ namespace hpcbench::cli {
 using Action = std::function<int()>;
 
 Action add_env(CLI::App& app);
+Action add_data(CLI::App& app);
+Action add_bench_comm(CLI::App& app);
 Action add_run(CLI::App& app);
 Action add_main(CLI::App& app);
 

@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
     commands.emplace_back(app.get_subcommands({}).at(before), std::move(action));
   };
   add(hpcbench::cli::add_env);
+  add(hpcbench::cli::add_data);
+  add(hpcbench::cli::add_bench_comm);
 #ifdef HPCBENCH_HAVE_TRAIN
   add(hpcbench::cli::add_run);
   add(hpcbench::cli::add_main);

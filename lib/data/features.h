@@ -2,6 +2,7 @@
 // Training / evaluation features exactly as Hugging Face's run_qa.py builds
 // them (prepare_train_features / prepare_validation_features).
 #include <cstdint>
+#include <filesystem>
 #include <vector>
 
 namespace hpcbench::data {
@@ -28,5 +29,52 @@ struct Features {
 
   size_t size() const { return start_positions.size(); }
 };
+
+class WordPieceTokenizer;
+struct SquadExample;
+
+// run_qa.py's windows for each example, in order: [CLS] question [SEP]
+// context-window [SEP] [PAD]..., with the question lstripped and cut to
+// cfg.max_query_length tokens (run_qa.py does not cut; no question of the
+// shared samples is longer than 64 tokens, which the parity test checks).
+// Labels and example_index are filled for train and eval alike (validation
+// loss); offsets only when !train (the offset vectors stay empty for train).
+// `threads` = 0: one per hardware thread; the result does not depend on it.
+// Throws UserError when cfg cannot hold a window (doc_stride too large for
+// the room the question leaves, as Hugging Face's tokenizer refuses too).
+Features build_features(const std::vector<SquadExample>& examples, const WordPieceTokenizer& tokenizer,
+                        const FeatureConfig& cfg, bool train, unsigned threads = 0);
+
+// Seeded, deterministic SQuAD-shaped features drawn directly as token ids:
+// random question and context lengths, padding, answer spans inside the
+// context and about a third unanswerable (labels 0/0). Special ids follow
+// bert-base-uncased ([PAD]=0, [CLS]=101, [SEP]=102) when vocab_size > 2000,
+// else [PAD]=0, [CLS]=1, [SEP]=2. Offsets and example_index are filled.
+Features synthetic_features(size_t n, const FeatureConfig& cfg, int64_t vocab_size, uint64_t seed);
+
+// Throws UserError naming the flag when cfg is unusable.
+void validate(const FeatureConfig& cfg);
+
+// Features of a SQuAD file plus what the loader counted.
+struct SquadFeatures {
+  Features features;
+  size_t examples = 0;
+  size_t impossible = 0;
+  size_t mismatched_answers = 0;
+  bool from_cache = false;
+};
+
+// $XDG_CACHE_HOME/hpcbench/features, else ~/.cache/hpcbench/features.
+std::filesystem::path default_feature_cache_dir();
+
+// Features for a SQuAD file, read from `cache_dir` when built before with
+// the same file content, vocabulary, config, train flag and code version,
+// else built and written there (atomically). An empty cache_dir disables the
+// cache. Logs cache hits and writes.
+SquadFeatures load_or_build_squad_features(const std::filesystem::path& squad, const std::filesystem::path& vocab,
+                                           const FeatureConfig& cfg, bool train,
+                                           const std::filesystem::path& cache_dir);
+Features load_or_build_features(const std::filesystem::path& squad, const std::filesystem::path& vocab,
+                                const FeatureConfig& cfg, bool train, const std::filesystem::path& cache_dir);
 
 }  // namespace hpcbench::data

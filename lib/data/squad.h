@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace hpcbench::data {
@@ -33,5 +34,7 @@ struct SquadDataset {
 // Throws UserError naming the file and the problem (malformed JSON with its
 // byte offset, missing/wrong version, missing fields).
 SquadDataset load_squad(const std::filesystem::path& path);
+// The same for a file's content already in memory; `name` is used in errors.
+SquadDataset parse_squad(std::string_view content, const std::string& name);
 
 }  // namespace hpcbench::data

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace hpcbench::data {
@@ -62,6 +63,7 @@ class WordPieceTokenizer {
   uint64_t mask_ = 0;
   size_t max_piece_bytes_ = 0;
   int32_t cls_ = -1, sep_ = -1, pad_ = -1, unk_ = -1;
+  std::vector<std::pair<std::string, int32_t>> specials_;  // matched in raw text
   uint64_t fingerprint_ = 0;
 };
 

@@ -1,0 +1,238 @@
+// Built features on disk, so that a training run does not tokenize SQuAD
+// again. One file per (SQuAD content, vocabulary, config, train flag, code
+// version); only the unpadded prefix of each row is stored, padding is
+// rebuilt on load (about a third of the size of the raw arrays).
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "data/features.h"
+#include "data/squad.h"
+#include "data/tokenizer.h"
+
+namespace hpcbench::data {
+
+namespace {
+
+// Bump whenever build_features or the tokenizer would produce different
+// features, so that stale cache files are never read.
+constexpr uint64_t kFeatureCodeVersion = 1;
+constexpr char kMagic[8] = {'H', 'P', 'C', 'B', 'F', 'T', '0', '1'};
+constexpr char kTrailer[8] = {'H', 'P', 'C', 'B', 'E', 'N', 'D', '0'};
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
+  h *= 0xFF51AFD7ED558CCDULL;
+  return h ^ (h >> 33);
+}
+
+uint64_t hash_bytes(std::string_view s) {
+  uint64_t h = 0xCBF29CE484222325ULL ^ s.size();
+  size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    h = mix(h, w);
+  }
+  uint64_t tail = 0;
+  std::memcpy(&tail, s.data() + i, s.size() - i);
+  return mix(h, tail);
+}
+
+struct Header {
+  char magic[8];
+  uint64_t key;
+  int64_t seq_len;
+  uint64_t n;
+  uint64_t examples, impossible, mismatched;
+  int32_t pad_id;
+  int32_t has_offsets;
+};
+
+template <typename T>
+void put(std::string& out, const T* p, size_t n) {
+  out.append(reinterpret_cast<const char*>(p), n * sizeof(T));
+}
+
+// Rows whose padding is not exactly what build_features writes cannot be
+// stored prefix-only.
+size_t row_length(const Features& f, size_t r, int32_t pad_id) {
+  const size_t L = static_cast<size_t>(f.seq_len);
+  const int32_t* mask = f.attention_mask.data() + r * L;
+  size_t len = 0;
+  while (len < L && mask[len] == 1) ++len;
+  for (size_t i = len; i < L; ++i) {
+    bool ok = mask[i] == 0 && f.input_ids[r * L + i] == pad_id && f.token_type_ids[r * L + i] == 0;
+    if (ok && !f.offset_begin.empty()) ok = f.offset_begin[r * L + i] == -1 && f.offset_end[r * L + i] == -1;
+    if (!ok) return SIZE_MAX;
+  }
+  return len;
+}
+
+std::string serialize(const SquadFeatures& sf, uint64_t key, int32_t pad_id) {
+  const Features& f = sf.features;
+  const size_t L = static_cast<size_t>(f.seq_len);
+  Header h{};
+  std::memcpy(h.magic, kMagic, 8);
+  h.key = key;
+  h.seq_len = f.seq_len;
+  h.n = f.size();
+  h.examples = sf.examples;
+  h.impossible = sf.impossible;
+  h.mismatched = sf.mismatched_answers;
+  h.pad_id = pad_id;
+  h.has_offsets = f.offset_begin.empty() ? 0 : 1;
+  std::string out;
+  out.reserve(sizeof h + f.size() * (16 + L * 3));
+  put(out, &h, 1);
+  std::vector<uint8_t> types(L);
+  for (size_t r = 0; r < f.size(); ++r) {
+    size_t len = row_length(f, r, pad_id);
+    if (len == SIZE_MAX) return {};
+    int32_t rec[4] = {static_cast<int32_t>(len), f.start_positions[r], f.end_positions[r], f.example_index[r]};
+    put(out, rec, 4);
+    put(out, f.input_ids.data() + r * L, len);
+    for (size_t i = 0; i < len; ++i) types[i] = static_cast<uint8_t>(f.token_type_ids[r * L + i]);
+    put(out, types.data(), len);
+    if (h.has_offsets) {
+      put(out, f.offset_begin.data() + r * L, len);
+      put(out, f.offset_end.data() + r * L, len);
+    }
+  }
+  out.append(kTrailer, 8);
+  return out;
+}
+
+// False when `in` is not a complete cache file for `key` (stale or damaged).
+bool deserialize(std::string_view in, uint64_t key, SquadFeatures& sf) {
+  Header h;
+  if (in.size() < sizeof h + 8) return false;
+  std::memcpy(&h, in.data(), sizeof h);
+  if (std::memcmp(h.magic, kMagic, 8) != 0 || h.key != key || h.seq_len <= 0) return false;
+  if (std::memcmp(in.data() + in.size() - 8, kTrailer, 8) != 0) return false;
+  const size_t L = static_cast<size_t>(h.seq_len);
+  Features& f = sf.features;
+  f = Features{};
+  f.seq_len = h.seq_len;
+  f.input_ids.assign(h.n * L, h.pad_id);
+  f.token_type_ids.assign(h.n * L, 0);
+  f.attention_mask.assign(h.n * L, 0);
+  f.start_positions.resize(h.n);
+  f.end_positions.resize(h.n);
+  f.example_index.resize(h.n);
+  if (h.has_offsets) {
+    f.offset_begin.assign(h.n * L, -1);
+    f.offset_end.assign(h.n * L, -1);
+  }
+  size_t pos = sizeof h;
+  const size_t limit = in.size() - 8;
+  auto take = [&](void* dst, size_t bytes) {
+    if (pos + bytes > limit) return false;
+    std::memcpy(dst, in.data() + pos, bytes);
+    pos += bytes;
+    return true;
+  };
+  for (size_t r = 0; r < h.n; ++r) {
+    int32_t rec[4];
+    if (!take(rec, sizeof rec)) return false;
+    const size_t len = static_cast<size_t>(rec[0]);
+    if (rec[0] < 0 || len > L) return false;
+    f.start_positions[r] = rec[1];
+    f.end_positions[r] = rec[2];
+    f.example_index[r] = rec[3];
+    if (!take(f.input_ids.data() + r * L, len * 4)) return false;
+    if (pos + len > limit) return false;
+    for (size_t i = 0; i < len; ++i) f.token_type_ids[r * L + i] = static_cast<uint8_t>(in[pos + i]);
+    pos += len;
+    std::fill_n(f.attention_mask.data() + r * L, len, 1);
+    if (h.has_offsets) {
+      if (!take(f.offset_begin.data() + r * L, len * 4)) return false;
+      if (!take(f.offset_end.data() + r * L, len * 4)) return false;
+    }
+  }
+  if (pos != limit) return false;
+  sf.examples = h.examples;
+  sf.impossible = h.impossible;
+  sf.mismatched_answers = h.mismatched;
+  return true;
+}
+
+}  // namespace
+
+std::filesystem::path default_feature_cache_dir() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    return std::filesystem::path(x) / "hpcbench" / "features";
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return std::filesystem::path(home) / ".cache" / "hpcbench" / "features";
+  return std::filesystem::temp_directory_path() / "hpcbench-features";
+}
+
+SquadFeatures load_or_build_squad_features(const std::filesystem::path& squad, const std::filesystem::path& vocab,
+                                           const FeatureConfig& cfg, bool train,
+                                           const std::filesystem::path& cache_dir) {
+  validate(cfg);
+  auto t0 = std::chrono::steady_clock::now();
+  auto tokenizer = WordPieceTokenizer::from_file(vocab);
+  const std::string content = read_file(squad);
+  uint64_t key = hash_bytes(content);
+  key = mix(key, tokenizer.fingerprint());
+  key = mix(key, static_cast<uint64_t>(cfg.max_seq_length));
+  key = mix(key, static_cast<uint64_t>(cfg.doc_stride));
+  key = mix(key, static_cast<uint64_t>(cfg.max_query_length));
+  key = mix(key, train ? 1 : 2);
+  key = mix(key, kFeatureCodeVersion);
+  const std::filesystem::path file =
+      cache_dir.empty() ? std::filesystem::path() : cache_dir / fmt::format("{:016x}.bin", key);
+
+  SquadFeatures sf;
+  if (!file.empty() && std::filesystem::exists(file)) {
+    std::string bytes;
+    try {
+      bytes = read_file(file);
+    } catch (const UserError& e) {
+      spdlog::warn("feature cache: {}; rebuilding", e.what());
+    }
+    if (!bytes.empty() && deserialize(bytes, key, sf)) {
+      sf.from_cache = true;
+      spdlog::info("feature cache hit: {} ({} features for {})", file.string(), sf.features.size(), squad.string());
+      return sf;
+    }
+    if (!bytes.empty()) spdlog::warn("feature cache: {} is damaged or stale; rebuilding", file.string());
+  }
+
+  // The bytes that were hashed are the bytes parsed: a file changed between
+  // two reads cannot be cached under the wrong key.
+  SquadDataset ds = parse_squad(content, squad.string());
+  sf.examples = ds.examples.size();
+  sf.mismatched_answers = ds.mismatched_answers;
+  for (auto& ex : ds.examples) sf.impossible += ex.is_impossible;
+  sf.features = build_features(ds.examples, tokenizer, cfg, train);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  spdlog::info("built {} features from {} questions of {} in {:.2f} s", sf.features.size(), sf.examples,
+               squad.string(), secs);
+  if (!file.empty()) {
+    std::string bytes = serialize(sf, key, tokenizer.pad_id());
+    if (bytes.empty()) {
+      spdlog::warn("feature cache: features of {} are not in the padded layout; not cached", squad.string());
+    } else {
+      try {
+        write_file_atomic(file, bytes);
+        spdlog::info("feature cache: wrote {} ({:.1f} MB)", file.string(), bytes.size() / 1e6);
+      } catch (const UserError& e) {
+        spdlog::warn("feature cache not written: {}", e.what());
+      }
+    }
+  }
+  return sf;
+}
+
+Features load_or_build_features(const std::filesystem::path& squad, const std::filesystem::path& vocab,
+                                const FeatureConfig& cfg, bool train, const std::filesystem::path& cache_dir) {
+  return load_or_build_squad_features(squad, vocab, cfg, train, cache_dir).features;
+}
+
+}  // namespace hpcbench::data

@@ -1,0 +1,92 @@
+// `hpcbench data` on good and bad input: exit code 2, the file named in the
+// message, no --out file left behind.
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/atomic_file.h"
+#include "test_env.h"
+
+using namespace hpcbench;
+
+namespace {
+struct Result {
+  int code;
+  std::string out, log;
+};
+
+Result run(const test::TempDir& dir, const std::string& args) {
+  auto o = dir.path / "stdout.txt", e = dir.path / "stderr.txt";
+  std::string cmd = fmt::format("'{}' data {} > '{}' 2> '{}'", test::hpcbench_bin().string(), args, o.string(), e.string());
+  int status = std::system(cmd.c_str());
+  // spdlog's default logger writes to stdout: messages are looked for in both.
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_file(o), read_file(o) + read_file(e)};
+}
+
+std::string vocab() { return (test::shared_data() / "bert-base-uncased" / "vocab.txt").string(); }
+}  // namespace
+
+TEST_CASE("hpcbench data builds features of a SQuAD file", "[cli]") {
+  test::TempDir dir;
+  auto out = dir.path / "counts.json";
+  auto squad = test::shared_data() / "squad" / "dev-v2.0-sample.json";
+  auto r = run(dir, fmt::format("--squad '{}' --vocab '{}' --cache-dir '{}' --out '{}'", squad.string(), vocab(),
+                                (dir.path / "cache").string(), out.string()));
+  INFO(r.out << r.log);
+  REQUIRE(r.code == 0);
+  auto j = nlohmann::json::parse(read_file(out));
+  CHECK(j["examples"] == 706);
+  CHECK(j["impossible"] == 320);
+  CHECK(j["mismatched_answers"] == 0);
+  CHECK(j["features"] == 713);
+  CHECK(j["from_cache"] == false);
+  r = run(dir, fmt::format("--squad '{}' --vocab '{}' --cache-dir '{}' --out '{}'", squad.string(), vocab(),
+                           (dir.path / "cache").string(), out.string()));
+  REQUIRE(r.code == 0);
+  CHECK(nlohmann::json::parse(read_file(out))["from_cache"] == true);
+  CHECK(r.log.find("feature cache hit") != std::string::npos);
+
+  r = run(dir, fmt::format("--synthetic 50 --max-seq-length 128 --doc-stride 32 --out '{}'", out.string()));
+  REQUIRE(r.code == 0);
+  CHECK(nlohmann::json::parse(read_file(out))["features"] == 50);
+}
+
+TEST_CASE("hpcbench data on bad input: exit 2, names the file, no --out", "[cli]") {
+  test::TempDir dir;
+  auto out = dir.path / "counts.json";
+  auto good = (test::shared_data() / "squad" / "dev-v1.1-sample.json").string();
+  auto write = [&](const std::string& name, const std::string& content) {
+    auto p = dir.path / name;
+    write_file_atomic(p, content);
+    return p.string();
+  };
+  struct Case {
+    std::string squad, vocab, what;
+  };
+  std::vector<Case> cases = {
+      {write("malformed.json", "{\"version\": \"1.1\", \"data\": [ {"), vocab(), "at byte"},
+      {write("noversion.json", R"({"data": []})"), vocab(), "version"},
+      {write("badversion.json", R"({"version": "9", "data": []})"), vocab(), "unsupported SQuAD version"},
+      {write("nofields.json", R"({"version": "1.1", "data": [{"paragraphs": [{"qas": []}]}]})"), vocab(), "context"},
+      {(dir.path / "missing.json").string(), vocab(), "cannot read"},
+      {good, (dir.path / "missing-vocab.txt").string(), "vocabulary"},
+      {good, write("empty-vocab.txt", ""), "empty"},
+      {good, write("bad-vocab.txt", "[PAD]\n[UNK]\nhello\n"), "[CLS]"},
+  };
+  for (const auto& c : cases) {
+    const std::string& named = c.what == "vocabulary" || c.vocab != vocab() ? c.vocab : c.squad;
+    auto r = run(dir, fmt::format("--squad '{}' --vocab '{}' --no-cache --out '{}'", c.squad, c.vocab, out.string()));
+    INFO(named << ": " << r.log);
+    CHECK(r.code == 2);
+    CHECK(r.log.find(named) != std::string::npos);
+    CHECK(r.log.find(c.what) != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(out));
+  }
+  auto r = run(dir, fmt::format("--squad '{}' --vocab '{}' --no-cache --doc-stride 500 --out '{}'", good, vocab(), out.string()));
+  CHECK(r.code == 2);
+  CHECK(r.log.find("--doc-stride") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(out));
+}

@@ -1,0 +1,77 @@
+// The on-disk feature cache: hits return what a build returns; anything that
+// changes the features changes the key; damaged files are rebuilt.
+#include <catch2/catch.hpp>
+
+#include "data/features.h"
+#include "data/squad.h"
+#include "data_test_util.h"
+
+using namespace hpcbench;
+
+namespace {
+void require_same(const data::Features& a, const data::Features& b) {
+  REQUIRE(a.seq_len == b.seq_len);
+  REQUIRE(a.input_ids == b.input_ids);
+  REQUIRE(a.token_type_ids == b.token_type_ids);
+  REQUIRE(a.attention_mask == b.attention_mask);
+  REQUIRE(a.start_positions == b.start_positions);
+  REQUIRE(a.end_positions == b.end_positions);
+  REQUIRE(a.example_index == b.example_index);
+  REQUIRE(a.offset_begin == b.offset_begin);
+  REQUIRE(a.offset_end == b.offset_end);
+}
+size_t files_in(const std::filesystem::path& d) {
+  size_t n = 0;
+  for (auto& e : std::filesystem::directory_iterator(d)) n += e.is_regular_file();
+  return n;
+}
+}  // namespace
+
+TEST_CASE("feature cache round trip", "[cache]") {
+  test::TempDir dir;
+  auto cache = dir.path / "cache";
+  data::FeatureConfig cfg{128, 32, 64};
+  for (bool train : {false, true}) {
+    auto built = data::load_or_build_squad_features(test::squad_v20(), test::vocab_path(), cfg, train, cache);
+    CHECK_FALSE(built.from_cache);
+    CHECK(built.examples == 706);
+    CHECK(built.impossible == 320);
+    auto hit = data::load_or_build_squad_features(test::squad_v20(), test::vocab_path(), cfg, train, cache);
+    CHECK(hit.from_cache);
+    CHECK(hit.examples == 706);
+    CHECK(hit.impossible == 320);
+    require_same(hit.features, built.features);
+    auto direct = data::build_features(data::load_squad(test::squad_v20()).examples, test::bert_tokenizer(), cfg, train);
+    require_same(direct, built.features);
+  }
+  CHECK(files_in(cache) == 2);
+  // Another config, another key.
+  auto other = data::load_or_build_squad_features(test::squad_v20(), test::vocab_path(), {128, 64, 64}, false, cache);
+  CHECK_FALSE(other.from_cache);
+  CHECK(files_in(cache) == 3);
+  // Another file content, another key.
+  auto copy = dir.path / "copy.json";
+  write_file_atomic(copy, read_file(test::squad_v20()) + "\n");
+  CHECK_FALSE(data::load_or_build_squad_features(copy, test::vocab_path(), cfg, false, cache).from_cache);
+  CHECK(files_in(cache) == 4);
+
+  // A damaged file is rebuilt (and rewritten), never read.
+  for (auto& e : std::filesystem::directory_iterator(cache)) {
+    std::string bytes = read_file(e.path());
+    write_file_atomic(e.path(), bytes.substr(0, bytes.size() / 2));
+  }
+  auto rebuilt = data::load_or_build_squad_features(test::squad_v20(), test::vocab_path(), cfg, false, cache);
+  CHECK_FALSE(rebuilt.from_cache);
+  CHECK(data::load_or_build_squad_features(test::squad_v20(), test::vocab_path(), cfg, false, cache).from_cache);
+
+  // No cache dir: nothing written.
+  auto none = data::load_or_build_squad_features(test::squad_v20(), test::vocab_path(), cfg, false, {});
+  CHECK_FALSE(none.from_cache);
+}
+
+TEST_CASE("default cache dir follows XDG_CACHE_HOME", "[cache]") {
+  ::setenv("XDG_CACHE_HOME", "/some/where", 1);
+  CHECK(data::default_feature_cache_dir() == std::filesystem::path("/some/where/hpcbench/features"));
+  ::unsetenv("XDG_CACHE_HOME");
+  CHECK(data::default_feature_cache_dir().string().find(".cache/hpcbench/features") != std::string::npos);
+}

@@ -1,3 +1,4 @@
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <c10/util/Exception.h>
@@ -8,6 +9,9 @@
 #include "core/error.h"
 
 int main(int argc, char** argv) {
+  // Logs go to stderr so that tables and reports on stdout can be piped.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("hpcbench"));
+  spdlog::set_pattern("[%Y-%m-%d %H:%M:%S] [%^%l%$] %v");
   CLI::App app{"hpcbench: how parallel training strategies scale on BERT/SQuAD"};
   app.require_subcommand(0, 1);
   app.set_version_flag("--version", [] { return hpcbench::cli::version_text(); });

@@ -1,0 +1,35 @@
+#pragma once
+// `hpcbench <command> --nproc-per-node N`: starts N copies of this very
+// binary as ranks 0..N-1 of a one-node job (torchrun's variables, a free
+// port on 127.0.0.1), prefixes their output with "[rank k] ", and stops the
+// whole job as soon as one rank fails, so that a crash never leaves the
+// others waiting in a collective.
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace hpcbench::dist {
+
+struct LaunchOptions {
+  int nproc = 1;
+  // Between SIGTERM and SIGKILL for the surviving ranks once one failed.
+  std::chrono::milliseconds grace{std::chrono::seconds(5)};
+  std::string flag = "--nproc-per-node";
+};
+
+// This process's command line (from /proc/self/cmdline).
+std::vector<std::string> own_command_line();
+
+// `args` without `flag N` / `flag=N` (the children must not launch again).
+std::vector<std::string> strip_flag(const std::vector<std::string>& args, const std::string& flag);
+
+// Runs the job and returns the exit status for the launcher: 0 when every
+// rank exited 0, otherwise the first failed rank's exit status (128 + signal
+// when it was killed), after a message naming that rank on stderr.
+int launch_local(const LaunchOptions& options);
+
+// True inside a rank started by launch_local (or torchrun): launching again
+// would nest jobs.
+bool launched_as_rank();
+
+}  // namespace hpcbench::dist

@@ -22,8 +22,8 @@ std::string hostname() {
 unsigned hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 std::vector<std::pair<std::string, std::string>> job_environment() {
-  static constexpr std::array<std::string_view, 8> prefixes = {
-      "SLURM_", "NCCL_", "GLOO_", "CUDA_", "OMP_", "MKL_", "TORCH_", "HPCBENCH_"};
+  static constexpr std::array<std::string_view, 9> prefixes = {
+      "SLURM_", "SLURMD_", "NCCL_", "GLOO_", "CUDA_", "OMP_", "MKL_", "TORCH_", "HPCBENCH_"};
   static constexpr std::array<std::string_view, 8> exact = {
       "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
       "MASTER_ADDR", "MASTER_PORT", "GROUP_RANK", "NODE_RANK"};

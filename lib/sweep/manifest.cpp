@@ -1,0 +1,141 @@
+#include "sweep/manifest.h"
+
+#include <chrono>
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "sweep/job_script.h"
+
+namespace hpcbench::sweep {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string utc_now() {
+  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+nlohmann::ordered_json job_json(const SweepJob& j) {
+  return {{"name", j.name},
+          {"strategy", j.strategy},
+          {"nodes", j.nodes},
+          {"gpus_per_node", j.gpus_per_node},
+          {"world_size", j.world_size()},
+          {"script", j.script.string()},
+          {"run_dir", j.run_dir.string()},
+          {"log", j.log},
+          {"job_id", j.job_id ? nlohmann::ordered_json(*j.job_id) : nlohmann::ordered_json(nullptr)},
+          {"state", j.state},
+          {"submit_error", j.submit_error}};
+}
+
+}  // namespace
+
+nlohmann::ordered_json to_json(const Sweep& sweep) {
+  const auto& o = sweep.options;
+  auto jobs = nlohmann::ordered_json::array();
+  for (const auto& j : sweep.jobs) jobs.push_back(job_json(j));
+  return {{"schema", kManifestSchema},
+          {"created", sweep.created},
+          {"sweep_dir", sweep.dir.string()},
+          {"hpcbench", o.hpcbench.string()},
+          {"mode", o.cpu ? "cpu" : "gpu"},
+          {"sbatch_options",
+           {{"partition", o.partition},
+            {"account", o.account},
+            {"time", o.time},
+            {"constraint", o.constraint},
+            {"qos", o.qos},
+            {"gres_type", o.gres_type},
+            {"cpus_per_task", o.cpus_per_task}}},
+          {"run_args", o.run_args},
+          {"jobs", jobs}};
+}
+
+Sweep read_manifest(const fs::path& dir) {
+  fs::path file = dir / "sweep.json";
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file(file));
+  } catch (const nlohmann::json::exception& e) {
+    fail("{}: not a sweep manifest ({})", file.string(), e.what());
+  }
+  if (j.value("schema", "") != kManifestSchema)
+    fail("{}: schema '{}', expected '{}'", file.string(), j.value("schema", ""), kManifestSchema);
+  try {
+    Sweep s;
+    s.dir = j.at("sweep_dir").get<std::string>();
+    s.created = j.at("created").get<std::string>();
+    auto& o = s.options;
+    o.hpcbench = j.at("hpcbench").get<std::string>();
+    o.cpu = j.at("mode").get<std::string>() == "cpu";
+    const auto& so = j.at("sbatch_options");
+    o.partition = so.at("partition");
+    o.account = so.at("account");
+    o.time = so.at("time");
+    o.constraint = so.at("constraint");
+    o.qos = so.at("qos");
+    o.gres_type = so.at("gres_type");
+    o.cpus_per_task = so.at("cpus_per_task");
+    o.run_args = j.at("run_args").get<std::vector<std::string>>();
+    for (const auto& jj : j.at("jobs")) {
+      SweepJob job;
+      job.name = jj.at("name");
+      job.strategy = jj.at("strategy");
+      job.nodes = jj.at("nodes");
+      job.gpus_per_node = jj.at("gpus_per_node");
+      job.script = jj.at("script").get<std::string>();
+      job.run_dir = jj.at("run_dir").get<std::string>();
+      job.log = jj.at("log");
+      if (!jj.at("job_id").is_null()) job.job_id = jj.at("job_id").get<std::string>();
+      job.state = jj.at("state");
+      job.submit_error = jj.value("submit_error", "");
+      s.jobs.push_back(std::move(job));
+    }
+    return s;
+  } catch (const nlohmann::json::exception& e) {
+    fail("{}: malformed sweep manifest ({})", file.string(), e.what());
+  }
+}
+
+void write_manifest(const Sweep& sweep) {
+  write_file_atomic(sweep.dir / "sweep.json", to_json(sweep).dump(2) + "\n");
+}
+
+Sweep write_sweep(const SweepOptions& opts) {
+  Sweep sweep;
+  sweep.jobs = plan_jobs(opts);
+  sweep.options = opts;
+  sweep.created = utc_now();
+  std::error_code ec;
+  sweep.dir = fs::absolute(opts.out_dir, ec).lexically_normal();
+  if (ec) fail("--out {}: {}", opts.out_dir.string(), ec.message());
+  // #SBATCH lines end at the first blank: a folder with one cannot be the log's.
+  if (sweep.dir.string().find_first_of(" \t\n") != std::string::npos)
+    fail("--out '{}': the sweep folder's path must not contain spaces (#SBATCH --output cannot hold them)",
+         sweep.dir.string());
+  if (fs::exists(sweep.dir / "sweep.json"))
+    fail("--out {}: already holds a sweep (sweep.json); choose another folder", sweep.dir.string());
+  for (const char* sub : {"jobs", "runs", "logs"}) {
+    fs::create_directories(sweep.dir / sub, ec);
+    if (ec) fail("--out {}: cannot create {}/: {}", sweep.dir.string(), sub, ec.message());
+  }
+  for (const auto& job : sweep.jobs) {
+    auto path = sweep.dir / job.script;
+    write_file_atomic(path, render_job_script(opts, job, sweep.dir));
+    fs::permissions(path, fs::perms::owner_exec | fs::perms::group_exec, fs::perm_options::add, ec);
+  }
+  write_manifest(sweep);
+  return sweep;
+}
+
+}  // namespace hpcbench::sweep

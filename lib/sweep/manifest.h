@@ -1,0 +1,49 @@
+#pragma once
+// sweep.json: what a sweep queued and where each job writes, so that the
+// report can list the finished runs and name the pending or failed ones.
+//
+// {
+//   "schema": "hpcbench-sweep/1",
+//   "created": "2025-01-31T12:00:00Z",
+//   "sweep_dir": "/abs/path/of/the/sweep",       (paths below are relative to it)
+//   "hpcbench": "/abs/path/of/the/binary",
+//   "mode": "gpu" | "cpu",
+//   "sbatch_options": {"partition": "", "account": "", "time": "", "constraint": "", "qos": "",
+//                      "gres_type": "", "cpus_per_task": 0},
+//   "run_args": ["--max-steps", "100"],
+//   "jobs": [{"name": "ddp-2x2", "strategy": "ddp", "nodes": 2, "gpus_per_node": 2,
+//             "world_size": 4, "script": "jobs/ddp-2x2.sbatch", "run_dir": "runs/ddp-2x2",
+//             "log": "logs/ddp-2x2-%j.out", "job_id": "1234" | null,
+//             "state": "written" | "submitted" | "submit_failed", "submit_error": ""}]
+// }
+#include <filesystem>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sweep/plan.h"
+
+namespace hpcbench::sweep {
+
+inline constexpr const char* kManifestSchema = "hpcbench-sweep/1";
+
+struct Sweep {
+  std::filesystem::path dir;  // absolute
+  SweepOptions options;
+  std::string created;  // UTC, ISO 8601
+  std::vector<SweepJob> jobs;
+};
+
+nlohmann::ordered_json to_json(const Sweep& sweep);
+// Reads sweep.json of `dir`; throws UserError naming the file when it is
+// missing, not JSON, or of another schema.
+Sweep read_manifest(const std::filesystem::path& dir);
+// Rewrites <dir>/sweep.json atomically (readers never see half a manifest).
+void write_manifest(const Sweep& sweep);
+
+// Writes jobs/*.sbatch and sweep.json into a new (or empty) sweep folder and
+// creates runs/ and logs/. Throws UserError when the folder already holds a
+// sweep, so that one sweep's job ids are never overwritten by another's.
+Sweep write_sweep(const SweepOptions& opts);
+
+}  // namespace hpcbench::sweep

@@ -1,0 +1,84 @@
+#include "sweep/plan.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace hpcbench::sweep {
+
+namespace {
+
+// Strategy names `hpcbench run --strategy` accepts (lib/strategies). Checked
+// here so that a typo fails before a whole sweep is queued.
+const std::vector<std::string> kKnownStrategies = {"baseline", "dp", "ddp", "fsdp", "zero"};
+
+// Flags that the sweep sets for every job; repeating them would make the run
+// folder land somewhere the manifest does not say.
+const std::vector<std::string> kOwnedRunFlags = {"--strategy", "--results-dir", "--run-name", "--device"};
+
+}  // namespace
+
+std::vector<std::string> parse_name_list(const std::string& text, const std::string& flag) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    std::string item = text.substr(start, comma - start);
+    if (item.empty()) fail("{}: empty entry in '{}' (expected a comma-separated list)", flag, text);
+    if (std::find(out.begin(), out.end(), item) == out.end()) out.push_back(item);
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::vector<int> parse_int_list(const std::string& text, const std::string& flag) {
+  std::vector<int> out;
+  for (const auto& item : parse_name_list(text, flag)) {
+    int v = 0;
+    auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (ec != std::errc{} || end != item.data() + item.size() || v < 1)
+      fail("{}: '{}' is not a positive whole number (in '{}')", flag, item, text);
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::vector<SweepJob> plan_jobs(const SweepOptions& opts) {
+  if (opts.strategies.empty()) fail("--strategies: no strategy given");
+  if (opts.nodes.empty()) fail("--nodes: no node count given");
+  if (opts.gpus_per_node.empty()) fail("--gpus-per-node: no count given");
+  for (const auto& s : opts.strategies)
+    if (std::find(kKnownStrategies.begin(), kKnownStrategies.end(), s) == kKnownStrategies.end())
+      fail("--strategies: unknown strategy '{}' (known: {})", s, fmt::join(kKnownStrategies, ", "));
+  for (const auto& a : opts.run_args)
+    for (const auto& owned : kOwnedRunFlags)
+      if (a == owned || a.starts_with(owned + "="))
+        fail("'{}' after '--': the sweep sets {} itself for every job (use --strategies, --out or --cpu)",
+             a, owned);
+
+  auto make = [](const std::string& strategy, int n, int g) {
+    SweepJob j;
+    j.strategy = strategy;
+    j.nodes = n;
+    j.gpus_per_node = g;
+    j.name = fmt::format("{}-{}x{}", strategy, n, g);
+    j.script = std::filesystem::path("jobs") / (j.name + ".sbatch");
+    j.run_dir = std::filesystem::path("runs") / j.name;
+    j.log = fmt::format("logs/{}-%j.out", j.name);
+    return j;
+  };
+  // The baseline is always there: the report's speed-ups divide by it.
+  std::vector<SweepJob> jobs{make("baseline", 1, 1)};
+  for (const auto& s : opts.strategies) {
+    if (s == "baseline") continue;
+    for (int n : opts.nodes)
+      for (int g : opts.gpus_per_node) jobs.push_back(make(s, n, g));
+  }
+  return jobs;
+}
+
+}  // namespace hpcbench::sweep

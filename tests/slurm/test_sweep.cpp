@@ -1,0 +1,280 @@
+// The job scripts and manifest of `hpcbench sweep`, read back the way sbatch
+// and the report read them; submission against a stand-in sbatch.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "slurm_test_util.h"
+#include "sweep/job_script.h"
+#include "sweep/manifest.h"
+#include "sweep/plan.h"
+#include "sweep/submit.h"
+#include "test_env.h"
+
+namespace fs = std::filesystem;
+using namespace hpcbench;
+using test::sbatch_options;
+
+namespace {
+
+sweep::SweepOptions options(const fs::path& out) {
+  sweep::SweepOptions o;
+  o.strategies = {"baseline", "ddp", "fsdp", "zero"};
+  o.nodes = {1, 2};
+  o.gpus_per_node = {1, 2};
+  o.out_dir = out;
+  o.hpcbench = "/opt/hpcbench/bin/hpcbench";
+  return o;
+}
+
+std::string srun_line(const std::string& script) {
+  for (const auto& l : test::lines_of(script))
+    if (l.rfind("srun ", 0) == 0) return l;
+  return "";
+}
+
+const std::set<std::string> kSiteOptions = {"--partition", "--account", "--time", "--constraint",
+                                            "--qos", "-p", "-A", "-t", "-C", "--reservation",
+                                            "--mail-user", "--exclude", "--nodelist"};
+
+}  // namespace
+
+TEST_CASE("list flags parse and reject bad entries", "[sweep]") {
+  CHECK(sweep::parse_int_list("1,2,4", "--nodes") == std::vector<int>{1, 2, 4});
+  CHECK(sweep::parse_name_list("ddp,ddp,fsdp", "--strategies") == std::vector<std::string>{"ddp", "fsdp"});
+  CHECK_THROWS_WITH(sweep::parse_int_list("1,x", "--nodes"), Catch::Contains("--nodes") && Catch::Contains("'x'"));
+  CHECK_THROWS_AS(sweep::parse_int_list("0", "--nodes"), UserError);
+  CHECK_THROWS_AS(sweep::parse_int_list("1,,2", "--nodes"), UserError);
+  auto o = options("/tmp/x");
+  o.strategies = {"ddp", "pipeline"};
+  CHECK_THROWS_WITH(sweep::plan_jobs(o), Catch::Contains("pipeline"));
+  o = options("/tmp/x");
+  o.run_args = {"--max-steps", "5", "--results-dir=/elsewhere"};
+  CHECK_THROWS_WITH(sweep::plan_jobs(o), Catch::Contains("--results-dir"));
+}
+
+TEST_CASE("one script per combination plus the baseline, with the layout sbatch reads", "[sweep]") {
+  test::TempDir tmp;
+  auto o = options(tmp.path / "sweep");
+  auto s = sweep::write_sweep(o);
+  // 3 distributed strategies x 2 node counts x 2 GPU counts + baseline 1x1.
+  REQUIRE(s.jobs.size() == 13);
+  std::set<std::string> names;
+  for (const auto& j : s.jobs) names.insert(j.name);
+  CHECK(names.size() == 13);
+  CHECK(names.count("baseline-1x1") == 1);
+  CHECK(std::count_if(s.jobs.begin(), s.jobs.end(), [](auto& j) { return j.strategy == "baseline"; }) == 1);
+  for (const char* n : {"ddp-1x1", "ddp-1x2", "ddp-2x1", "ddp-2x2", "fsdp-2x2", "zero-1x2"})
+    CHECK(names.count(n) == 1);
+
+  size_t files = 0;
+  for (auto& e : fs::directory_iterator(s.dir / "jobs")) files += e.path().extension() == ".sbatch";
+  CHECK(files == 13);
+  for (const auto& j : s.jobs) {
+    INFO(j.name);
+    auto text = test::slurp(s.dir / j.script);
+    auto opt = sbatch_options(text);
+    CHECK(opt.find("--nodes")->second == std::to_string(j.nodes));
+    CHECK(opt.find("--ntasks-per-node")->second == std::to_string(j.gpus_per_node));
+    CHECK(opt.find("--gres")->second == "gpu:" + std::to_string(j.gpus_per_node));
+    CHECK(opt.find("--output")->second == (s.dir / "logs" / (j.name + "-%j.out")).string());
+    for (const auto& site : kSiteOptions) CHECK(opt.count(site) == 0);
+    // Nothing site-specific hides in the body either.
+    CHECK(text.find("--partition") == std::string::npos);
+    CHECK(text.find("--account") == std::string::npos);
+    auto srun = srun_line(text);
+    CHECK(srun.find("--strategy " + j.strategy + " ") != std::string::npos);
+    CHECK(srun.find("--results-dir " + (s.dir / "runs").string() + " ") != std::string::npos);
+    CHECK(srun.find("--run-name " + j.name) != std::string::npos);
+    CHECK(srun.find("/opt/hpcbench/bin/hpcbench run") != std::string::npos);
+    CHECK(srun.find("--device") == std::string::npos);
+    CHECK(text.find("export NCCL_DEBUG=") != std::string::npos);
+    CHECK(text.find("OMP_NUM_THREADS=${SLURM_CPUS_PER_TASK") != std::string::npos);
+    // bash accepts it.
+    CHECK(test::sh("bash -n " + (s.dir / j.script).string()).status == 0);
+  }
+  CHECK_THROWS_WITH(sweep::write_sweep(o), Catch::Contains("already holds a sweep"));
+}
+
+TEST_CASE("site options and run flags pass through verbatim", "[sweep]") {
+  test::TempDir tmp;
+  auto o = options(tmp.path / "s");
+  o.strategies = {"ddp"};
+  o.nodes = {4};
+  o.gpus_per_node = {4};
+  o.partition = "gpu-a100";
+  o.account = "proj123";
+  o.time = "00:30:00";
+  o.constraint = "a100&ib";
+  o.qos = "short";
+  o.gres_type = "a100";
+  o.cpus_per_task = 8;
+  o.run_args = {"--max-steps", "100", "--model", "bert base"};
+  auto s = sweep::write_sweep(o);
+  REQUIRE(s.jobs.size() == 2);
+  auto text = test::slurp(s.dir / s.jobs[1].script);
+  auto opt = sbatch_options(text);
+  CHECK(opt.find("--partition")->second == "gpu-a100");
+  CHECK(opt.find("--account")->second == "proj123");
+  CHECK(opt.find("--time")->second == "00:30:00");
+  CHECK(opt.find("--constraint")->second == "a100&ib");
+  CHECK(opt.find("--qos")->second == "short");
+  CHECK(opt.find("--gres")->second == "gpu:a100:4");
+  CHECK(opt.find("--cpus-per-task")->second == "8");
+  CHECK(opt.find("--nodes")->second == "4");
+  CHECK(opt.find("--ntasks-per-node")->second == "4");
+  // The words reach hpcbench run as given: let bash split the srun line.
+  auto split = tmp.path / "split.sh";
+  test::sh("cat > " + split.string() + " <<'EOF'\nsrun_opts=()\nset -- " + srun_line(text).substr(5) +
+           "\nprintf '%s\\n' \"$@\"\nEOF\n");
+  auto words = test::sh("bash " + split.string());
+  auto w = test::lines_of(words.out);
+  REQUIRE(w.size() >= 4);
+  CHECK(std::vector<std::string>(w.end() - 4, w.end()) ==
+        std::vector<std::string>{"--max-steps", "100", "--model", "bert base"});
+}
+
+TEST_CASE("CPU mode: no GPUs requested, one rank per slot, device cpu", "[sweep]") {
+  test::TempDir tmp;
+  auto o = options(tmp.path / "cpu");
+  o.cpu = true;
+  o.strategies = {"ddp"};
+  o.nodes = {2};
+  o.gpus_per_node = {8};
+  auto s = sweep::write_sweep(o);
+  auto text = test::slurp(s.dir / s.jobs[1].script);
+  auto opt = sbatch_options(text);
+  CHECK(opt.count("--gres") == 0);
+  CHECK(opt.find("--ntasks-per-node")->second == "8");
+  CHECK(opt.find("--nodes")->second == "2");
+  CHECK(srun_line(text).find("--device cpu") != std::string::npos);
+  CHECK(text.find("NCCL") == std::string::npos);
+  CHECK(text.find("GLOO_SOCKET_IFNAME") != std::string::npos);
+  CHECK(sweep::read_manifest(s.dir).options.cpu);
+}
+
+TEST_CASE("the manifest lists every job and reads back", "[sweep]") {
+  test::TempDir tmp;
+  auto o = options(tmp.path / "m");
+  o.time = "01:00:00";
+  auto s = sweep::write_sweep(o);
+  auto j = nlohmann::json::parse(test::slurp(s.dir / "sweep.json"));
+  CHECK(j["schema"] == "hpcbench-sweep/1");
+  CHECK(j["sweep_dir"] == s.dir.string());
+  REQUIRE(j["jobs"].size() == s.jobs.size());
+  for (const auto& jj : j["jobs"]) {
+    CHECK(fs::exists(s.dir / jj["script"].get<std::string>()));
+    CHECK(jj["run_dir"] == "runs/" + jj["name"].get<std::string>());
+    CHECK(jj["world_size"] == jj["nodes"].get<int>() * jj["gpus_per_node"].get<int>());
+    CHECK(jj["job_id"].is_null());
+    CHECK(jj["state"] == "written");
+  }
+  auto back = sweep::read_manifest(s.dir);
+  CHECK(back.options.time == "01:00:00");
+  REQUIRE(back.jobs.size() == s.jobs.size());
+  CHECK(back.jobs[3].name == s.jobs[3].name);
+  CHECK(back.jobs[3].run_dir == s.jobs[3].run_dir);
+  test::sh("echo '{\"schema\": \"other\"}' > " + (tmp.path / "sweep.json").string());
+  CHECK_THROWS_WITH(sweep::read_manifest(tmp.path), Catch::Contains("sweep.json"));
+}
+
+TEST_CASE("submission records each job id, and what sbatch refused", "[sweep]") {
+  CHECK(sweep::parse_job_id("1234\n") == "1234");
+  CHECK(sweep::parse_job_id("sbatch: warning: x\n77;cluster\n") == "77");
+  CHECK(sweep::parse_job_id("sbatch: error: Batch job submission failed\n") == "");
+  test::TempDir tmp;
+  // A stand-in sbatch: numbers the jobs, refuses the fsdp ones as a real
+  // one refuses an invalid --gres, and logs what it was given.
+  auto fake = tmp.path / "sbatch";
+  test::sh("cat > " + fake.string() + " <<'EOF'\n#!/bin/bash\n"
+           "echo \"$*\" >> " + (tmp.path / "calls").string() + "\n"
+           "case $2 in *fsdp*) echo 'sbatch: error: Invalid generic resource (gres) specification' >&2; exit 1;; esac\n"
+           "n=$(wc -l < " + (tmp.path / "calls").string() + "); echo $((1000 + n))\nEOF\nchmod +x " + fake.string());
+  auto o = options(tmp.path / "sub");
+  o.strategies = {"ddp", "fsdp"};
+  o.nodes = {1};
+  o.gpus_per_node = {1, 2};
+  auto s = sweep::write_sweep(o);
+  auto summary = sweep::submit_sweep(s, fake.string());
+  CHECK(summary.submitted == 3);
+  CHECK(summary.failed == 2);
+  auto back = sweep::read_manifest(s.dir);
+  for (const auto& j : back.jobs) {
+    INFO(j.name);
+    if (j.strategy == "fsdp") {
+      CHECK(j.state == "submit_failed");
+      CHECK(!j.job_id);
+      CHECK_THAT(j.submit_error, Catch::Contains("Invalid generic resource"));
+    } else {
+      CHECK(j.state == "submitted");
+      REQUIRE(j.job_id);
+      CHECK(std::stoi(*j.job_id) > 1000);
+    }
+  }
+  auto calls = test::lines_of(test::slurp(tmp.path / "calls"));
+  REQUIRE(calls.size() == 5);
+  CHECK(calls[0] == "--parsable " + (s.dir / "jobs/baseline-1x1.sbatch").string());
+  // Submitting again only retries what did not go through.
+  sweep::submit_sweep(back, fake.string());
+  CHECK(test::lines_of(test::slurp(tmp.path / "calls")).size() == 7);
+}
+
+TEST_CASE("the shipped job scripts: commented, layouts as named, nothing site-specific", "[slurm]") {
+  auto dir = test::source_dir() / "slurm";
+  struct Layout { const char* file; const char* nodes; const char* tasks; const char* gres; };
+  std::vector<Layout> layouts = {{"hpcbench.sbatch", "1", "1", "gpu:1"},
+                                 {"a100-1x2.sbatch", "1", "2", "gpu:a100:2"},
+                                 {"a100-2x2.sbatch", "2", "2", "gpu:a100:2"},
+                                 {"gpu-4x4.sbatch", "4", "4", "gpu:4"}};
+  for (const auto& l : layouts) {
+    INFO(l.file);
+    auto text = test::slurp(dir / l.file);
+    REQUIRE(!text.empty());
+    auto opt = sbatch_options(text);
+    CHECK(opt.find("--nodes")->second == l.nodes);
+    CHECK(opt.find("--ntasks-per-node")->second == l.tasks);
+    CHECK(opt.find("--gres")->second == l.gres);
+    for (const auto& site : kSiteOptions) CHECK(opt.count(site) == 0);
+    for (const auto& line : test::lines_of(text))
+      if (line.rfind("#SBATCH", 0) == 0) CHECK(line.find(" # ") != std::string::npos);
+    CHECK(test::sh("bash -n " + (dir / l.file).string()).status == 0);
+  }
+  auto main_text = test::slurp(dir / "hpcbench.sbatch");
+  for (const char* var : {"NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_IB_DISABLE", "NCCL_DEBUG",
+                          "GLOO_SOCKET_IFNAME", "OMP_NUM_THREADS", "SLURM_CPUS_PER_TASK", "STRATEGY"})
+    CHECK_THAT(main_text, Catch::Contains(var));
+}
+
+TEST_CASE("the main job script passes settings and run flags to srun", "[slurm]") {
+  // Outside SLURM, with srun and hpcbench stood in: what would each rank run?
+  test::TempDir tmp;
+  auto bin = tmp.path / "bin";
+  fs::create_directories(bin);
+  test::sh("printf '#!/bin/bash\\necho \"SRUN $*\"\\n' > " + (bin / "srun").string() + " && chmod +x " +
+           (bin / "srun").string() + " && cp /bin/true " + (tmp.path / "hpcbench").string());
+  auto script = (test::source_dir() / "slurm" / "hpcbench.sbatch").string();
+  std::string env = "cd " + tmp.path.string() + " && PATH=" + bin.string() + ":$PATH HPCBENCH=" +
+                    (tmp.path / "hpcbench").string() + " SLURM_JOB_ID=42 SLURM_JOB_NUM_NODES=2 " +
+                    "SLURM_NTASKS_PER_NODE=4 SLURM_CPUS_PER_TASK=6 ";
+  auto r = test::sh(env + "STRATEGY=fsdp bash " + script + " PRINT_ENV=0 --max-steps 7");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  auto lines = test::lines_of(r.out);
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[1] == "SRUN --kill-on-bad-exit=1 --cpus-per-task=6 " + (tmp.path / "hpcbench").string() +
+                        " run --strategy fsdp --results-dir " + tmp.path.string() +
+                        "/results/runs --run-name fsdp-2x4-42 --max-steps 7");
+  // Arguments win over the environment; a run flag replaces the setting.
+  r = test::sh(env + "STRATEGY=fsdp bash " + script + " STRATEGY=zero DEVICE=cpu --run-name mine");
+  lines = test::lines_of(r.out);
+  REQUIRE(lines.size() == 3);
+  CHECK_THAT(lines[1], Catch::Contains("--ntasks=2 --ntasks-per-node=1 --label") && Catch::EndsWith(" env"));
+  CHECK_THAT(lines[2], Catch::Contains("run --strategy zero --results-dir") &&
+                           Catch::EndsWith("--device cpu --run-name mine"));
+  CHECK_THAT(lines[2], !Catch::Contains("zero-2x4-42"));
+}

@@ -14,6 +14,7 @@ Action add_data(CLI::App& app);
 Action add_bench_comm(CLI::App& app);
 Action add_run(CLI::App& app);
 Action add_main(CLI::App& app);
+Action add_sweep(CLI::App& app);
 
 std::string version_text();
 

@@ -4,11 +4,13 @@
 // qa_outputs.bias, ...) so that checkpoints load by name.
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
 #include <torch/nn/pimpl.h>
 
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace hpcbench::model {
 
@@ -24,6 +26,8 @@ struct BertConfig {
   double attention_probs_dropout_prob = 0.1;
   double layer_norm_eps = 1e-12;
   double initializer_range = 0.02;
+  int64_t pad_token_id = 0;          // its word-embedding row starts at zero and gets no gradient
+  std::string hidden_act = "gelu";   // "gelu" (erf) or "gelu_new" / "gelu_pytorch_tanh" (tanh approximation)
   std::string name = "custom";
 
   // A Hugging Face config.json; throws UserError naming the file/field.
@@ -33,6 +37,11 @@ struct BertConfig {
   static BertConfig preset(const std::string& name);
   // Trainable parameters of BertForQuestionAnswering with this configuration.
   int64_t num_parameters() const;
+  // The Hugging Face config.json text of this configuration (BertConfig keys),
+  // so that a saved checkpoint folder loads with from_pretrained.
+  std::string to_json() const;
+  // All preset names, in size order.
+  static std::vector<std::string> preset_names();
 };
 
 struct QAOutput {
@@ -42,6 +51,11 @@ struct QAOutput {
 };
 
 class BertModelImpl;  // embeddings + encoder, defined in bert_modules.h
+
+// Hugging Face's _init_weights on `root` and every module below it: normal(0,
+// std) weights of Linear and Embedding (an embedding's padding row zeroed),
+// zero biases, unit LayerNorm; drawn from torch's global generator.
+void hf_init_weights(torch::nn::Module& root, double std);
 
 class BertForQuestionAnsweringImpl : public torch::nn::Module {
  public:
@@ -59,11 +73,13 @@ class BertForQuestionAnsweringImpl : public torch::nn::Module {
                    const std::optional<at::Tensor>& end_positions = std::nullopt);
 
   const BertConfig& config() const { return config_; }
+  // Draws a fresh QA head (a checkpoint without one: a pre-trained encoder).
+  void init_qa_head();
 
  private:
   BertConfig config_;
   std::shared_ptr<BertModelImpl> bert_;
-  std::shared_ptr<torch::nn::Module> qa_outputs_;
+  torch::nn::Linear qa_outputs_{nullptr};
 };
 TORCH_MODULE(BertForQuestionAnswering);
 

@@ -25,10 +25,17 @@ struct LoadReport {
 // Loads model.safetensors or pytorch_model.bin (or a folder holding one) into
 // `model`, matching Hugging Face names (a bare BertModel's names, without the
 // "bert." prefix, are accepted too). A shape mismatch or a missing encoder
-// tensor is a UserError naming the tensor.
+// tensor is a UserError naming the tensor; so is an encoder tensor the model
+// lacks (more layers in the file) or a config.json beside the weights that
+// disagrees with the model's configuration. Pooler and pre-training heads are
+// skipped (one log line); a missing qa_outputs is initialised as Hugging Face
+// does (one log line). Parameters are copied in place (device, dtype kept).
 LoadReport load_hf_checkpoint(torch::nn::Module& model, const std::filesystem::path& path);
 
-// The model's parameters and buffers under their Hugging Face names.
+// The model's parameters and buffers under their Hugging Face names, as
+// safetensors. A path ending in .safetensors is that file; any other path is a
+// folder that gets model.safetensors and (for BertForQuestionAnswering) its
+// config.json: what BertForQuestionAnswering.from_pretrained reads.
 void save_checkpoint(const torch::nn::Module& model, const std::filesystem::path& path);
 
 }  // namespace hpcbench::model

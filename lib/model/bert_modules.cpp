@@ -1,0 +1,135 @@
+#include "model/bert_modules.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Half.h>
+#include <c10/util/BFloat16.h>
+
+#include <limits>
+
+namespace hpcbench::model {
+
+namespace {
+
+torch::nn::LayerNorm layer_norm(const BertConfig& c) {
+  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.hidden_size}).eps(c.layer_norm_eps));
+}
+
+// The most negative finite value of the dtype: what Hugging Face adds to the
+// scores of masked keys (torch.finfo(dtype).min), so that they get exactly
+// zero weight without the NaNs that -inf would give in a fully masked row.
+double lowest(at::ScalarType t) {
+  switch (t) {
+    case at::kHalf: return static_cast<double>(std::numeric_limits<c10::Half>::lowest());
+    case at::kBFloat16: return static_cast<double>(std::numeric_limits<c10::BFloat16>::lowest());
+    case at::kDouble: return std::numeric_limits<double>::lowest();
+    default: return std::numeric_limits<float>::lowest();
+  }
+}
+
+}  // namespace
+
+BertEmbeddingsImpl::BertEmbeddingsImpl(const BertConfig& c) {
+  word_embeddings = register_module(
+      "word_embeddings",
+      torch::nn::Embedding(torch::nn::EmbeddingOptions(c.vocab_size, c.hidden_size).padding_idx(c.pad_token_id)));
+  position_embeddings = register_module("position_embeddings",
+                                        torch::nn::Embedding(c.max_position_embeddings, c.hidden_size));
+  token_type_embeddings = register_module("token_type_embeddings",
+                                          torch::nn::Embedding(c.type_vocab_size, c.hidden_size));
+  LayerNorm = register_module("LayerNorm", layer_norm(c));
+  dropout = register_module("dropout", torch::nn::Dropout(c.hidden_dropout_prob));
+}
+
+at::Tensor BertEmbeddingsImpl::forward(const at::Tensor& input_ids, const at::Tensor& token_type_ids) {
+  const int64_t seq = input_ids.size(1);
+  auto positions = at::arange(seq, input_ids.options().dtype(at::kLong)).unsqueeze(0);
+  auto types = token_type_ids.defined() ? token_type_ids : at::zeros_like(input_ids);
+  // Same order of additions as Hugging Face: rounding follows it bit for bit.
+  auto e = word_embeddings(input_ids) + token_type_embeddings(types);
+  e = e + position_embeddings(positions);
+  return dropout(LayerNorm(e));
+}
+
+BertSelfAttentionImpl::BertSelfAttentionImpl(const BertConfig& c)
+    : heads_(c.num_attention_heads),
+      head_dim_(c.hidden_size / c.num_attention_heads),
+      dropout_p_(c.attention_probs_dropout_prob) {
+  query = register_module("query", torch::nn::Linear(c.hidden_size, c.hidden_size));
+  key = register_module("key", torch::nn::Linear(c.hidden_size, c.hidden_size));
+  value = register_module("value", torch::nn::Linear(c.hidden_size, c.hidden_size));
+}
+
+at::Tensor BertSelfAttentionImpl::forward(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive) {
+  const int64_t b = x.size(0), s = x.size(1);
+  auto heads = [&](const at::Tensor& t) { return t.view({b, s, heads_, head_dim_}).transpose(1, 2); };
+  auto q = heads(query(x));
+  auto k = heads(key(x));
+  auto v = heads(value(x));
+  // Built once per forward in the dtype the projections come out in (the
+  // autocast dtype under mixed precision), which SDPA requires of a float mask.
+  if (key_mask.defined() && (!additive.defined() || additive.scalar_type() != q.scalar_type()))
+    additive = at::zeros(key_mask.sizes(), q.options()).masked_fill_(key_mask.logical_not(), lowest(q.scalar_type()));
+  // SDPA picks the fused (flash / memory-efficient) kernel on GPU; dropout on
+  // the attention probabilities happens inside it, in training only.
+  auto o = at::scaled_dot_product_attention(q, k, v, additive, is_training() ? dropout_p_ : 0.0, false,
+                                            1.0 / std::sqrt(static_cast<double>(head_dim_)));
+  return o.transpose(1, 2).reshape({b, s, heads_ * head_dim_});
+}
+
+BertResidualOutputImpl::BertResidualOutputImpl(int64_t in, const BertConfig& c) {
+  dense = register_module("dense", torch::nn::Linear(in, c.hidden_size));
+  LayerNorm = register_module("LayerNorm", layer_norm(c));
+  dropout = register_module("dropout", torch::nn::Dropout(c.hidden_dropout_prob));
+}
+
+at::Tensor BertResidualOutputImpl::forward(const at::Tensor& x, const at::Tensor& residual) {
+  return LayerNorm(dropout(dense(x)) + residual);
+}
+
+BertAttentionImpl::BertAttentionImpl(const BertConfig& c) {
+  self = register_module("self", BertSelfAttention(c));
+  output = register_module("output", BertResidualOutput(c.hidden_size, c));
+}
+
+at::Tensor BertAttentionImpl::forward(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive) {
+  return output(self->forward(x, key_mask, additive), x);
+}
+
+BertIntermediateImpl::BertIntermediateImpl(const BertConfig& c) : tanh_gelu_(c.hidden_act != "gelu") {
+  dense = register_module("dense", torch::nn::Linear(c.hidden_size, c.intermediate_size));
+}
+
+at::Tensor BertIntermediateImpl::forward(const at::Tensor& x) {
+  return at::gelu(dense(x), tanh_gelu_ ? "tanh" : "none");
+}
+
+BertLayerImpl::BertLayerImpl(const BertConfig& c) {
+  attention = register_module("attention", BertAttention(c));
+  intermediate = register_module("intermediate", BertIntermediate(c));
+  output = register_module("output", BertResidualOutput(c.intermediate_size, c));
+}
+
+at::Tensor BertLayerImpl::forward(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive) {
+  auto a = attention(x, key_mask, additive);
+  return output(intermediate(a), a);
+}
+
+BertModelImpl::BertModelImpl(const BertConfig& c) {
+  embeddings = register_module("embeddings", BertEmbeddings(c));
+  encoder = register_module("encoder", std::make_shared<torch::nn::Module>("BertEncoder"));
+  layer = encoder->register_module("layer", torch::nn::ModuleList());
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) layer->push_back(BertLayer(c));
+}
+
+at::Tensor BertModelImpl::forward(const at::Tensor& input_ids, const at::Tensor& token_type_ids,
+                                  const at::Tensor& attention_mask) {
+  auto h = embeddings(input_ids, token_type_ids);
+  // [batch, 1, 1, seq]: the same key mask for every head and every query.
+  at::Tensor key_mask;
+  if (attention_mask.defined()) key_mask = attention_mask.ne(0).view({input_ids.size(0), 1, 1, input_ids.size(1)});
+  at::Tensor additive;
+  for (auto& m : *layer) h = m->as<BertLayer>()->forward(h, key_mask, additive);
+  return h;
+}
+
+}  // namespace hpcbench::model

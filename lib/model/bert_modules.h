@@ -1,0 +1,101 @@
+#pragma once
+// The pieces of Hugging Face's BertModel (modeling_bert.py), one module per
+// Hugging Face class and registered under the same attribute names, so that
+// named_parameters() reads like a Hugging Face state_dict.
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/nn/pimpl.h>
+
+#include "model/bert.h"
+
+namespace hpcbench::model {
+
+class BertEmbeddingsImpl : public torch::nn::Module {
+ public:
+  explicit BertEmbeddingsImpl(const BertConfig& c);
+  at::Tensor forward(const at::Tensor& input_ids, const at::Tensor& token_type_ids);
+
+  torch::nn::Embedding word_embeddings{nullptr}, position_embeddings{nullptr}, token_type_embeddings{nullptr};
+  torch::nn::LayerNorm LayerNorm{nullptr};  // NOLINT: Hugging Face's name
+  torch::nn::Dropout dropout{nullptr};
+};
+TORCH_MODULE(BertEmbeddings);
+
+class BertSelfAttentionImpl : public torch::nn::Module {
+ public:
+  explicit BertSelfAttentionImpl(const BertConfig& c);
+  // key_mask: [batch, 1, 1, seq] bool, true where a token may be attended to
+  // (undefined: all). additive caches the additive mask across layers.
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive);
+
+  torch::nn::Linear query{nullptr}, key{nullptr}, value{nullptr};
+
+ private:
+  int64_t heads_, head_dim_;
+  double dropout_p_;
+};
+TORCH_MODULE(BertSelfAttention);
+
+// dense -> dropout -> LayerNorm(x + residual): BertSelfOutput and BertOutput.
+class BertResidualOutputImpl : public torch::nn::Module {
+ public:
+  BertResidualOutputImpl(int64_t in, const BertConfig& c);
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& residual);
+
+  torch::nn::Linear dense{nullptr};
+  torch::nn::LayerNorm LayerNorm{nullptr};  // NOLINT: Hugging Face's name
+  torch::nn::Dropout dropout{nullptr};
+};
+TORCH_MODULE(BertResidualOutput);
+
+class BertAttentionImpl : public torch::nn::Module {
+ public:
+  explicit BertAttentionImpl(const BertConfig& c);
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive);
+
+  BertSelfAttention self{nullptr};
+  BertResidualOutput output{nullptr};
+};
+TORCH_MODULE(BertAttention);
+
+class BertIntermediateImpl : public torch::nn::Module {
+ public:
+  explicit BertIntermediateImpl(const BertConfig& c);
+  at::Tensor forward(const at::Tensor& x);
+
+  torch::nn::Linear dense{nullptr};
+
+ private:
+  bool tanh_gelu_;
+};
+TORCH_MODULE(BertIntermediate);
+
+class BertLayerImpl : public torch::nn::Module {
+ public:
+  explicit BertLayerImpl(const BertConfig& c);
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive);
+
+  BertAttention attention{nullptr};
+  BertIntermediate intermediate{nullptr};
+  BertResidualOutput output{nullptr};
+};
+TORCH_MODULE(BertLayer);
+
+// BertModel without the pooler (add_pooling_layer=False, as the QA model has it).
+class BertModelImpl : public torch::nn::Module {
+ public:
+  explicit BertModelImpl(const BertConfig& c);
+  // Returns the last hidden states [batch, seq, hidden].
+  at::Tensor forward(const at::Tensor& input_ids, const at::Tensor& token_type_ids, const at::Tensor& attention_mask);
+
+  BertEmbeddings embeddings{nullptr};
+  std::shared_ptr<torch::nn::Module> encoder;  // holds "layer", a ModuleList, as Hugging Face's BertEncoder
+  torch::nn::ModuleList layer{nullptr};
+};
+
+}  // namespace hpcbench::model

@@ -1,0 +1,62 @@
+#include "train/optimizer.h"
+
+#include <torch/nn/utils/clip_grad.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace hpcbench::train {
+
+bool decays(const std::string& parameter_name) {
+  std::string n = parameter_name;
+  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return std::tolower(c); });
+  // Hugging Face also matches "norm" as a whole name component and "_norm";
+  // BERT has neither, only LayerNorm, but a model that did would match here.
+  bool norm_part = n.find(".norm.") != std::string::npos || n.starts_with("norm.") || n.ends_with(".norm") ||
+                   n.find("_norm.") != std::string::npos || n.ends_with("_norm");
+  return n.find("bias") == std::string::npos && n.find("layernorm") == std::string::npos &&
+         n.find("rmsnorm") == std::string::npos && !norm_part;
+}
+
+std::unique_ptr<torch::optim::AdamW> make_adamw(torch::nn::Module& model, const OptimizerConfig& cfg) {
+  std::vector<at::Tensor> decay, no_decay;
+  for (auto& p : model.named_parameters(true)) {
+    if (!p.value().requires_grad()) continue;
+    (decays(p.key()) ? decay : no_decay).push_back(p.value());
+  }
+  auto options = [&](double wd) {
+    return torch::optim::AdamWOptions(cfg.lr).betas({cfg.beta1, cfg.beta2}).eps(cfg.eps).weight_decay(wd);
+  };
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  if (!decay.empty())
+    groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(options(cfg.weight_decay)));
+  if (!no_decay.empty()) groups.emplace_back(no_decay, std::make_unique<torch::optim::AdamWOptions>(options(0.0)));
+  return std::make_unique<torch::optim::AdamW>(groups, options(cfg.weight_decay));
+}
+
+LinearSchedule::LinearSchedule(torch::optim::Optimizer& optimizer, double base_lr, int64_t warmup_steps,
+                               int64_t total_steps)
+    : optimizer_(optimizer), base_lr_(base_lr), warmup_(warmup_steps), total_(total_steps) {
+  apply();
+}
+
+double LinearSchedule::factor(int64_t step) const {
+  if (step < warmup_) return static_cast<double>(step) / static_cast<double>(std::max<int64_t>(1, warmup_));
+  return std::max(0.0, static_cast<double>(total_ - step) / static_cast<double>(std::max<int64_t>(1, total_ - warmup_)));
+}
+
+void LinearSchedule::apply() {
+  for (auto& g : optimizer_.param_groups()) g.options().set_lr(lr());
+}
+
+double LinearSchedule::step() {
+  ++step_;
+  apply();
+  return lr();
+}
+
+double clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm) {
+  return torch::nn::utils::clip_grad_norm_(params, max_norm, 2.0);
+}
+
+}  // namespace hpcbench::train

@@ -1,0 +1,53 @@
+#pragma once
+// The optimizer of Hugging Face's Trainer (run_qa.py): AdamW over two
+// parameter groups, a linear warm-up then linear decay of the learning rate,
+// and gradient clipping by global norm.
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+#include <torch/optim/adamw.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace hpcbench::train {
+
+struct OptimizerConfig {
+  double lr = 5e-5;
+  double weight_decay = 0.0;  // TrainingArguments' default
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+};
+
+// Whether the Trainer decays this parameter: not biases, not LayerNorm
+// (get_decay_parameter_names' patterns, matched on the lower-cased name).
+bool decays(const std::string& parameter_name);
+
+// torch::optim::AdamW with group 0 = decayed parameters (weight_decay),
+// group 1 = the rest (0); an empty group is left out.
+std::unique_ptr<torch::optim::AdamW> make_adamw(torch::nn::Module& model, const OptimizerConfig& cfg);
+
+// get_linear_schedule_with_warmup: the lr factor rises linearly from 0 to 1
+// over warmup_steps, then falls linearly to 0 at total_steps. Like LambdaLR,
+// the constructor already sets the lr of step 0 (0 when there is warm-up).
+class LinearSchedule {
+ public:
+  LinearSchedule(torch::optim::Optimizer& optimizer, double base_lr, int64_t warmup_steps, int64_t total_steps);
+  // Advances one optimizer step and sets the lr of every group; returns it.
+  double step();
+  double lr() const { return base_lr_ * factor(step_); }
+  double factor(int64_t step) const;
+
+ private:
+  void apply();
+  torch::optim::Optimizer& optimizer_;
+  double base_lr_;
+  int64_t warmup_, total_, step_ = 0;
+};
+
+// torch.nn.utils.clip_grad_norm_(params, max_norm): scales all gradients so
+// that their global L2 norm is at most max_norm; returns the norm before.
+double clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm);
+
+}  // namespace hpcbench::train

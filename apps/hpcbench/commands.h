@@ -15,6 +15,7 @@ Action add_bench_comm(CLI::App& app);
 Action add_run(CLI::App& app);
 Action add_main(CLI::App& app);
 Action add_sweep(CLI::App& app);
+Action add_report(CLI::App& app);
 
 std::string version_text();
 

@@ -1,0 +1,99 @@
+// `hpcbench report`: reads run results, compares them with a baseline run
+// and prints/writes the scaling tables and plots (lib/report).
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "report/compare.h"
+#include "report/plot.h"
+#include "report/reference.h"
+#include "report/report_tables.h"
+#include "report/result_reader.h"
+
+namespace hpcbench::cli {
+
+namespace fs = std::filesystem;
+
+Action add_report(CLI::App& app) {
+  struct Options {
+    std::vector<std::string> paths;
+    std::string baseline = "auto";
+    std::string out;
+    std::string format = "text";
+    bool no_plots = false;
+    bool reference = false;
+    std::string reference_dir = "results/reference";
+    std::string gnuplot = "gnuplot";
+  };
+  auto o = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand(
+      "report", "Speedup, efficiency, weak scaling and memory of runs against a baseline run: tables and plots");
+  cmd->add_option("paths", o->paths,
+                  "Run folders, folders holding run folders (searched recursively, e.g. results/runs), "
+                  "run.json or summary.csv files");
+  cmd->add_option("--baseline", o->baseline,
+                  "Run id of the baseline, or auto: the newest 1-GPU run of strategy baseline with the "
+                  "same model, precision, seq length and data as most runs")
+      ->capture_default_str();
+  cmd->add_option("--out", o->out, "Folder to write report.md, report.csv and the plots into");
+  cmd->add_option("--format", o->format, "What to print: text (aligned table), markdown or csv")
+      ->check(CLI::IsMember({"text", "markdown", "csv"}))
+      ->capture_default_str();
+  cmd->add_flag("--no-plots", o->no_plots, "With --out: do not draw plots");
+  cmd->add_flag("--reference", o->reference, "Show the published figures beside the runs");
+  cmd->add_option("--reference-dir", o->reference_dir, "Where the published figures are (CSV files)")
+      ->capture_default_str();
+  cmd->add_option("--gnuplot", o->gnuplot, "The gnuplot program that draws the plots")->capture_default_str();
+
+  return [o] {
+    if (o->paths.empty() && !o->reference)
+      fail("report: give run folders or result files (e.g. results/runs), or --reference");
+    std::vector<fs::path> paths(o->paths.begin(), o->paths.end());
+    auto loaded = report::read_results(paths);
+    for (auto& w : loaded.warnings) spdlog::warn("{}", w);
+    if (!paths.empty() && loaded.runs.empty()) {
+      spdlog::error("no run could be read from the {} path(s) given", paths.size());
+      return 2;
+    }
+
+    std::vector<report::RunResult> results;
+    for (auto& r : loaded.runs) results.push_back(r.result);
+    std::optional<report::RunResult> baseline;
+    if (!results.empty())
+      if (auto i = report::choose_baseline(results, o->baseline)) baseline = results[*i];
+    auto comparison = report::compare(loaded.runs, baseline);
+
+    std::vector<report::ReferenceSet> references;
+    if (o->reference) {
+      std::vector<std::string> warnings;
+      references = report::read_references(o->reference_dir, warnings);
+      for (auto& w : warnings) spdlog::warn("{}", w);
+    }
+
+    if (o->format == "text") fmt::print("{}", report::terminal_report(comparison, references));
+    else if (o->format == "markdown") fmt::print("{}", report::markdown_report(comparison, references, {}));
+    else fmt::print("{}", report::csv_report(comparison));
+    std::fflush(stdout);
+
+    if (!o->out.empty()) {
+      fs::path dir = o->out;
+      std::vector<std::string> images;
+      if (!o->no_plots && !comparison.rows.empty()) {
+        auto plots = report::write_plots(comparison, dir, o->gnuplot);
+        for (auto& w : plots.warnings) spdlog::warn("{}", w);
+        images = plots.images;
+      }
+      write_file_atomic(dir / "report.md", report::markdown_report(comparison, references, images));
+      write_file_atomic(dir / "report.csv", report::csv_report(comparison));
+      spdlog::info("wrote {} ({} plot(s))", (dir / "report.md").string(), images.size());
+    }
+    return 0;
+  };
+}
+
+}  // namespace hpcbench::cli

@@ -1,0 +1,145 @@
+#include "report/compare.h"
+
+#include <algorithm>
+#include <array>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace hpcbench::report {
+
+namespace {
+
+std::string show(const std::string& s) { return s.empty() ? "?" : s; }
+std::string show(int64_t v) { return v > 0 ? std::to_string(v) : "?"; }
+
+template <typename T>
+void check(std::vector<std::string>& why, const char* what, const T& run, const T& base) {
+  // Unknown (empty, 0) on one side only is a difference; on both sides it
+  // is the same unstated setting (published figures often leave some out).
+  if (run != base) why.push_back(fmt::format("{} {} vs baseline {}", what, show(run), show(base)));
+}
+
+std::vector<std::string> common_mismatch(const RunResult& run, const RunResult& base) {
+  std::vector<std::string> why;
+  check(why, "model", run.model, base.model);
+  check(why, "precision", run.precision, base.precision);
+  check(why, "seq length", run.seq_length, base.seq_length);
+  check(why, "data", run.data, base.data);
+  return why;
+}
+
+std::string join(const std::vector<std::string>& parts) { return fmt::format("{}", fmt::join(parts, "; ")); }
+
+int strategy_rank(const std::string& s) {
+  static const std::array<const char*, 5> order = {"baseline", "dp", "ddp", "fsdp", "zero"};
+  for (size_t i = 0; i < order.size(); ++i)
+    if (s == order[i]) return static_cast<int>(i);
+  return static_cast<int>(order.size());
+}
+
+}  // namespace
+
+std::string strong_mismatch(const RunResult& run, const RunResult& base) {
+  auto why = common_mismatch(run, base);
+  check(why, "global batch", run.global_batch, base.global_batch);
+  return join(why);
+}
+
+std::string weak_mismatch(const RunResult& run, const RunResult& base) {
+  auto why = common_mismatch(run, base);
+  check(why, "batch per device", run.batch_per_device, base.batch_per_device);
+  return join(why);
+}
+
+std::optional<double> throughput_ratio(const RunResult& run, const RunResult& base) {
+  if (run.samples_per_s > 0 && base.samples_per_s > 0) return run.samples_per_s / base.samples_per_s;
+  if (run.train_time_s > 0 && base.train_time_s > 0 && run.samples_timed == base.samples_timed)
+    return base.train_time_s / run.train_time_s;
+  return std::nullopt;
+}
+
+bool row_before(const RunResult& a, const RunResult& b) {
+  return std::forward_as_tuple(strategy_rank(a.strategy), a.strategy, a.world_size, a.started_at, a.run_id) <
+         std::forward_as_tuple(strategy_rank(b.strategy), b.strategy, b.world_size, b.started_at, b.run_id);
+}
+
+std::optional<size_t> choose_baseline(const std::vector<RunResult>& runs, const std::string& spec) {
+  if (spec != "auto") {
+    for (size_t i = 0; i < runs.size(); ++i)
+      if (runs[i].run_id == spec) {
+        if (runs[i].status != "ok") fail("--baseline {}: that run's status is {}, not ok", spec, runs[i].status);
+        return i;
+      }
+    std::vector<std::string> ids;
+    for (auto& r : runs) ids.push_back(r.run_id);
+    fail("--baseline {}: no such run among those read ({})", spec, fmt::join(ids, ", "));
+  }
+  std::optional<size_t> best;
+  std::tuple<size_t, std::string> best_key;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const auto& c = runs[i];
+    if (c.status != "ok" || c.world_size != 1 || c.strategy != "baseline") continue;
+    size_t followers = 0;
+    for (auto& r : runs) followers += common_mismatch(r, c).empty();
+    std::tuple<size_t, std::string> key{followers, c.started_at};
+    if (!best || key >= best_key) best = i, best_key = key;
+  }
+  return best;
+}
+
+Comparison compare(const std::vector<LoadedRun>& runs, const std::optional<RunResult>& baseline) {
+  Comparison out;
+  out.baseline = baseline;
+  for (auto& lr : runs) {
+    ComparisonRow row;
+    row.run = lr.result;
+    row.origin = lr.origin.string();
+    const RunResult& r = row.run;
+    if (baseline && r.status == "ok") {
+      const RunResult& b = *baseline;
+      row.is_baseline = r.run_id == b.run_id && row.run.started_at == b.started_at;
+      row.strong_mismatch = strong_mismatch(r, b);
+      row.weak_mismatch = weak_mismatch(r, b);
+      auto ratio = throughput_ratio(r, b);
+      if (!ratio) {
+        std::string why = "no throughput or training time to compare";
+        row.strong_mismatch = row.strong_mismatch.empty() ? why : row.strong_mismatch;
+        row.weak_mismatch = row.weak_mismatch.empty() ? why : row.weak_mismatch;
+      }
+      double scale = static_cast<double>(r.world_size) / static_cast<double>(b.world_size);
+      if (row.strong_mismatch.empty()) {
+        row.speedup = *ratio;
+        row.efficiency = *ratio / scale;
+      }
+      if (row.weak_mismatch.empty()) {
+        if (r.samples_per_s_per_device > 0 && b.samples_per_s_per_device > 0)
+          row.weak_efficiency = r.samples_per_s_per_device / b.samples_per_s_per_device;
+        else
+          row.weak_efficiency = *ratio / scale;
+      }
+      // Memory per device is the point of sharding strategies under strong
+      // scaling too, where the per-device batch shrinks: either kind of
+      // comparability will do.
+      if ((row.strong_mismatch.empty() || row.weak_mismatch.empty()) && r.peak_memory_bytes > 0 &&
+          b.peak_memory_bytes > 0)
+        row.memory_ratio = static_cast<double>(r.peak_memory_bytes) / static_cast<double>(b.peak_memory_bytes);
+    }
+    out.rows.push_back(std::move(row));
+  }
+  std::stable_sort(out.rows.begin(), out.rows.end(),
+                   [](const ComparisonRow& a, const ComparisonRow& b) { return row_before(a.run, b.run); });
+  for (auto& row : out.rows)
+    if (!row.strong_mismatch.empty())
+      out.warnings.push_back(fmt::format("{}: no speedup against baseline {}: {}", row.run.run_id,
+                                         baseline->run_id, row.strong_mismatch));
+  if (!baseline && !out.rows.empty())
+    out.warnings.push_back(
+        "no baseline: no run with world size 1, strategy baseline and status ok among those read; "
+        "speedups are not computed (give --baseline RUN_ID)");
+  return out;
+}
+
+}  // namespace hpcbench::report

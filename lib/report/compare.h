@@ -1,0 +1,63 @@
+#pragma once
+// Scaling figures of runs against one baseline run: the Comparison that
+// every report exporter (terminal, Markdown, CSV, plots) renders.
+//
+// Strong scaling (speedup, efficiency) needs the same work: model,
+// precision, sequence length, data and global batch must match the
+// baseline's. Weak scaling and memory compare the work of one device, so
+// they need the same per-device batch instead of the same global batch. A
+// run that does not qualify is shown with the reason and "n/c" cells; its
+// figures are never divided silently.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "report/result_reader.h"
+#include "report/run_result.h"
+
+namespace hpcbench::report {
+
+struct ComparisonRow {
+  RunResult run;
+  std::string origin;  // file it was read from
+  std::string source;  // for published figures: where they come from
+  bool is_baseline = false;
+  // Empty optionals: not computed (status not ok, no baseline, not comparable).
+  std::optional<double> speedup;          // T_base / T for the same samples
+  std::optional<double> efficiency;       // speedup / (world size / baseline world size)
+  std::optional<double> weak_efficiency;  // per-device throughput / the baseline's
+  std::optional<double> memory_ratio;     // peak memory per device / the baseline's (either kind comparable)
+  std::string strong_mismatch;  // why speedup and efficiency are n/c; "" when comparable
+  std::string weak_mismatch;    // why weak efficiency and memory are n/c
+};
+
+struct Comparison {
+  std::optional<RunResult> baseline;
+  std::vector<ComparisonRow> rows;  // by strategy, then world size
+  std::vector<std::string> warnings;
+};
+
+// The reasons, joined by "; " ("global batch 32 vs baseline 8"); "" when
+// the runs compare. A value unknown on one side ("?") differs from any
+// known one; unknown on both sides counts as the same.
+std::string strong_mismatch(const RunResult& run, const RunResult& base);
+std::string weak_mismatch(const RunResult& run, const RunResult& base);
+
+// run's throughput over base's: samples/s when both have it, otherwise the
+// inverse ratio of training times when both processed the same samples
+// (published figures often give only a time for a fixed number of epochs).
+std::optional<double> throughput_ratio(const RunResult& run, const RunResult& base);
+
+// spec "auto": the status-ok run with world size 1 and strategy baseline
+// that the most runs compare with (same model, precision, sequence length
+// and data); among equals the newest. Otherwise spec is a run id, and an
+// unknown one throws UserError listing the ids read. nullopt: auto found none.
+std::optional<size_t> choose_baseline(const std::vector<RunResult>& runs, const std::string& spec);
+
+// Strategy order of the tables: the documented strategies in the README's
+// order, then the others alphabetically.
+bool row_before(const RunResult& a, const RunResult& b);
+
+Comparison compare(const std::vector<LoadedRun>& runs, const std::optional<RunResult>& baseline);
+
+}  // namespace hpcbench::report

@@ -1,0 +1,253 @@
+#include "report/plot.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+
+namespace hpcbench::report {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kData = "plot-data.dat";
+constexpr const char* kScript = "plots.gp";
+
+// The rows that can be drawn, one series per strategy in table order; a
+// strategy run at several global batches or precisions (a strong- and a
+// weak-scaling sweep side by side) gets one series for each, so that no line
+// joins runs of different work. Each series starts at the baseline, the
+// common origin of the scaling curves.
+std::vector<std::pair<std::string, std::vector<const ComparisonRow*>>> series(const Comparison& c) {
+  const ComparisonRow* base = nullptr;
+  for (auto& row : c.rows)
+    if (row.is_baseline) base = &row;
+  std::map<std::string, std::set<std::string>> batches, precisions;
+  for (auto& row : c.rows) {
+    batches[row.run.strategy].insert(std::to_string(row.run.global_batch));
+    precisions[row.run.strategy].insert(row.run.precision);
+  }
+  std::vector<std::pair<std::string, std::vector<const ComparisonRow*>>> out;
+  for (auto& row : c.rows) {
+    const RunResult& r = row.run;
+    if (r.status != "ok" || r.samples_per_s <= 0) continue;
+    std::string label = r.strategy;
+    if (batches[r.strategy].size() > 1) label += fmt::format(" gb {}", r.global_batch);
+    if (precisions[r.strategy].size() > 1) label += " " + r.precision;
+    auto it = std::find_if(out.begin(), out.end(), [&](auto& s) { return s.first == label; });
+    if (it == out.end()) {
+      out.push_back({label, {}});
+      it = out.end() - 1;
+      if (base && &row != base && base->run.world_size < r.world_size && !row.strong_mismatch.size())
+        it->second.push_back(base);
+    }
+    it->second.push_back(&row);
+  }
+  return out;
+}
+
+std::string value(const std::optional<double>& v, double scale = 1) {
+  return v ? fmt::format("{:.6g}", *v * scale) : "NaN";
+}
+
+struct PlotSpec {
+  const char* name;
+  const char* title;
+  const char* ylabel;
+  int column;
+  const char* ideal;  // gnuplot expression of the ideal line, or nullptr
+};
+
+const std::vector<PlotSpec>& specs() {
+  static const std::vector<PlotSpec> s = {
+      {"throughput", "Training throughput", "sequences / s", 2, nullptr},
+      {"speedup", "Speedup over the baseline (same samples)", "speedup (x)", 3, "x / base_gpus"},
+      {"efficiency", "Strong-scaling efficiency", "efficiency (%)", 4, "100"},
+      {"memory", "Peak memory per GPU", "MiB", 5, nullptr},
+  };
+  return s;
+}
+
+}  // namespace
+
+std::string plot_data(const Comparison& c) {
+  std::string out;
+  for (auto& [strategy, rows] : series(c)) {
+    // One gnuplot data block per strategy, selected with `index`.
+    out += fmt::format("# {}\n# gpus samples_per_s speedup efficiency_pct memory_mib\n", strategy);
+    for (auto* row : rows) {
+      const RunResult& r = row->run;
+      std::optional<double> mem;
+      if (r.peak_memory_bytes > 0) mem = static_cast<double>(r.peak_memory_bytes) / (1024.0 * 1024.0);
+      out += fmt::format("{} {:.6g} {} {} {}\n", r.world_size, r.samples_per_s, value(row->speedup),
+                         value(row->efficiency, 100), value(mem));
+    }
+    out += "\n\n";
+  }
+  return out;
+}
+
+std::string plot_script(const Comparison& c, std::vector<std::string>& names) {
+  auto ser = series(c);
+  names.clear();
+  if (ser.empty()) return "";
+  std::set<int64_t> gpus;
+  for (auto& [s, rows] : ser)
+    for (auto* row : rows) gpus.insert(row->run.world_size);
+  std::string xtics;
+  for (auto g : gpus) xtics += fmt::format("{}{}", xtics.empty() ? "" : ", ", g);
+  int64_t base_gpus = c.baseline ? c.baseline->world_size : 1;
+  double efficiency_top = 110;
+  for (auto& [st, rows] : ser)
+    for (auto* row : rows)
+      if (row->efficiency) efficiency_top = std::max(efficiency_top, *row->efficiency * 110);
+
+  std::ostringstream s;
+  s << "# Written by hpcbench report; run `gnuplot plots.gp` in this folder to redraw.\n"
+    << "# The outputs go to hidden names first: hpcbench renames them once all are drawn.\n"
+    << fmt::format("base_gpus = {}\n", base_gpus)
+    << "set datafile missing 'NaN'\nset grid\nset key outside right top box\nset xlabel 'GPUs'\n"
+    // Colours that stay apart for colour-blind readers and on paper.
+    << "set linetype 1 lc rgb '#0072B2' pt 7\nset linetype 2 lc rgb '#D55E00' pt 5\n"
+    << "set linetype 3 lc rgb '#009E73' pt 9\nset linetype 4 lc rgb '#CC79A7' pt 11\n"
+    << "set linetype 5 lc rgb '#E69F00' pt 13\nset linetype 6 lc rgb '#56B4E9' pt 4\n"
+    << "set linetype 7 lc rgb '#882255' pt 6\nset linetype 8 lc rgb '#444444' pt 8\nset linetype cycle 8\n"
+    << "set logscale x 2\n"
+    << fmt::format("set xtics ({})\n", xtics)
+    << fmt::format("set xrange [{}:{}]\n", static_cast<double>(*gpus.begin()) / 1.3,
+                   static_cast<double>(*gpus.rbegin()) * 1.3)
+    << "set yrange [0:*]\nset pointsize 1.3\n";
+  for (auto& spec : specs()) {
+    bool any = false;
+    for (auto& [st, rows] : ser)
+      for (auto* row : rows) {
+        const RunResult& r = row->run;
+        if (spec.column == 3 && row->speedup) any = true;
+        if (spec.column == 4 && row->efficiency) any = true;
+        if (spec.column == 5 && r.peak_memory_bytes > 0) any = true;
+        if (spec.column == 2) any = true;
+      }
+    // gnuplot stops the whole script on a plot with no defined point.
+    if (!any) continue;
+    names.push_back(spec.name);
+    std::string plot = "plot ";
+    for (size_t i = 0; i < ser.size(); ++i)
+      plot += fmt::format("'{}' index {} using 1:{} with linespoints lw 2 title '{}', ", kData, i, spec.column,
+                          ser[i].first);
+    if (spec.ideal) plot += fmt::format("{} with lines dt 2 lw 1.5 lc rgb 'black' title 'ideal', ", spec.ideal);
+    plot.resize(plot.size() - 2);
+    // Log-log for the speedup, where the ideal is then a straight line.
+    bool loglog = std::string(spec.name) == "speedup";
+    for (const char* term : {"png", "svg"}) {
+      if (loglog) s << "set logscale y 2\nset yrange [*:*]\n";
+      // Room above the ideal 100 % line.
+      else if (spec.column == 4) s << fmt::format("unset logscale y\nset yrange [0:{:.6g}]\n", efficiency_top);
+      else s << "unset logscale y\nset yrange [0:*]\n";
+      if (std::string(term) == "png")
+        s << "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
+             "  set terminal pngcairo size 960,540 font 'sans,11'\n"
+             "} else {\n  set terminal png size 960,540\n}\n";
+      else
+        s << "set terminal svg size 960,540 dynamic font 'sans,11'\n";
+      s << fmt::format("set output '.{}.{}.partial'\nset title '{}'\nset ylabel '{}'\n{}\nunset output\n",
+                       spec.name, term, spec.title, spec.ylabel, plot);
+    }
+  }
+  return s.str();
+}
+
+std::string find_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path ? path : "");
+  std::string d;
+  while (std::getline(dirs, d, ':')) {
+    fs::path p = fs::path(d.empty() ? "." : d) / name;
+    if (::access(p.c_str(), X_OK) == 0) return p.string();
+  }
+  return "";
+}
+
+namespace {
+
+// Runs `program script` inside `dir`, its output into `log`. Returns the
+// exit status (or -1 when it could not start).
+int run_in(const std::string& program, const fs::path& dir, const fs::path& log) {
+  pid_t pid = ::fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+    }
+    if (::chdir(dir.c_str()) != 0) ::_exit(126);
+    ::execl(program.c_str(), program.c_str(), kScript, static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace
+
+PlotOutcome write_plots(const Comparison& c, const fs::path& dir, const std::string& gnuplot) {
+  PlotOutcome out;
+  std::vector<std::string> names;
+  std::string script = plot_script(c, names);
+  if (names.empty()) {
+    out.warnings.push_back("no plots: no run with status ok and a throughput");
+    return out;
+  }
+  write_file_atomic(dir / kData, plot_data(c));
+  write_file_atomic(dir / kScript, script);
+  std::string program = find_program(gnuplot);
+  if (program.empty()) {
+    out.warnings.push_back(fmt::format(
+        "no plots: {} is not installed (Debian/Ubuntu: apt-get install gnuplot-nox; Fedora: dnf install "
+        "gnuplot; macOS: brew install gnuplot); its data and script are in {}",
+        gnuplot, dir.string()));
+    return out;
+  }
+  fs::path log = dir / ".gnuplot.log";
+  int rc = run_in(program, dir, log);
+  std::error_code ec;
+  if (rc != 0) {
+    std::string msg;
+    try {
+      msg = read_file(log);
+    } catch (const UserError&) {
+    }
+    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    out.warnings.push_back(fmt::format("no plots: {} {} exited with status {}{}{}", program,
+                                       (dir / kScript).string(), rc, msg.empty() ? "" : ": ", msg));
+  } else {
+    for (auto& n : names)
+      for (const char* ext : {"png", "svg"}) {
+        fs::path tmp = dir / fmt::format(".{}.{}.partial", n, ext), final_path = dir / fmt::format("{}.{}", n, ext);
+        fs::rename(tmp, final_path, ec);
+        if (ec) out.warnings.push_back(fmt::format("plot {} missing: {}", final_path.string(), ec.message()));
+        else if (std::string(ext) == "svg") out.images.push_back(final_path.filename().string());
+      }
+  }
+  for (auto& n : names)
+    for (const char* ext : {"png", "svg"}) fs::remove(dir / fmt::format(".{}.{}.partial", n, ext), ec);
+  fs::remove(log, ec);
+  return out;
+}
+
+}  // namespace hpcbench::report

@@ -1,0 +1,32 @@
+#pragma once
+// Plots of a Comparison through gnuplot: throughput, speedup against the
+// ideal line, efficiency and memory per GPU, by strategy and GPU count, as
+// PNG and SVG. hpcbench writes the data and a gnuplot script beside the
+// images (so they can be restyled and redrawn by hand) and runs gnuplot;
+// without gnuplot the data and script are still written and the outcome
+// says what to install.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "report/compare.h"
+
+namespace hpcbench::report {
+
+struct PlotOutcome {
+  std::vector<std::string> images;    // file names inside the folder, in display order
+  std::vector<std::string> warnings;  // gnuplot missing or failing, nothing to plot
+};
+
+// `gnuplot`: the program, found on PATH unless it holds a '/'.
+PlotOutcome write_plots(const Comparison& c, const std::filesystem::path& dir, const std::string& gnuplot = "gnuplot");
+
+// The script and data alone (what write_plots hands to gnuplot); exposed
+// for tests. `names` receives the plot names (without extension) drawn.
+std::string plot_data(const Comparison& c);
+std::string plot_script(const Comparison& c, std::vector<std::string>& names);
+
+// The program's path, or "" when it is not installed.
+std::string find_program(const std::string& name);
+
+}  // namespace hpcbench::report

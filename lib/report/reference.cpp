@@ -1,0 +1,83 @@
+#include "report/reference.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "report/csv_reader.h"
+
+namespace hpcbench::report {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool same_setup(const RunResult& a, const RunResult& b) {
+  return a.model == b.model && a.precision == b.precision && a.seq_length == b.seq_length && a.data == b.data;
+}
+
+// The group's one-device row, preferring the plain baseline strategy.
+const RunResult* group_baseline(const std::vector<LoadedRun>& rows, const RunResult& r) {
+  const RunResult* best = nullptr;
+  for (auto& c : rows) {
+    const RunResult& b = c.result;
+    if (b.world_size != 1 || b.status != "ok" || !same_setup(b, r)) continue;
+    if (!best || (b.strategy == "baseline" && best->strategy != "baseline")) best = &b;
+  }
+  return best;
+}
+
+}  // namespace
+
+Comparison compare_within(const std::vector<LoadedRun>& rows, const std::vector<std::string>& sources) {
+  Comparison out;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const RunResult* base = group_baseline(rows, rows[i].result);
+    auto one = compare({rows[i]}, base ? std::optional<RunResult>(*base) : std::nullopt);
+    ComparisonRow row = std::move(one.rows.front());
+    row.source = sources.at(i);
+    if (!base)
+      out.warnings.push_back(fmt::format("{}: no one-device row with the same model, precision, seq length "
+                                         "and data in the file to compare with",
+                                         row.run.run_id));
+    else if (!row.strong_mismatch.empty())
+      out.warnings.push_back(
+          fmt::format("{}: no speedup against {}: {}", row.run.run_id, base->run_id, row.strong_mismatch));
+    out.rows.push_back(std::move(row));
+  }
+  return out;
+}
+
+std::vector<ReferenceSet> read_references(const fs::path& dir, std::vector<std::string>& warnings) {
+  if (!fs::is_directory(dir))
+    fail("no published figures at {}: run from the repository root or give --reference-dir", dir.string());
+  std::vector<fs::path> files;
+  for (auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file() && e.path().extension() == ".csv") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  std::vector<ReferenceSet> sets;
+  for (auto& file : files) {
+    try {
+      auto records = parse_csv(read_file(file));
+      if (records.size() < 2) fail("no rows");
+      std::vector<LoadedRun> rows;
+      std::vector<std::string> sources;
+      for (size_t i = 1; i < records.size(); ++i) {
+        std::map<std::string, std::string> extra;
+        RunResult r = result_from_csv(records.front(), records[i], &extra);
+        if (extra["source"].empty()) fail("row {} has no source", i + 1);
+        fill_derived(r);
+        rows.push_back({r, file});
+        sources.push_back(extra["source"]);
+      }
+      sets.push_back({file.stem().string(), file, compare_within(rows, sources)});
+    } catch (const UserError& e) {
+      warnings.push_back(fmt::format("skipping {}: {}", file.string(), e.what()));
+    }
+  }
+  return sets;
+}
+
+}  // namespace hpcbench::report

@@ -1,0 +1,33 @@
+#pragma once
+// What the report shows: the Comparison and the published figures laid out
+// as tables (table.h) and assembled into the terminal text, report.md and
+// report.csv.
+#include <string>
+#include <vector>
+
+#include "report/compare.h"
+#include "report/reference.h"
+#include "report/table.h"
+
+namespace hpcbench::report {
+
+// Human cells: rounded, memory in MiB, efficiencies in percent, "n/c" where
+// the run does not compare with the baseline, "-" where there is no figure
+// (status not ok, no baseline, not measured).
+Table comparison_table(const Comparison& c);
+// Machine cells: full precision, bytes, fractions; "n/c" and "" as above.
+Table comparison_csv_table(const Comparison& c);
+// Published figures, with their source.
+Table reference_table(const Comparison& c);
+
+// One line naming the baseline and what it fixes, or saying there is none.
+std::string baseline_line(const Comparison& c);
+
+// Baseline line, table, then one "warning: ..." line per warning.
+std::string terminal_report(const Comparison& c, const std::vector<ReferenceSet>& references);
+// `plots`: image files beside report.md to show (may be empty).
+std::string markdown_report(const Comparison& c, const std::vector<ReferenceSet>& references,
+                            const std::vector<std::string>& plots);
+std::string csv_report(const Comparison& c);
+
+}  // namespace hpcbench::report

@@ -1,0 +1,32 @@
+#pragma once
+// A table of formatted cells and its renderings: aligned fixed-width text
+// for terminals (titles, then units, in the manner of nccl-tests and
+// hyperfine), GitHub Markdown and RFC 4180 CSV. What goes in the cells is
+// decided by the builders (report_tables.h); this file only lays them out.
+#include <string>
+#include <vector>
+
+namespace hpcbench::report {
+
+struct TableColumn {
+  std::string title;
+  std::string unit;      // "" when unitless
+  bool numeric = false;  // right-aligned
+};
+
+struct Table {
+  std::vector<TableColumn> columns;
+  std::vector<std::vector<std::string>> rows;
+};
+
+// Two header lines (titles; units in brackets) and one line per row,
+// columns separated by two spaces, no trailing blanks.
+std::string render_terminal(const Table& t);
+// Units in parentheses after the title; numeric columns right-aligned.
+std::string render_markdown(const Table& t);
+// The titles as the header (units are left to the column names).
+std::string render_csv(const Table& t);
+
+std::string csv_field(const std::string& s);
+
+}  // namespace hpcbench::report

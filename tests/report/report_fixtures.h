@@ -1,0 +1,54 @@
+#pragma once
+// Hand-made runs whose figures are easy to check by hand: a baseline at
+// 100 seq/s, strong-scaling ddp and zero runs (global batch 8), a weak-
+// scaling ddp run (batch 8 per device), a run in another precision and a
+// failed run.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "report/result_reader.h"
+
+namespace hpcbench::test {
+
+inline report::RunResult make_run(const std::string& id, const std::string& strategy, int64_t world,
+                                  int64_t global_batch, double samples_per_s, int64_t memory_mib) {
+  report::RunResult r;
+  r.run_id = id;
+  r.started_at = "2025-01-01T00:00:" + std::to_string(10 + world) + "Z";
+  r.strategy = strategy;
+  r.world_size = world;
+  r.gpus_per_node = world;
+  r.device = "cuda";
+  r.precision = "fp32";
+  r.model = "bert-tiny";
+  r.seq_length = 128;
+  r.global_batch = global_batch;
+  r.batch_per_device = global_batch / world;
+  r.data = "synthetic:256:seed1";
+  r.samples_per_s = samples_per_s;
+  r.samples_per_s_per_device = samples_per_s / static_cast<double>(world);
+  r.peak_memory_bytes = memory_mib << 20;
+  r.model_state_bytes = int64_t{64} << 20;
+  return r;
+}
+
+inline std::vector<report::LoadedRun> fixture_runs() {
+  std::vector<report::RunResult> rs;
+  rs.push_back(make_run("zero-2x", "zero", 2, 8, 160, 256));
+  rs.back().model_state_bytes = int64_t{40} << 20;
+  rs.push_back(make_run("ddp-4x", "ddp", 4, 8, 300, 328));
+  rs.push_back(make_run("base-1x", "baseline", 1, 8, 100, 512));
+  rs.push_back(make_run("ddp-2x", "ddp", 2, 8, 180, 384));
+  rs.push_back(make_run("ddp-2x-weak", "ddp", 2, 16, 190, 512));
+  rs.back().started_at = "2025-01-02T00:00:00Z";
+  rs.push_back(make_run("dp-2x-fp16", "dp", 2, 8, 150, 300));
+  rs.back().precision = "fp16";
+  rs.push_back(make_run("fsdp-2x", "fsdp", 2, 8, 0, 0));
+  rs.back().status = "failed";
+  std::vector<report::LoadedRun> out;
+  for (auto& r : rs) out.push_back({r, "runs/" + r.run_id + "/run.json"});
+  return out;
+}
+
+}  // namespace hpcbench::test

@@ -1,0 +1,150 @@
+// `hpcbench report` end to end: run folders on disk, some of them corrupt.
+#include <catch2/catch.hpp>
+#include <sys/wait.h>
+
+#include <fstream>
+
+#include "core/atomic_file.h"
+#include "report/plot.h"
+#include "report/run_folder.h"
+#include "report_fixtures.h"
+#include "test_env.h"
+
+using namespace hpcbench;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Cli {
+  int rc;
+  std::string out, err;
+};
+
+Cli run_report(const test::TempDir& dir, const std::string& args) {
+  auto out = dir.path / "stdout.txt", err = dir.path / "stderr.txt";
+  std::string cmd = "'" + test::hpcbench_bin().string() + "' report " + args + " >'" + out.string() + "' 2>'" +
+                    err.string() + "'";
+  int status = std::system(cmd.c_str());
+  Cli c{WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_file(out), read_file(err)};
+  INFO(cmd);
+  INFO("stderr: " << c.err);
+  return c;
+}
+
+void write(const fs::path& p, const std::string& s) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << s;
+}
+
+// Good runs in runs/, and next to them a truncated run.json with no
+// summary.csv, a summary.csv cut inside a quoted field, a run.json with a
+// wrong type, and a corrupt run.json whose summary.csv still reads.
+fs::path make_results(const test::TempDir& dir) {
+  fs::path runs = dir.path / "results/runs";
+  for (auto& lr : test::fixture_runs()) report::write_run_folder(runs, lr.result.run_id, lr.result, {});
+  write(runs / "cut-json/run.json", "{\"result\": {\"run_id\": \"cut-json\", \"strategy\": \"ddp\", \"world_");
+  write(runs / "cut-csv/summary.csv", "run_id,strategy,hosts\ncut-csv,ddp,\"node1,no");
+  write(runs / "wrong-type/run.json", R"({"result": {"run_id": "wrong-type", "world_size": "two"}})");
+  auto kept = test::make_run("json-bad-csv-good", "ddp", 8, 8, 560, 200);
+  report::write_run_folder(runs, kept.run_id, kept, {});
+  write(runs / "json-bad-csv-good/run.json", "not json");
+  // An in-progress folder is not a run yet.
+  write(runs / ".ddp.partial-123/run.json", "{");
+  return runs;
+}
+
+}  // namespace
+
+TEST_CASE("CLI: corrupt and truncated files are skipped by name, the rest is reported") {
+  test::TempDir dir;
+  auto runs = make_results(dir);
+  auto c = run_report(dir, "'" + runs.string() + "' --no-plots");
+  CHECK(c.rc == 0);
+  CHECK(c.err.find("skipping " + (runs / "cut-json/run.json").string() + ": not valid JSON") != std::string::npos);
+  CHECK(c.err.find("skipping " + (runs / "cut-csv/summary.csv").string() + ": unterminated quoted field") !=
+        std::string::npos);
+  CHECK(c.err.find("skipping " + (runs / "wrong-type/run.json").string() + ": a field has the wrong type") !=
+        std::string::npos);
+  CHECK(c.err.find("skipping " + (runs / "json-bad-csv-good/run.json").string()) != std::string::npos);
+  CHECK(c.err.find("partial") == std::string::npos);
+  for (auto id : {"base-1x", "ddp-2x", "ddp-4x", "zero-2x", "fsdp-2x", "json-bad-csv-good"})
+    CHECK(c.out.find(id) != std::string::npos);
+  CHECK(c.out.find("cut-json") == std::string::npos);
+  // The fall-back summary.csv row is compared: 560/s against 100/s.
+  CHECK(c.out.find("5.60") != std::string::npos);
+  CHECK(c.out.find("baseline: base-1x") != std::string::npos);
+  CHECK(c.out.find("warning: ddp-2x-weak: no speedup against baseline base-1x: global batch 16 vs baseline 8") !=
+        std::string::npos);
+}
+
+TEST_CASE("CLI: nothing readable exits with 2; an explicit baseline; CSV to stdout") {
+  test::TempDir dir;
+  auto runs = make_results(dir);
+  auto none = run_report(dir, "'" + (runs / "cut-json").string() + "' '" + (dir.path / "missing").string() + "'");
+  CHECK(none.rc == 2);
+  CHECK(none.err.find("skipping " + (dir.path / "missing").string() + ": no such file or folder") !=
+        std::string::npos);
+  auto c = run_report(dir, "'" + (runs / "ddp-2x").string() + "' '" + (runs / "ddp-4x/summary.csv").string() +
+                               "' --baseline ddp-2x --format csv");
+  CHECK(c.rc == 0);
+  CHECK(c.out.find("ddp-4x,ddp,4,8,ok,300,75,1.66667,0.833333,") != std::string::npos);
+  auto bad = run_report(dir, "'" + runs.string() + "' --baseline nope");
+  CHECK(bad.rc == 2);
+  CHECK(bad.err.find("--baseline nope: no such run") != std::string::npos);
+}
+
+TEST_CASE("CLI: --out writes report.md and report.csv; --reference adds the published figures") {
+  test::TempDir dir;
+  auto runs = make_results(dir);
+  auto out = dir.path / "report";
+  auto c = run_report(dir, "'" + runs.string() + "' --no-plots --reference --reference-dir '" +
+                               (test::source_dir() / "results/reference").string() + "' --out '" + out.string() + "'");
+  CHECK(c.rc == 0);
+  auto md = read_file(out / "report.md");
+  CHECK(md.find("| base-1x | baseline |") != std::string::npos);
+  CHECK(md.find("## Published figures") != std::string::npos);
+  CHECK(md.find("NVIDIA DeepLearningExamples") != std::string::npos);
+  CHECK(read_file(out / "report.csv").starts_with("run_id,strategy,world_size,"));
+  CHECK_FALSE(fs::exists(out / "plots.gp"));
+  CHECK(c.out.find("published figures: lightning_2xa100_bert_base_squad2") != std::string::npos);
+  CHECK(c.out.find("5108.80") != std::string::npos);
+}
+
+TEST_CASE("CLI: without gnuplot the report says what to install and writes the rest") {
+  test::TempDir dir;
+  auto runs = make_results(dir);
+  auto out = dir.path / "report";
+  auto c = run_report(dir, "'" + runs.string() + "' --gnuplot /nonexistent/gnuplot --out '" + out.string() + "'");
+  CHECK(c.rc == 0);
+  CHECK(c.err.find("apt-get install gnuplot-nox") != std::string::npos);
+  CHECK(fs::exists(out / "report.md"));
+  CHECK(fs::exists(out / "report.csv"));
+  CHECK(fs::exists(out / "plots.gp"));
+  CHECK(fs::exists(out / "plot-data.dat"));
+  CHECK_FALSE(fs::exists(out / "throughput.png"));
+}
+
+TEST_CASE("CLI: plots as PNG and SVG when gnuplot is installed") {
+  if (report::find_program("gnuplot").empty()) {
+    WARN("gnuplot is not installed (apt-get install gnuplot-nox): plot files not checked");
+    return;
+  }
+  test::TempDir dir;
+  auto runs = make_results(dir);
+  auto out = dir.path / "report";
+  auto c = run_report(dir, "'" + runs.string() + "' --out '" + out.string() + "'");
+  CHECK(c.rc == 0);
+  CHECK(c.err.find("no plots") == std::string::npos);
+  for (auto name : {"throughput", "speedup", "efficiency", "memory"}) {
+    INFO(name);
+    auto png = read_file(out / (std::string(name) + ".png"));
+    CHECK(png.substr(0, 8) == "\x89PNG\r\n\x1a\n");
+    CHECK(png.size() > 2000);
+    auto svg = read_file(out / (std::string(name) + ".svg"));
+    CHECK(svg.find("<svg") != std::string::npos);
+    CHECK(svg.find("</svg>") != std::string::npos);
+  }
+  CHECK(read_file(out / "report.md").find("![speedup](speedup.svg)") != std::string::npos);
+  // No temporary files left behind.
+  for (auto& e : fs::directory_iterator(out)) CHECK_FALSE(e.path().filename().string().starts_with("."));
+}

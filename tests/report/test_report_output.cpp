@@ -1,0 +1,113 @@
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "report/csv_reader.h"
+#include "report/report_tables.h"
+#include "report/result_reader.h"
+#include "report_fixtures.h"
+#include "test_env.h"
+
+using namespace hpcbench;
+
+namespace {
+
+// Compares with the hand-checked file in tests/report/snapshots; on a
+// mismatch the failure shows `diff -u expected actual`.
+void check_snapshot(const std::string& name, const std::string& actual) {
+  auto expected_path = test::source_dir() / "tests/report/snapshots" / name;
+  std::string expected = read_file(expected_path);
+  if (expected == actual) {
+    SUCCEED(name);
+    return;
+  }
+  test::TempDir dir;
+  write_file_atomic(dir.path / name, actual);
+  std::string diff, cmd = "diff -u '" + expected_path.string() + "' '" + (dir.path / name).string() + "'";
+  if (FILE* p = ::popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) diff.append(buf, n);
+    ::pclose(p);
+  }
+  FAIL("output differs from " << expected_path.string() << ":\n" << diff);
+}
+
+report::Comparison fixture_comparison() {
+  auto runs = test::fixture_runs();
+  std::vector<report::RunResult> results;
+  for (auto& r : runs) results.push_back(r.result);
+  auto i = report::choose_baseline(results, "auto");
+  REQUIRE(i);
+  return report::compare(runs, results[*i]);
+}
+
+}  // namespace
+
+TEST_CASE("snapshot: terminal table") { check_snapshot("report.txt", report::terminal_report(fixture_comparison(), {})); }
+
+TEST_CASE("snapshot: Markdown") {
+  check_snapshot("report.md", report::markdown_report(fixture_comparison(), {}, {"throughput.svg"}));
+}
+
+TEST_CASE("snapshot: CSV") { check_snapshot("report.csv", report::csv_report(fixture_comparison())); }
+
+TEST_CASE("snapshot: published figures") {
+  std::vector<std::string> warnings;
+  auto sets = report::read_references(test::source_dir() / "results/reference", warnings);
+  std::string out;
+  for (auto& s : sets)
+    if (s.name.starts_with("nvidia")) out = report::terminal_report({}, {s});
+  check_snapshot("reference_nvidia.txt", out);
+}
+
+TEST_CASE("RFC 4180: quotes, doubled quotes, line breaks, CRLF, blank lines") {
+  auto rec = report::parse_csv("a,b,c\r\n\"x,1\",\"say \"\"hi\"\"\",\"two\nlines\"\n\n,,\n");
+  REQUIRE(rec.size() == 3);
+  CHECK(rec[0] == report::CsvRecord{"a", "b", "c"});
+  CHECK(rec[1] == report::CsvRecord{"x,1", "say \"hi\"", "two\nlines"});
+  CHECK(rec[2] == report::CsvRecord{"", "", ""});
+  CHECK(report::parse_csv("a\n1").size() == 2);  // no final line break
+  CHECK_THROWS_WITH(report::parse_csv("a,b\n1,\"unterminated\n"), Catch::Contains("line 2"));
+}
+
+TEST_CASE("a row of the current schema reads back field for field") {
+  auto r = test::make_run("x", "fsdp", 4, 16, 123.5, 100);
+  r.hosts = "n1,n2";
+  auto rec = report::parse_csv(report::csv_header() + report::csv_row(r));
+  auto back = report::result_from_csv(rec[0], rec[1]);
+  CHECK(report::csv_row(back) == report::csv_row(r));
+  CHECK(back.schema_version == report::kSchemaVersion);
+}
+
+TEST_CASE("results of the previous schema version still read") {
+  auto loaded = report::read_results({test::source_dir() / "tests/report/data/v0"});
+  CHECK(loaded.warnings.empty());
+  REQUIRE(loaded.runs.size() == 2);
+  auto& csv = loaded.runs[0].result;
+  CHECK(csv.run_id == "old-csv");
+  CHECK(csv.schema_version == 0);
+  CHECK(csv.hosts == "node1,slot0");
+  CHECK(csv.samples_per_s == Approx(100.0));  // 400 samples in 4 s
+  CHECK(csv.samples_per_s_per_device == Approx(100.0));
+  CHECK(csv.model_state_bytes == 0);
+  auto& json = loaded.runs[1].result;
+  CHECK(json.run_id == "old-json");
+  CHECK(json.schema_version == 0);
+  CHECK(json.samples_per_s_per_device == Approx(80.0));  // 160 / 2, a column it lacked
+  CHECK(loaded.runs[1].origin.filename() == "run.json");
+  // And they compare: ddp on 2 devices at 160/s against 100/s.
+  auto c = report::compare(loaded.runs, csv);
+  CHECK(*c.rows[1].speedup == Approx(1.6));
+}
+
+TEST_CASE("bad values and truncated rows are reported with the column") {
+  report::CsvRecord header{"run_id", "world_size", "samples_per_s"};
+  CHECK_THROWS_WITH(report::result_from_csv(header, {"a", "two", "1"}),
+                    Catch::Contains("world_size") && Catch::Contains("'two'"));
+  CHECK_THROWS_WITH(report::result_from_csv(header, {"a", "2", "1.5x"}), Catch::Contains("samples_per_s"));
+  CHECK_THROWS_WITH(report::result_from_csv(header, {"a", "2"}), Catch::Contains("2 fields where the header has 3"));
+}

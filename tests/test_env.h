@@ -1,5 +1,8 @@
 #pragma once
 // Where tests find their inputs; set by ctest (tests/CMakeLists.txt).
+#include <ftw.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
@@ -24,9 +27,11 @@ struct TempDir {
     char tmpl[] = "/tmp/hpcbench-test-XXXXXX";
     path = ::mkdtemp(tmpl);
   }
+  // nftw, not std::filesystem::remove_all, which crashes in binaries linked
+  // with the torch wheel's libtorch.so (see lib/core/atomic_file.h).
   ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
+    auto remove_one = [](const char* p, const struct stat*, int, struct FTW*) { return ::remove(p); };
+    ::nftw(path.c_str(), remove_one, 16, FTW_DEPTH | FTW_PHYS);
   }
 };
 

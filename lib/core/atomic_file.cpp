@@ -1,6 +1,7 @@
 #include "core/atomic_file.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -47,6 +48,11 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
     ::unlink(tmp.c_str());
     fail("cannot write {}: {}", path.string(), std::strerror(e));
   }
+}
+
+void remove_tree(const std::filesystem::path& path) noexcept {
+  auto remove_one = [](const char* p, const struct stat*, int, struct FTW*) { return ::remove(p); };
+  ::nftw(path.c_str(), remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 std::string read_file(const std::filesystem::path& path) {

@@ -9,6 +9,12 @@ namespace hpcbench {
 // rename. Throws UserError naming the path on failure.
 void write_file_atomic(const std::filesystem::path& path, std::string_view content);
 
+// Removes a folder and everything below it; missing is fine. Use this, not
+// std::filesystem::remove_all: the torch wheel's libtorch.so exports its own
+// std::filesystem symbols, and in binaries linked with it remove_all resolves
+// to that copy and crashes.
+void remove_tree(const std::filesystem::path& path) noexcept;
+
 // Reads a whole file; throws UserError naming the path when it cannot.
 std::string read_file(const std::filesystem::path& path);
 

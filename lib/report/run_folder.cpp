@@ -21,7 +21,7 @@ fs::path write_run_folder(const fs::path& results_dir, const std::string& run_na
   if (ec) fail("cannot create the results folder {}: {}", results_dir.string(), ec.message());
 
   fs::path tmp = results_dir / fmt::format(".{}.partial-{}", run_name, ::getpid());
-  fs::remove_all(tmp, ec);
+  remove_tree(tmp);
   fs::create_directories(tmp, ec);
   if (ec) fail("cannot create {}: {}", tmp.string(), ec.message());
 
@@ -44,14 +44,14 @@ fs::path write_run_folder(const fs::path& results_dir, const std::string& run_na
     write_file_atomic(tmp / "loss.csv", loss);
     for (auto& [name, content] : extra) write_file_atomic(tmp / name, content);
   } catch (...) {
-    fs::remove_all(tmp, ec);
+    remove_tree(tmp);
     throw;
   }
   // rename(2) of a directory is atomic and fails rather than replacing a
   // non-empty directory, so a concurrent run that took the name first wins.
   if (std::rename(tmp.c_str(), final_dir.c_str()) != 0) {
     int e = errno;
-    fs::remove_all(tmp, ec);
+    remove_tree(tmp);
     fail("cannot move the results into {}: {}", final_dir.string(), std::strerror(e));
   }
   return final_dir;

@@ -47,7 +47,7 @@ bool GradScaler::unscale(const std::vector<at::Tensor>& params) {
   for (const auto& p : params)
     if (p.grad().defined()) grads.push_back(p.grad());
   found_inf_.zero_();
-  auto inv = scale_.double().reciprocal().to(at::kFloat);
+  auto inv = scale_.to(at::kDouble).reciprocal().to(at::kFloat);
   at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf_, inv);
   return found_inf_.item<float>() == 0.0f;
 }

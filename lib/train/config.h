@@ -21,7 +21,7 @@ struct TrainConfig {
   std::string vocab;                     // vocab.txt for real SQuAD data
   int64_t synthetic_samples = 512;
   int64_t max_seq_length = 128;
-  int64_t doc_stride = 128;
+  int64_t doc_stride = 32;
   int64_t max_query_length = 64;
   std::string cache_dir;  // feature cache; empty: the default under ~/.cache
   // [train]

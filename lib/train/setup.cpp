@@ -34,12 +34,17 @@ data::FeatureConfig feature_config(const TrainConfig& cfg) {
   return f;
 }
 
+std::filesystem::path feature_cache_dir(const TrainConfig& cfg) {
+  if (cfg.cache_dir == "none") return {};
+  return cfg.cache_dir.empty() ? data::default_feature_cache_dir() : std::filesystem::path(cfg.cache_dir);
+}
+
 data::Features training_features(const TrainConfig& cfg, const model::BertConfig& mcfg) {
   auto fcfg = feature_config(cfg);
   if (cfg.train_data == "synthetic")
     return data::synthetic_features(static_cast<size_t>(cfg.synthetic_samples), fcfg, mcfg.vocab_size,
                                      static_cast<uint64_t>(cfg.seed));
-  auto f = data::load_or_build_features(cfg.train_data, cfg.vocab, fcfg, /*train=*/true, cfg.cache_dir);
+  auto f = data::load_or_build_features(cfg.train_data, cfg.vocab, fcfg, /*train=*/true, feature_cache_dir(cfg));
   if (f.size() == 0) fail("--train-data {}: no training features", cfg.train_data);
   return f;
 }

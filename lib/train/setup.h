@@ -4,6 +4,7 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,9 @@ struct TrainOutput;
 model::BertConfig model_config(const TrainConfig& cfg);
 
 data::FeatureConfig feature_config(const TrainConfig& cfg);
+
+// --cache-dir: empty means the default folder, "none" disables the cache.
+std::filesystem::path feature_cache_dir(const TrainConfig& cfg);
 
 // Synthetic features (seeded) or real SQuAD features (cached).
 data::Features training_features(const TrainConfig& cfg, const model::BertConfig& mcfg);

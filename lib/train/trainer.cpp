@@ -78,7 +78,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   if (cfg.threads > 0) at::set_num_threads(static_cast<int>(cfg.threads));
   const bool leader = ctx.rank == 0;
   auto device = resolve_device(cfg.device, ctx.local_rank);
-  auto dev_desc = describe(device);
+  auto dev_desc = hpcbench::describe(device);
   configure_precision(cfg.precision);
 
   auto mcfg = model_config(cfg);
@@ -159,7 +159,8 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
       // optimizer's states both alive, right after the first update.
       if (state_bytes == 0) state_bytes = model_state_bytes(params, *optimizer);
       scaler.update(!finite);
-      double lr = schedule.step();
+      double lr = schedule.lr();  // the rate this step used
+      schedule.step();
       optimizer->zero_grad(/*set_to_none=*/true);
       timer.mark(Phase::Optimizer);
       StepRecord r{};
@@ -255,11 +256,12 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   auto& d = out.details;
   d["config"] = nlohmann::json::object();
   for (auto& [k, v] : describe(cfg)) d["config"][k] = v;
-  d["environment"] = {{"host", hostname()},
-                      {"device", device.str()},
-                      {"device_name", dev_desc.name},
-                      {"intra_op_threads", at::get_num_threads()},
-                      {"hardware_threads", hardware_threads()}};
+  auto& env = d["environment"];
+  env["host"] = hostname();
+  env["device"] = device.str();
+  env["device_name"] = dev_desc.name;
+  env["intra_op_threads"] = at::get_num_threads();
+  env["hardware_threads"] = hardware_threads();
   for (auto& [k, v] : job_environment()) d["environment"]["variables"][k] = v;
   auto& steps = d["steps"] = nlohmann::json::array();
   for (auto& r : records) {

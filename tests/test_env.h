@@ -1,6 +1,7 @@
 #pragma once
 // Where tests find their inputs; set by ctest (tests/CMakeLists.txt).
 #include <ftw.h>
+#include <sys/wait.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +20,24 @@ inline std::filesystem::path shared_data() { return env_path("HPCBENCH_SHARED_DA
 inline std::filesystem::path reference_dir() { return env_path("HPCBENCH_REF_DIR"); }
 inline std::filesystem::path hpcbench_bin() { return env_path("HPCBENCH_BIN"); }
 inline std::filesystem::path source_dir() { return env_path("HPCBENCH_SOURCE_DIR"); }
+
+struct CommandResult {
+  int exit_code = -1;  // -1 when killed by a signal
+  std::string output;  // stdout and stderr together
+};
+
+// Runs a shell command, capturing its output.
+inline CommandResult run_command(const std::string& cmd) {
+  CommandResult r;
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) r.output.append(buf, n);
+  int status = ::pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
 
 // A fresh empty folder for one test, removed when it goes out of scope.
 struct TempDir {

@@ -63,6 +63,9 @@ if [[ ! -f "$HPCBENCH_BUILD/build.ninja" ]]; then
     ${HPCBENCH_CMAKE_ARGS:-} >"$HPCBENCH_BUILD.configure.log" 2>&1 ||
     { cat "$HPCBENCH_BUILD.configure.log" >&2; exit 1; }
 fi
+# Relative paths in the cache keys let fresh clones (CI) hit the cache that
+# earlier builds in other folders filled.
+export CCACHE_BASEDIR="$HPCBENCH_ROOT"
 export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
 export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
 say "building (cmake --build $HPCBENCH_BUILD)"

@@ -27,6 +27,37 @@ endif()
 set(CMAKE_BUILD_RPATH "${TORCH_INSTALL_PREFIX}/lib")
 set(CMAKE_INSTALL_RPATH "${TORCH_INSTALL_PREFIX}/lib")
 
+# --- A staged dependency folder (machines without Debian's -dev packages) --
+# tools/gpu/stage-deps.sh copies the headers of fmt, spdlog, CLI11,
+# nlohmann-json, toml++, Gloo and utf8proc (plus libutf8proc.a) into one
+# folder; with HPCBENCH_DEPS_DIR pointing at it, fmt and spdlog are used
+# header-only and nothing else is searched for. This is how the project
+# builds on the GPU machines, which have CMake, nvcc and torch but no network.
+set(HPCBENCH_DEPS_DIR "" CACHE PATH "Folder made by tools/gpu/stage-deps.sh")
+if(HPCBENCH_DEPS_DIR)
+  set(_inc ${HPCBENCH_DEPS_DIR}/include)
+  add_library(fmt::fmt INTERFACE IMPORTED)
+  set_target_properties(fmt::fmt PROPERTIES INTERFACE_INCLUDE_DIRECTORIES ${_inc}
+    INTERFACE_COMPILE_DEFINITIONS FMT_HEADER_ONLY=1)
+  add_library(spdlog::spdlog INTERFACE IMPORTED)
+  set_target_properties(spdlog::spdlog PROPERTIES INTERFACE_INCLUDE_DIRECTORIES ${_inc}
+    INTERFACE_COMPILE_DEFINITIONS "SPDLOG_HEADER_ONLY;SPDLOG_FMT_EXTERNAL"
+    INTERFACE_LINK_LIBRARIES fmt::fmt)
+  foreach(t CLI11::CLI11 nlohmann_json::nlohmann_json tomlplusplus::tomlplusplus)
+    add_library(${t} INTERFACE IMPORTED)
+    set_target_properties(${t} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES ${_inc})
+  endforeach()
+  add_library(hpcbench_utf8proc STATIC IMPORTED)
+  set_target_properties(hpcbench_utf8proc PROPERTIES IMPORTED_LOCATION ${HPCBENCH_DEPS_DIR}/lib/libutf8proc.a
+    INTERFACE_INCLUDE_DIRECTORIES ${_inc} INTERFACE_COMPILE_DEFINITIONS UTF8PROC_STATIC)
+  set(HPCBENCH_GLOO_INCLUDE_DIR ${_inc} CACHE PATH "" FORCE)
+  set(HPCBENCH_FMT_SHADOW ${CMAKE_BINARY_DIR}/fmt-shadow)
+  file(MAKE_DIRECTORY ${HPCBENCH_FMT_SHADOW})
+  file(CREATE_LINK ${_inc}/fmt ${HPCBENCH_FMT_SHADOW}/fmt SYMBOLIC)
+  include_directories(BEFORE ${HPCBENCH_FMT_SHADOW})
+  return()
+endif()
+
 # --- fmt ------------------------------------------------------------------
 # One fmt for the whole program: the system's (or fetched) compiled fmt, which
 # spdlog is built against too. See README "One fmt".

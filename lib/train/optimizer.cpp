@@ -1,5 +1,6 @@
 #include "train/optimizer.h"
 
+#include <ATen/ATen.h>
 #include <torch/nn/utils/clip_grad.h>
 
 #include <algorithm>
@@ -31,7 +32,46 @@ std::unique_ptr<torch::optim::AdamW> make_adamw(torch::nn::Module& model, const 
   if (!decay.empty())
     groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(options(cfg.weight_decay)));
   if (!no_decay.empty()) groups.emplace_back(no_decay, std::make_unique<torch::optim::AdamWOptions>(options(0.0)));
-  return std::make_unique<torch::optim::AdamW>(groups, options(cfg.weight_decay));
+  return std::make_unique<FusedAdamW>(groups, options(cfg.weight_decay));
+}
+
+at::Tensor FusedAdamW::step(LossClosure closure) {
+  at::NoGradGuard no_grad;
+  at::Tensor loss;
+  if (closure) {
+    at::AutoGradMode enable_grad(true);
+    loss = closure();
+  }
+  for (auto& group : param_groups()) {
+    auto& o = static_cast<torch::optim::AdamWOptions&>(group.options());
+    std::vector<at::Tensor> params, grads, exp_avgs, exp_avg_sqs, steps;
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      auto key = p.unsafeGetTensorImpl();
+      auto& state = state_[key];
+      if (!state) {
+        auto s = std::make_unique<torch::optim::AdamWParamState>();
+        s->exp_avg(at::zeros_like(p, at::MemoryFormat::Preserve));
+        s->exp_avg_sq(at::zeros_like(p, at::MemoryFormat::Preserve));
+        state = std::move(s);
+        steps_[key] = at::zeros({}, p.options().dtype(at::kFloat));
+      }
+      auto& s = static_cast<torch::optim::AdamWParamState&>(*state);
+      auto& step = steps_[key];
+      step.add_(1);
+      s.step(s.step() + 1);
+      params.push_back(p);
+      grads.push_back(p.grad());
+      exp_avgs.push_back(s.exp_avg());
+      exp_avg_sqs.push_back(s.exp_avg_sq());
+      steps.push_back(step);
+    }
+    if (params.empty()) continue;
+    at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, steps, o.lr(),
+                      std::get<0>(o.betas()), std::get<1>(o.betas()), o.weight_decay(), o.eps(),
+                      /*amsgrad=*/false, /*maximize=*/false);
+  }
+  return loss;
 }
 
 LinearSchedule::LinearSchedule(torch::optim::Optimizer& optimizer, double base_lr, int64_t warmup_steps,

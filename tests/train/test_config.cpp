@@ -67,3 +67,16 @@ TEST_CASE("impossible settings are refused with the flag named") {
   train::TrainConfig ok;
   REQUIRE_NOTHROW(train::validate(ok));
 }
+
+TEST_CASE("every shipped configuration in configs/ loads and validates") {
+  int n = 0;
+  for (auto& e : std::filesystem::directory_iterator(test::source_dir() / "configs")) {
+    if (e.path().extension() != ".toml") continue;
+    INFO(e.path());
+    train::TrainConfig cfg;
+    REQUIRE_NOTHROW(train::load_toml(cfg, e.path()));
+    REQUIRE_NOTHROW(train::validate(cfg));
+    ++n;
+  }
+  CHECK(n >= 3);
+}

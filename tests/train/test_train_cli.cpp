@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -135,4 +136,22 @@ TEST_CASE("evaluation writes predictions for every question and SQuAD v2.0 metri
   CHECK(j["evaluation"]["metrics"].contains("HasAns_total"));
   CHECK(j["evaluation"]["metrics"].contains("NoAns_total"));
   CHECK(j["evaluation"]["metrics"]["total"] == 706);
+}
+
+TEST_CASE("mixed precision runs: bf16 autocast and fp16 with dynamic loss scaling give finite losses") {
+  test::TempDir dir;
+  for (std::string p : {"bf16", "fp16", "tf32"}) {
+    INFO(p);
+    auto r = test::run_command(bin() + " run --precision " + p +
+                               " --max-steps 3 --synthetic-samples 16 --batch-size 2 --max-seq-length 32"
+                               " --doc-stride 8 --run-name " + p + " --results-dir " + (dir.path / "r").string());
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    auto j = nlohmann::json::parse(read_file(dir.path / "r" / p / "run.json"));
+    CHECK(j["result"]["precision"] == p);
+    for (auto& s : j["steps"]) {
+      CHECK(std::isfinite(s["loss"].get<double>()));
+      CHECK(s["loss"].get<double>() > 2.0);  // about ln(32) = 3.5 for a fresh head
+    }
+  }
 }

@@ -1,13 +1,23 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <map>
 #include <optional>
+#include <thread>
 
 #include "commands.h"
 #include "core/error.h"
+#include "core/hostinfo.h"
+#include "device/device.h"
+#include "dist/launch_env.h"
+#include "dist/local_launcher.h"
+#include "dist/process_group.h"
 #include "report/run_folder.h"
 #include "strategies/strategy.h"
 #include "train/config.h"
@@ -16,6 +26,51 @@
 namespace hpcbench::cli {
 
 namespace {
+
+// What `hpcbench run` takes besides the settings table: how the job is laid
+// out, strategy knobs, and files for tests and comparisons.
+struct RunOptions {
+  int nproc_per_node = 0;
+  int nodes = 0;
+  int gpus_per_node = 0;
+  double collective_timeout_s = 300;
+  double connect_timeout_s = 120;
+  strategies::StrategyOptions strategy;
+  std::string save_checkpoint, save_initial_checkpoint, dump_data;
+};
+
+// HPCBENCH_TEST_FAULT=<rank>:<after>:<kill|abort|exit|hang>: that rank fails
+// after `after` optimizer steps (as for bench-comm), so that tests can check
+// that a broken job ends promptly, names the rank and leaves no results.
+std::function<void(int64_t)> fault_hook(int rank) {
+  const char* spec = std::getenv("HPCBENCH_TEST_FAULT");
+  if (!spec || !*spec) return {};
+  int who = -1;
+  long after = 0;
+  char mode[16] = {0};
+  if (std::sscanf(spec, "%d:%ld:%15s", &who, &after, mode) != 3)
+    fail("HPCBENCH_TEST_FAULT='{}': expected <rank>:<after>:<kill|abort|exit|hang>", spec);
+  if (who != rank) return {};
+  return [who, after, m = std::string(mode)](int64_t step) {
+    if (step < after) return;
+    std::fflush(stdout);
+    std::fprintf(stderr, "HPCBENCH_TEST_FAULT: rank %d goes '%s' after %ld steps\n", who, m.c_str(), after);
+    std::fflush(stderr);
+    if (m == "kill") ::kill(::getpid(), SIGKILL);
+    if (m == "abort") std::abort();
+    if (m == "exit") std::_Exit(3);
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  };
+}
+
+// The variables that steer NCCL and the sockets; they reach every rank
+// through the environment and are shown in the run header.
+void log_network_settings() {
+  for (auto& [k, v] : job_environment())
+    if (k.starts_with("NCCL_") || k.starts_with("GLOO_") || k.starts_with("TORCH_NCCL") ||
+        k == "MASTER_ADDR" || k == "MASTER_PORT")
+      spdlog::info("  {}={}", k, v);
+}
 
 std::string default_run_name(const train::TrainConfig& cfg, int world) {
   auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -45,11 +100,46 @@ void print_summary(const report::RunResult& r, const std::string& folder) {
 
 }  // namespace
 
-int run_training(const train::TrainConfig& cfg) {
+int run_training(const train::TrainConfig& cfg, const RunOptions& o) {
   train::validate(cfg);
-  auto strategy = strategies::make_strategy(cfg.strategy);
+  if (!(o.collective_timeout_s > 0)) fail("--collective-timeout {}: must be positive", o.collective_timeout_s);
+  if (!(o.connect_timeout_s > 0)) fail("--connect-timeout {}: must be positive", o.connect_timeout_s);
+  auto strategy = strategies::make_strategy(cfg.strategy, o.strategy);
+  if (o.nproc_per_node > 0) return dist::launch_local({.nproc = o.nproc_per_node});
+
+  auto layout = dist::detect_layout();
+  bool accel = cfg.device != "cpu" && (cfg.device != "auto" || accelerator_count() > 0);
+  dist::check_layout(layout, {.nodes = o.nodes, .gpus_per_node = o.gpus_per_node, .uses_accelerator = accel,
+                              .visible_devices = accelerator_count()});
   train::RunContext ctx;
-  auto out = train::train(cfg, *strategy, ctx);
+  if (layout.world_size > 1 || strategies::needs_comm(cfg.strategy)) {
+    dist::CommOptions copts;
+    copts.timeout = std::chrono::milliseconds(static_cast<long long>(o.collective_timeout_s * 1000));
+    copts.connect_timeout = std::chrono::milliseconds(static_cast<long long>(o.connect_timeout_s * 1000));
+    ctx.comm = std::make_shared<dist::Comm>(layout, dist::select_device(cfg.device, layout), copts);
+    ctx.rank = layout.rank;
+    ctx.world_size = layout.world_size;
+    ctx.local_rank = layout.local_rank;
+    ctx.nodes = layout.num_nodes;
+    ctx.gpus_per_node = layout.local_world_size;
+    std::string hosts;
+    for (auto& h : ctx.comm->exchange("run/host", hostname())) hosts += (hosts.empty() ? "" : " ") + h;
+    ctx.hosts = hosts;
+    if (const char* job = std::getenv("SLURM_JOB_ID")) ctx.slurm_job_id = job;
+    if (ctx.rank == 0) {
+      spdlog::info("job: {}; backend {}, collective timeout {} s", dist::describe(layout),
+                   ctx.comm->backend_name(), o.collective_timeout_s);
+      log_network_settings();
+    }
+  }
+  train::TrainHooks hooks;
+  hooks.initial_checkpoint = o.save_initial_checkpoint;
+  hooks.final_checkpoint = o.save_checkpoint;
+  hooks.data_dump = o.dump_data;
+  hooks.after_step = fault_hook(ctx.rank);
+  auto out = train::train(cfg, *strategy, ctx, hooks);
+  // Only a job whose every rank got here leaves a results folder.
+  if (ctx.comm) ctx.comm->barrier();
   if (ctx.rank != 0) return 0;
   std::string name = cfg.run_name.empty() ? default_run_name(cfg, ctx.world_size) : cfg.run_name;
   std::map<std::string, std::string> extra;
@@ -60,12 +150,32 @@ int run_training(const train::TrainConfig& cfg) {
   return 0;
 }
 
+int run_training(const train::TrainConfig& cfg) { return run_training(cfg, RunOptions{}); }
+
 Action add_run(CLI::App& app) {
   auto* sub = app.add_subcommand("run", "Timed BERT/SQuAD training under one strategy; writes a results folder");
   auto cfg = std::make_shared<train::TrainConfig>();
   auto config_file = std::make_shared<std::string>();
   auto values = std::make_shared<std::map<std::string, std::string>>();
+  auto o = std::make_shared<RunOptions>();
   sub->add_option("--config", *config_file, "TOML file (see configs/); flags override it");
+  sub->add_option("--nproc-per-node", o->nproc_per_node, "Start this many local ranks (built-in launcher)");
+  sub->add_option("--nodes", o->nodes, "Expected number of nodes (checked against the job)");
+  sub->add_option("--gpus-per-node", o->gpus_per_node, "Expected ranks (GPUs) per node (checked against the job)");
+  sub->add_option("--collective-timeout", o->collective_timeout_s,
+                  "Seconds one collective may take before the job is declared broken")->capture_default_str();
+  sub->add_option("--connect-timeout", o->connect_timeout_s, "Seconds to wait for all ranks at the rendezvous")
+      ->capture_default_str();
+  sub->add_option("--bucket-mb", o->strategy.bucket_mb, "ddp: gradient bucket size in MB")->capture_default_str();
+  sub->add_flag_function("--no-overlap", [o](int64_t) { o->strategy.overlap = false; },
+                "ddp: all-reduce after backward instead of during it");
+  sub->add_option("--dp-replicas", o->strategy.dp_replicas,
+                  "dp: replicas one process drives (0: every GPU, or 2 on CPU)")->capture_default_str();
+  sub->add_option("--save-checkpoint", o->save_checkpoint, "Write the final model here (rank 0; .safetensors or a folder)");
+  sub->add_option("--save-initial-checkpoint", o->save_initial_checkpoint,
+                  "Write the model every rank starts from here (rank 0)");
+  sub->add_option("--dump-data", o->dump_data,
+                  "Write the training features and every rank's sample order to this .safetensors (rank 0)");
   for (auto& s : train::settings_of(*cfg)) {
     // Flags are collected as text and applied after the TOML file, so that
     // the command line always wins, whatever the order of the arguments.
@@ -73,11 +183,11 @@ Action add_run(CLI::App& app) {
         s.flag, [values, flag = s.flag](const std::string& v) { (*values)[flag] = v; },
         s.help + " [" + s.key + "]");
   }
-  return [cfg, config_file, values] {
+  return [cfg, config_file, values, o] {
     if (!config_file->empty()) train::load_toml(*cfg, *config_file);
     for (auto& s : train::settings_of(*cfg))
       if (auto it = values->find(s.flag); it != values->end()) train::set_from_string(s, it->second);
-    return run_training(*cfg);
+    return run_training(*cfg, *o);
   };
 }
 

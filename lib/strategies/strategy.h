@@ -13,6 +13,10 @@
 #include "train/batch.h"
 #include "train/step_timer.h"
 
+namespace hpcbench::dist {
+class Comm;
+}
+
 namespace hpcbench::strategies {
 
 struct StrategyContext {
@@ -20,6 +24,17 @@ struct StrategyContext {
   int rank = 0;
   int world_size = 1;
   std::string precision = "fp32";  // autocast around forward for bf16/fp16
+  // The job's communicator; null when the run is a single process without
+  // one (baseline, dp).
+  std::shared_ptr<dist::Comm> comm;
+};
+
+// Strategy-specific settings from the command line; each strategy reads the
+// ones that concern it and reports them in options().
+struct StrategyOptions {
+  double bucket_mb = 25;  // ddp: all-reduce bucket size (the first bucket is 1 MiB, as in DDP)
+  bool overlap = true;    // ddp: start each bucket's all-reduce during backward
+  int dp_replicas = 0;    // dp: replicas driven by one process; 0: every GPU, or 2 on CPU
 };
 
 class Strategy {
@@ -43,10 +58,18 @@ class Strategy {
   virtual double finish_gradients(train::StepTimer& timer) { return 0; }
   // Total communication ms of the last step, hidden or not.
   virtual double comm_ms() const { return 0; }
+  // Devices this process drives (known after setup): the trainer hands
+  // forward_backward batch_size x devices() rows per micro-step, so that
+  // --batch-size stays per device (dp scatters the rows over its replicas).
+  virtual int devices() const { return 1; }
 };
 
-// "baseline"; later "dp", "ddp", "fsdp", "zero". Throws UserError listing the
+// "baseline", "ddp", "dp"; later "fsdp", "zero". Throws UserError listing the
 // known names for anything else.
-std::unique_ptr<Strategy> make_strategy(const std::string& name);
+std::unique_ptr<Strategy> make_strategy(const std::string& name, const StrategyOptions& options = {});
+
+// Whether the strategy needs a communicator even in a one-process job (ddp
+// does, so that its 1-rank runs measure the same code as its N-rank runs).
+bool needs_comm(const std::string& name);
 
 }  // namespace hpcbench::strategies

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "data/features.h"
+#include "dist/sampler.h"
 
 namespace hpcbench::train {
 
@@ -56,18 +57,10 @@ std::string data_identity(const TrainConfig& cfg, int64_t num_features) {
 }
 
 at::Tensor epoch_indices(int64_t n, int64_t epoch, int64_t seed, int rank, int world_size) {
-  auto gen = at::detail::createCPUGenerator(static_cast<uint64_t>(seed + epoch));
-  auto perm = at::randperm(n, gen, at::TensorOptions().dtype(at::kLong));
-  int64_t per_rank = (n + world_size - 1) / world_size;
-  int64_t total = per_rank * world_size;
-  if (total > n) {
-    // Pad by repeating the start of the permutation, as DistributedSampler does.
-    auto reps = (total - n + n - 1) / n;
-    std::vector<at::Tensor> parts{perm};
-    for (int64_t i = 0; i < reps; ++i) parts.push_back(perm);
-    perm = at::cat(parts).slice(0, 0, total);
-  }
-  return perm.slice(0, rank, total, world_size).contiguous();
+  dist::DistributedSampler sampler(n, world_size, rank, /*shuffle=*/true, static_cast<uint64_t>(seed));
+  sampler.set_epoch(epoch);
+  auto idx = sampler.indices();
+  return at::tensor(idx, at::TensorOptions().dtype(at::kLong));
 }
 
 size_t model_state_bytes(const std::vector<at::Tensor>& params, const torch::optim::Optimizer& opt) {

@@ -8,11 +8,13 @@
 
 #include <chrono>
 #include <cstdio>
+#include <map>
 
 #include "core/error.h"
 #include "core/hostinfo.h"
 #include "core/version.h"
 #include "device/device.h"
+#include "dist/process_group.h"
 #include "model/checkpoint.h"
 #include "report/stats.h"
 #include "train/amp.h"
@@ -73,11 +75,14 @@ class Progress {
 
 }  // namespace
 
-TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const RunContext& ctx) {
+TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const RunContext& ctx,
+                  const TrainHooks& hooks) {
   validate(cfg);
   if (cfg.threads > 0) at::set_num_threads(static_cast<int>(cfg.threads));
   const bool leader = ctx.rank == 0;
-  auto device = resolve_device(cfg.device, ctx.local_rank);
+  // With a communicator the rank's device was chosen with it (its local
+  // rank's GPU, or the one a task was bound to).
+  auto device = ctx.comm ? ctx.comm->device() : resolve_device(cfg.device, ctx.local_rank);
   auto dev_desc = hpcbench::describe(device);
   configure_precision(cfg.precision);
 
@@ -92,8 +97,14 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   model->to(device);
   model->train();
 
-  strategies::StrategyContext sctx{device, ctx.rank, ctx.world_size, cfg.precision};
+  strategies::StrategyContext sctx{device, ctx.rank, ctx.world_size, cfg.precision, ctx.comm};
   strategy.setup(model, sctx);
+  if (leader && !hooks.initial_checkpoint.empty()) model::save_checkpoint(*model, hooks.initial_checkpoint);
+  // dp drives several devices from one process: it gets batch_size rows per
+  // device per micro-step, so --batch-size means the same for every strategy.
+  const int64_t devices_per_process = strategy.devices();
+  const int64_t devices_total = devices_per_process * ctx.world_size;
+  const int64_t micro_rows = cfg.batch_size * devices_per_process;
 
   auto params = model->parameters();
   OptimizerConfig ocfg{cfg.lr, cfg.weight_decay, cfg.adam_beta1, cfg.adam_beta2, cfg.adam_eps};
@@ -101,14 +112,14 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
 
   // Samples each rank sees per epoch, with DistributedSampler's padding rule.
   const int64_t per_rank = (n + ctx.world_size - 1) / ctx.world_size;
-  const int64_t micro_per_epoch = (per_rank + cfg.batch_size - 1) / cfg.batch_size;
+  const int64_t micro_per_epoch = (per_rank + micro_rows - 1) / micro_rows;
   const int64_t steps_per_epoch = std::max<int64_t>(micro_per_epoch / cfg.grad_accum, 1);
   const int64_t total_steps = cfg.max_steps > 0 ? cfg.max_steps : cfg.epochs * steps_per_epoch;
   const int64_t warmup = static_cast<int64_t>(std::ceil(cfg.warmup_ratio * total_steps));
   LinearSchedule schedule(*optimizer, cfg.lr, warmup, total_steps);
   GradScaler scaler(device, cfg.precision == "fp16");
 
-  const int64_t global_batch = cfg.batch_size * cfg.grad_accum * ctx.world_size;
+  const int64_t global_batch = micro_rows * cfg.grad_accum * ctx.world_size;
   const double flops_per_sample = training_flops_per_sequence(
       static_cast<double>(mcfg.num_parameters()), static_cast<double>(mcfg.num_hidden_layers),
       static_cast<double>(mcfg.hidden_size), static_cast<double>(cfg.max_seq_length));
@@ -122,7 +133,11 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
     spdlog::info("device {} ({}), precision {}, {} intra-op threads, peak {} TFLOP/s{}", device.str(),
                  dev_desc.name, cfg.precision, at::get_num_threads(), peak,
                  peak > 0 ? "" : " (unknown: MFU not reported; set --peak-tflops)");
+    spdlog::info("strategy {}{}: {} process(es) x {} device(s)", strategy.name(),
+                 strategy.options().empty() ? "" : " (" + strategy.options() + ")", ctx.world_size,
+                 devices_per_process);
   }
+  std::vector<at::Tensor> orders;  // hooks.data_dump: every rank's order, step by step
 
   reset_peak_memory(device);
   StepTimer timer(device);
@@ -135,12 +150,15 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   size_t state_bytes = 0;
   for (int64_t epoch = 0; step < total_steps; ++epoch) {
     auto order = epoch_indices(n, epoch, cfg.seed, ctx.rank, ctx.world_size);
+    std::vector<at::Tensor> all_orders;
+    if (leader && !hooks.data_dump.empty())
+      for (int r = 0; r < ctx.world_size; ++r) all_orders.push_back(epoch_indices(n, epoch, cfg.seed, r, ctx.world_size));
     for (int64_t m = 0; m + cfg.grad_accum <= micro_per_epoch && step < total_steps; m += cfg.grad_accum) {
       timer.begin();
       at::Tensor loss_sum;
       for (int64_t a = 0; a < cfg.grad_accum; ++a) {
-        int64_t begin = (m + a) * cfg.batch_size;
-        int64_t end = std::min<int64_t>(begin + cfg.batch_size, order.size(0));
+        int64_t begin = (m + a) * micro_rows;
+        int64_t end = std::min<int64_t>(begin + micro_rows, order.size(0));
         auto batch = data.gather(order.slice(0, begin, end)).to(device);
         timer.mark(Phase::Data);
         // Each micro-batch's loss is a mean over its rows; dividing by the
@@ -149,6 +167,18 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
         double scale = scaler.scale() / static_cast<double>(cfg.grad_accum);
         auto loss = strategy.forward_backward(model, batch, scale, a + 1 == cfg.grad_accum, timer);
         loss_sum = loss_sum.defined() ? loss_sum + loss : loss;
+      }
+      if (!all_orders.empty()) {
+        // One [ranks, grad_accum, micro_rows] block per step; a short last
+        // micro-batch is padded with -1.
+        auto block = at::full({ctx.world_size, cfg.grad_accum, micro_rows}, -1, at::kLong);
+        for (int r = 0; r < ctx.world_size; ++r)
+          for (int64_t a = 0; a < cfg.grad_accum; ++a) {
+            int64_t begin = (m + a) * micro_rows;
+            int64_t end = std::min<int64_t>(begin + micro_rows, all_orders[size_t(r)].size(0));
+            block[r][a].slice(0, 0, end - begin).copy_(all_orders[size_t(r)].slice(0, begin, end));
+          }
+        orders.push_back(block);
       }
       double exposed = strategy.finish_gradients(timer);
       bool finite = scaler.unscale(params);
@@ -175,9 +205,10 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
       r.skipped = !finite;
       records.push_back(r);
       progress.update(step, r.loss, r.ms);
+      if (hooks.after_step) hooks.after_step(step);
       if (leader && (step % cfg.log_every == 0 || step == total_steps)) {
         double sps = 1000.0 * global_batch / r.ms;
-        double mfu = peak > 0 ? sps * flops_per_sample / ctx.world_size / (peak * 1e12) : 0;
+        double mfu = peak > 0 ? sps * flops_per_sample / devices_total / (peak * 1e12) : 0;
         progress.done();
         spdlog::info("step {:>6}/{}  loss {:.4f}  lr {:.3e}  {:8.1f} ms  {:9.1f} samples/s  MFU {}", step,
                      total_steps, r.loss, lr, r.ms, sps, peak > 0 ? fmt::format("{:.1f}%", 100 * mfu) : "n/a");
@@ -186,6 +217,32 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   }
   progress.done();
   double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
+
+  // The job's figures: a step ends when its slowest rank ends it, and its
+  // loss is the mean over ranks (equal batches: the global batch's mean).
+  std::vector<double> rank_median_ms;
+  if (ctx.comm && ctx.world_size > 1) {
+    const auto steps = static_cast<int64_t>(records.size());
+    auto mine = at::empty({steps, 2}, at::kDouble);
+    for (int64_t i = 0; i < steps; ++i) {
+      mine[i][0] = records[size_t(i)].ms;
+      mine[i][1] = records[size_t(i)].loss;
+    }
+    auto local = mine.to(ctx.comm->device());
+    auto all = at::empty({ctx.world_size * steps * 2}, local.options());
+    ctx.comm->allgather(all, local.view({-1}));
+    all = all.cpu().view({ctx.world_size, steps, 2});
+    auto slowest = std::get<0>(all.select(2, 0).max(0));
+    auto mean_loss = all.select(2, 1).mean(0);
+    for (int64_t i = 0; i < steps; ++i) {
+      records[size_t(i)].ms = slowest[i].item<double>();
+      records[size_t(i)].loss = mean_loss[i].item<double>();
+    }
+    for (int r = 0; r < ctx.world_size; ++r) {
+      auto v = all[r].select(1, 0);
+      rank_median_ms.push_back(v.numel() ? v.median().item<double>() : 0);
+    }
+  }
 
   // Figures over the timed steps only: the first steps pay for allocator
   // growth, kernel selection and cache warm-up, which a long run amortises.
@@ -214,7 +271,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   res.strategy = strategy.name();
   res.strategy_options = strategy.options();
   res.nodes = ctx.nodes;
-  res.gpus_per_node = ctx.gpus_per_node;
+  res.gpus_per_node = ctx.gpus_per_node * devices_per_process;
   res.world_size = ctx.world_size;
   res.device = c10::DeviceTypeName(device.type(), true);
   res.device_name = dev_desc.name;
@@ -232,7 +289,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   res.train_time_s = st.mean * static_cast<double>(st.n) / 1000.0;
   res.wall_time_s = wall_s;
   res.samples_per_s = res.train_time_s > 0 ? static_cast<double>(res.samples_timed) / res.train_time_s : 0;
-  res.samples_per_s_per_device = res.samples_per_s / ctx.world_size;
+  res.samples_per_s_per_device = res.samples_per_s / static_cast<double>(devices_total);
   res.tokens_per_s = res.samples_per_s * static_cast<double>(cfg.max_seq_length);
   res.step_ms_median = st.median;
   res.step_ms_p90 = st.p90;
@@ -272,8 +329,25 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
     steps.push_back(std::move(j));
   }
   d["timing_warmup_steps_excluded"] = skip;
+  d["devices_per_process"] = devices_per_process;
+  if (!rank_median_ms.empty()) d["rank_step_ms_median"] = rank_median_ms;
 
-  if (!cfg.eval_data.empty()) evaluate_into(cfg, model, device, out);
+  if (leader && !hooks.final_checkpoint.empty()) model::save_checkpoint(*model, hooks.final_checkpoint);
+  if (leader && !hooks.data_dump.empty()) {
+    auto f = data.gather(at::arange(n, at::kLong));
+    std::map<std::string, at::Tensor> dump{{"input_ids", f.input_ids}, {"token_type_ids", f.token_type_ids},
+                                           {"attention_mask", f.attention_mask}, {"start_positions", f.start_positions},
+                                           {"end_positions", f.end_positions}};
+    if (!orders.empty()) {
+      auto o = at::stack(orders);  // [steps, ranks, accum, rows]
+      for (int r = 0; r < ctx.world_size; ++r) dump["order_rank" + std::to_string(r)] = o.select(1, r).contiguous();
+    }
+    model::write_safetensors(dump, hooks.data_dump);
+  }
+
+  // Every rank holds the same model: rank 0 evaluates alone (the others wait
+  // at the job's final barrier).
+  if (leader && !cfg.eval_data.empty()) evaluate_into(cfg, model, device, out);
   return out;
 }
 

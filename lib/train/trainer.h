@@ -2,11 +2,18 @@
 // The timed training loop shared by every strategy.
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "report/run_result.h"
 #include "strategies/strategy.h"
 #include "train/config.h"
+
+namespace hpcbench::dist {
+class Comm;
+}
 
 namespace hpcbench::train {
 
@@ -19,6 +26,21 @@ struct RunContext {
   int64_t gpus_per_node = 1;
   std::string hosts;  // all ranks' hosts, rank order
   std::string slurm_job_id;
+  // The job's communicator (its device is this rank's device); null for a
+  // single process without one. With it, the figures combine every rank.
+  std::shared_ptr<dist::Comm> comm;
+};
+
+// Files a run may leave besides its results folder, written by rank 0 (tests
+// and the PyTorch comparisons read them; empty paths: not written), and a
+// call after every optimizer step (the fault-injection test hook).
+struct TrainHooks {
+  std::filesystem::path initial_checkpoint;  // the weights every rank starts from
+  std::filesystem::path final_checkpoint;    // the weights after the last step
+  // safetensors: the training features ("input_ids", ...) and each rank's
+  // sample order over the steps run ("order_rank<r>", [steps, grad_accum, rows]).
+  std::filesystem::path data_dump;
+  std::function<void(int64_t step)> after_step;
 };
 
 struct TrainOutput {
@@ -29,6 +51,7 @@ struct TrainOutput {
 // Builds the model and data from cfg, trains under `strategy`, evaluates
 // when eval data is given, and returns the figures. Writes nothing to disk
 // (report::write_run_folder does, on rank 0).
-TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const RunContext& ctx);
+TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const RunContext& ctx,
+                  const TrainHooks& hooks = {});
 
 }  // namespace hpcbench::train

@@ -1,0 +1,61 @@
+#pragma once
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <vector>
+
+#include "strategies/strategy.h"
+
+namespace hpcbench::strategies {
+
+// PyTorch's DistributedDataParallel: one replica per rank, initial state
+// broadcast from rank 0, gradients averaged by all-reduce in buckets that
+// start during backward as soon as their gradients are accumulated, so that
+// communication hides behind the rest of the backward pass.
+class Ddp final : public Strategy {
+ public:
+  explicit Ddp(const StrategyOptions& options);
+  ~Ddp() override;
+  std::string name() const override { return "ddp"; }
+  std::string options() const override;
+  void setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) override;
+  at::Tensor forward_backward(model::BertForQuestionAnswering& model, const train::Batch& batch,
+                              double scale, bool last_micro, train::StepTimer& timer) override;
+  double finish_gradients(train::StepTimer& timer) override;
+  double comm_ms() const override { return comm_ms_; }
+
+  // Called by the post-accumulate-grad hook of parameter `index`.
+  void on_grad_ready(size_t index);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Bucket {
+    at::Tensor flat;                 // the all-reduce buffer
+    std::vector<size_t> params;      // indices into params_
+    std::vector<at::Tensor> views;   // views of flat, shaped as each parameter
+    size_t pending = 0;              // gradients still to come this step
+    bool launched = false;
+    c10::intrusive_ptr<c10d::Work> work;
+    Clock::time_point started;
+    std::shared_ptr<std::atomic<int64_t>> finished_ns;  // set by the work's completion callback
+  };
+  void assign_buckets();
+  void copy_in(size_t index);
+  void launch_ready();
+  void launch(Bucket& b);
+
+  StrategyOptions opts_;
+  StrategyContext ctx_;
+  std::vector<at::Tensor> params_;
+  std::vector<std::pair<size_t, size_t>> slot_;  // param -> (bucket, position)
+  std::vector<char> ready_;
+  std::vector<Bucket> buckets_;
+  size_t next_bucket_ = 0;   // buckets launch in index order on every rank
+  bool syncing_ = false;     // this backward reduces (the last micro-step)
+  std::mutex mutex_;         // hooks may run on autograd's device threads
+  double comm_ms_ = 0;
+};
+
+}  // namespace hpcbench::strategies

@@ -1,0 +1,175 @@
+#include "strategies/dp/dp.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/csrc/autograd/grad_mode.h>
+
+#include <chrono>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "core/error.h"
+#include "device/device.h"
+#include "train/amp.h"
+
+namespace hpcbench::strategies {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// Runs f(i) for every i, i > 0 on its own thread, i == 0 on this one, as
+// DataParallel's parallel_apply does; the first exception wins.
+template <typename F>
+void parallel_apply(size_t n, F&& f) {
+  std::vector<std::exception_ptr> errors(n);
+  std::vector<std::thread> threads;
+  for (size_t i = 1; i < n; ++i)
+    threads.emplace_back([&, i] {
+      try {
+        f(i);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+  try {
+    f(0);
+  } catch (...) {
+    errors[0] = std::current_exception();
+  }
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+}  // namespace
+
+std::string Dp::options() const {
+  std::string devs;
+  for (auto& d : devices_) devs += (devs.empty() ? "" : "+") + d.str();
+  return fmt::format("replicas={},devices={}", devices_.size(), devs);
+}
+
+void Dp::setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) {
+  ctx_ = ctx;
+  if (ctx.world_size != 1)
+    fail("--strategy dp drives all devices from one process, but the job has {} ranks: use --strategy ddp "
+         "for several processes", ctx.world_size);
+  int n = opts_.dp_replicas;
+  if (n < 0) fail("--dp-replicas {}: must be at least 1", n);
+  devices_.clear();
+  if (ctx.device.is_cpu()) {
+    if (n == 0) n = 2;
+    devices_.assign(static_cast<size_t>(n), ctx.device);
+  } else {
+    int visible = accelerator_count();
+    if (n == 0) n = visible;
+    if (n > visible)
+      fail("--dp-replicas {}: only {} {} device(s) visible", n, visible, c10::DeviceTypeName(ctx.device.type()));
+    devices_.push_back(ctx.device);
+    for (int i = 0; static_cast<int>(devices_.size()) < n; ++i)
+      if (i != ctx.device.index()) devices_.emplace_back(ctx.device.type(), static_cast<c10::DeviceIndex>(i));
+  }
+  params_ = model->parameters();
+  replicas_.clear();
+  replica_params_.clear();
+  // Building a replica draws a random initialisation from the global
+  // generator; restoring its state keeps dropout's stream that of a run
+  // without replicas.
+  auto gen = at::detail::getDefaultCPUGenerator();
+  auto state = gen.get_state();
+  for (size_t i = 1; i < devices_.size(); ++i) {
+    model::BertForQuestionAnswering r(model->config());
+    r->to(devices_[i]);
+    r->train(model->is_training());
+    replica_params_.push_back(r->parameters());
+    replicas_.push_back(std::move(r));
+  }
+  gen.set_state(state);
+  // Buffers (position ids) never change: copied once.
+  at::NoGradGuard no_grad;
+  auto bufs = model->buffers();
+  for (auto& r : replicas_) {
+    auto rb = r->buffers();
+    for (size_t k = 0; k < rb.size(); ++k) rb[k].copy_(bufs[k]);
+  }
+}
+
+at::Tensor Dp::forward_backward(model::BertForQuestionAnswering& model, const train::Batch& b, double scale,
+                                bool, train::StepTimer& timer) {
+  const int64_t rows = b.size();
+  const auto n_dev = static_cast<int64_t>(devices_.size());
+  // torch.chunk's split: equal chunks of ceil(rows / n), the last one shorter;
+  // with fewer rows than devices some devices sit this micro-step out.
+  const int64_t chunk = (rows + n_dev - 1) / n_dev;
+  const auto used = static_cast<size_t>((rows + chunk - 1) / chunk);
+
+  // replicate: the parameters as they are now, every call, as DataParallel does.
+  auto t0 = Clock::now();
+  {
+    at::NoGradGuard no_grad;
+    for (size_t i = 1; i < used; ++i)
+      for (size_t k = 0; k < params_.size(); ++k) replica_params_[i - 1][k].copy_(params_[k], /*non_blocking=*/true);
+  }
+  step_comm_ms_ += ms_since(t0);
+
+  auto module = [&](size_t i) -> model::BertForQuestionAnsweringImpl& {
+    return i == 0 ? *model : *replicas_[i - 1];
+  };
+  std::vector<model::QAOutput> outs(used);
+  std::vector<double> weight(used);
+  parallel_apply(used, [&](size_t i) {
+    c10::DeviceGuard guard(devices_[i]);
+    auto part = b.slice(static_cast<int64_t>(i) * chunk, std::min<int64_t>(rows, (static_cast<int64_t>(i) + 1) * chunk));
+    if (devices_[i] != devices_[0]) part = part.to(devices_[i]);
+    weight[i] = static_cast<double>(part.size()) / static_cast<double>(rows);
+    train::AutocastGuard autocast(devices_[i].type(), ctx_.precision);
+    outs[i] = module(i).forward(part.input_ids, part.token_type_ids, part.attention_mask, part.start_positions,
+                                part.end_positions);
+  });
+  timer.mark(train::Phase::Forward);
+  // Each replica's loss is the mean over its rows; weighted by its share of
+  // the rows, the summed gradient is that of the mean over the whole batch.
+  parallel_apply(used, [&](size_t i) {
+    c10::DeviceGuard guard(devices_[i]);
+    (outs[i].loss * (scale * weight[i])).backward();
+  });
+  timer.mark(train::Phase::Backward);
+
+  // reduce onto the first device (DataParallel's Broadcast backward).
+  t0 = Clock::now();
+  {
+    at::NoGradGuard no_grad;
+    for (size_t i = 1; i < used; ++i) {
+      auto& rp = replica_params_[i - 1];
+      for (size_t k = 0; k < params_.size(); ++k) {
+        auto& g = rp[k].mutable_grad();
+        if (!g.defined()) continue;
+        auto& mg = params_[k].mutable_grad();
+        if (mg.defined()) mg.add_(g.to(devices_[0]));
+        else mg = g.to(devices_[0]).clone();
+        g = at::Tensor();
+      }
+    }
+  }
+  step_comm_ms_ += ms_since(t0);
+  timer.mark(train::Phase::Comm);
+
+  at::Tensor loss = outs[0].loss.detach() * weight[0];
+  for (size_t i = 1; i < used; ++i) loss = loss + outs[i].loss.detach().to(devices_[0]) * weight[i];
+  return loss;
+}
+
+double Dp::finish_gradients(train::StepTimer&) {
+  comm_ms_ = step_comm_ms_;
+  step_comm_ms_ = 0;
+  return comm_ms_;  // nothing overlaps: replication and reduction are all exposed
+}
+
+}  // namespace hpcbench::strategies

@@ -1,0 +1,37 @@
+#pragma once
+#include <vector>
+
+#include "strategies/strategy.h"
+
+namespace hpcbench::strategies {
+
+// PyTorch's DataParallel: one process drives several devices. Each forward
+// replicates the model from the first device, scatters the batch's rows,
+// runs forward and backward of the replicas in parallel threads and sums
+// their gradients onto the first device, whose model the optimizer updates.
+// On CPU the replicas share the CPU (--dp-replicas), which measures the
+// method's overheads rather than a speedup.
+class Dp final : public Strategy {
+ public:
+  explicit Dp(const StrategyOptions& options) : opts_(options) {}
+  std::string name() const override { return "dp"; }
+  std::string options() const override;
+  void setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) override;
+  at::Tensor forward_backward(model::BertForQuestionAnswering& model, const train::Batch& batch,
+                              double scale, bool last_micro, train::StepTimer& timer) override;
+  double finish_gradients(train::StepTimer& timer) override;
+  double comm_ms() const override { return comm_ms_; }
+  int devices() const override { return static_cast<int>(devices_.size()); }
+
+ private:
+  StrategyOptions opts_;
+  StrategyContext ctx_;
+  std::vector<c10::Device> devices_;                       // devices_[0] holds the model itself
+  std::vector<model::BertForQuestionAnswering> replicas_;  // for devices_[1..]
+  std::vector<at::Tensor> params_;                         // the model's, in order
+  std::vector<std::vector<at::Tensor>> replica_params_;
+  double step_comm_ms_ = 0;
+  double comm_ms_ = 0;
+};
+
+}  // namespace hpcbench::strategies

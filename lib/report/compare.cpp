@@ -62,8 +62,8 @@ std::optional<double> throughput_ratio(const RunResult& run, const RunResult& ba
 }
 
 bool row_before(const RunResult& a, const RunResult& b) {
-  return std::forward_as_tuple(strategy_rank(a.strategy), a.strategy, a.world_size, a.started_at, a.run_id) <
-         std::forward_as_tuple(strategy_rank(b.strategy), b.strategy, b.world_size, b.started_at, b.run_id);
+  return std::forward_as_tuple(strategy_rank(a.strategy), a.strategy, devices(a), a.started_at, a.run_id) <
+         std::forward_as_tuple(strategy_rank(b.strategy), b.strategy, devices(b), b.started_at, b.run_id);
 }
 
 std::optional<size_t> choose_baseline(const std::vector<RunResult>& runs, const std::string& spec) {
@@ -81,7 +81,7 @@ std::optional<size_t> choose_baseline(const std::vector<RunResult>& runs, const 
   std::tuple<size_t, std::string> best_key;
   for (size_t i = 0; i < runs.size(); ++i) {
     const auto& c = runs[i];
-    if (c.status != "ok" || c.world_size != 1 || c.strategy != "baseline") continue;
+    if (c.status != "ok" || devices(c) != 1 || c.strategy != "baseline") continue;
     size_t followers = 0;
     for (auto& r : runs) followers += common_mismatch(r, c).empty();
     std::tuple<size_t, std::string> key{followers, c.started_at};
@@ -109,7 +109,7 @@ Comparison compare(const std::vector<LoadedRun>& runs, const std::optional<RunRe
         row.strong_mismatch = row.strong_mismatch.empty() ? why : row.strong_mismatch;
         row.weak_mismatch = row.weak_mismatch.empty() ? why : row.weak_mismatch;
       }
-      double scale = static_cast<double>(r.world_size) / static_cast<double>(b.world_size);
+      double scale = static_cast<double>(devices(r)) / static_cast<double>(devices(b));
       if (row.strong_mismatch.empty()) {
         row.speedup = *ratio;
         row.efficiency = *ratio / scale;

@@ -50,7 +50,7 @@ std::vector<std::pair<std::string, std::vector<const ComparisonRow*>>> series(co
     if (it == out.end()) {
       out.push_back({label, {}});
       it = out.end() - 1;
-      if (base && &row != base && base->run.world_size < r.world_size && !row.strong_mismatch.size())
+      if (base && &row != base && devices(base->run) < devices(r) && !row.strong_mismatch.size())
         it->second.push_back(base);
     }
     it->second.push_back(&row);
@@ -91,7 +91,7 @@ std::string plot_data(const Comparison& c) {
       const RunResult& r = row->run;
       std::optional<double> mem;
       if (r.peak_memory_bytes > 0) mem = static_cast<double>(r.peak_memory_bytes) / (1024.0 * 1024.0);
-      out += fmt::format("{} {:.6g} {} {} {}\n", r.world_size, r.samples_per_s, value(row->speedup),
+      out += fmt::format("{} {:.6g} {} {} {}\n", devices(r), r.samples_per_s, value(row->speedup),
                          value(row->efficiency, 100), value(mem));
     }
     out += "\n\n";
@@ -105,10 +105,10 @@ std::string plot_script(const Comparison& c, std::vector<std::string>& names) {
   if (ser.empty()) return "";
   std::set<int64_t> gpus;
   for (auto& [s, rows] : ser)
-    for (auto* row : rows) gpus.insert(row->run.world_size);
+    for (auto* row : rows) gpus.insert(devices(row->run));
   std::string xtics;
   for (auto g : gpus) xtics += fmt::format("{}{}", xtics.empty() ? "" : ", ", g);
-  int64_t base_gpus = c.baseline ? c.baseline->world_size : 1;
+  int64_t base_gpus = c.baseline ? devices(*c.baseline) : 1;
   double efficiency_top = 110;
   for (auto& [st, rows] : ser)
     for (auto* row : rows)

@@ -47,7 +47,7 @@ Table comparison_table(const Comparison& c) {
     t.rows.push_back({
         r.run_id,
         r.strategy,
-        std::to_string(r.world_size),
+        std::to_string(devices(r)),
         r.global_batch > 0 ? std::to_string(r.global_batch) : "-",
         r.status,
         ok ? positive(r.samples_per_s, 1, "{:.2f}") : "-",
@@ -65,7 +65,7 @@ Table comparison_table(const Comparison& c) {
 
 Table comparison_csv_table(const Comparison& c) {
   Table t;
-  for (const char* name : {"run_id", "strategy", "world_size", "global_batch", "status", "samples_per_s",
+  for (const char* name : {"run_id", "strategy", "devices", "global_batch", "status", "samples_per_s",
                            "samples_per_s_per_device", "speedup", "efficiency", "weak_scaling_efficiency",
                            "peak_memory_bytes", "memory_ratio", "model_state_bytes", "baseline_run_id",
                            "not_comparable"})
@@ -76,7 +76,7 @@ Table comparison_csv_table(const Comparison& c) {
     t.rows.push_back({
         r.run_id,
         r.strategy,
-        std::to_string(r.world_size),
+        std::to_string(devices(r)),
         measured_csv(r.global_batch),
         r.status,
         ok ? measured_csv(r.samples_per_s) : "",
@@ -104,7 +104,7 @@ Table reference_table(const Comparison& c) {
     const RunResult& r = row.run;
     t.rows.push_back({
         r.strategy,
-        std::to_string(r.world_size),
+        std::to_string(devices(r)),
         r.device_name.empty() ? "-" : r.device_name,
         r.model.empty() ? "-" : r.model,
         r.precision.empty() ? "-" : r.precision,
@@ -124,7 +124,7 @@ std::string baseline_line(const Comparison& c) {
   if (!c.baseline) return "baseline: none";
   const RunResult& b = *c.baseline;
   return fmt::format("baseline: {} ({}, {} GPU, model {}, {}, seq {}, global batch {}, data {})", b.run_id,
-                     b.strategy, b.world_size, b.model, b.precision, b.seq_length, b.global_batch, b.data);
+                     b.strategy, devices(b), b.model, b.precision, b.seq_length, b.global_batch, b.data);
 }
 
 std::string terminal_report(const Comparison& c, const std::vector<ReferenceSet>& references) {

@@ -3,6 +3,7 @@
 // `hpcbench report` reads back. One type, several exporters (CSV row, JSON).
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -61,6 +62,10 @@ struct RunResult {
   double f1 = -1;
   std::string status = "ok";  // ok, failed, pending
 };
+
+// Devices a run computed on: its ranks, or for dp (one process driving
+// several devices) the devices per node times the nodes.
+inline int64_t devices(const RunResult& r) { return std::max(r.world_size, r.nodes * r.gpus_per_node); }
 
 using ColumnTarget = std::variant<int64_t RunResult::*, double RunResult::*, std::string RunResult::*>;
 struct Column {

@@ -21,7 +21,7 @@ std::vector<Setting> settings_of(TrainConfig& c) {
       {"data.doc_stride", "--doc-stride", "Overlap between context windows", &c.doc_stride},
       {"data.max_query_length", "--max-query-length", "Question tokens kept", &c.max_query_length},
       {"data.cache_dir", "--cache-dir", "Feature cache folder ('none' disables it)", &c.cache_dir},
-      {"train.strategy", "--strategy", "baseline (one device)", &c.strategy},
+      {"train.strategy", "--strategy", "baseline (one device), dp, ddp, fsdp, zero", &c.strategy},
       {"train.batch_size", "--batch-size", "Sequences per device per micro-step", &c.batch_size},
       {"train.grad_accum", "--grad-accum", "Micro-steps per optimizer step", &c.grad_accum},
       {"train.epochs", "--epochs", "Passes over the training data", &c.epochs},

@@ -104,7 +104,7 @@ TEST_CASE("CLI: --out writes report.md and report.csv; --reference adds the publ
   CHECK(md.find("| base-1x | baseline |") != std::string::npos);
   CHECK(md.find("## Published figures") != std::string::npos);
   CHECK(md.find("NVIDIA DeepLearningExamples") != std::string::npos);
-  CHECK(read_file(out / "report.csv").starts_with("run_id,strategy,world_size,"));
+  CHECK(read_file(out / "report.csv").starts_with("run_id,strategy,devices,"));
   CHECK_FALSE(fs::exists(out / "plots.gp"));
   CHECK(c.out.find("published figures: lightning_2xa100_bert_base_squad2") != std::string::npos);
   CHECK(c.out.find("5108.80") != std::string::npos);

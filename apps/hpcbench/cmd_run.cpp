@@ -122,13 +122,25 @@ int run_training(const train::TrainConfig& cfg, const RunOptions& o) {
     ctx.local_rank = layout.local_rank;
     ctx.nodes = layout.num_nodes;
     ctx.gpus_per_node = layout.local_world_size;
+    // A rank's host is SLURM's name for its node where there is one: on a
+    // cluster it is the host name anyway, and on a test cluster of several
+    // slurmd on one machine it is what tells the ranks' nodes apart.
+    const char* node = std::getenv("SLURMD_NODENAME");
+    std::string host = node && *node ? node : hostname();
+    auto all = ctx.comm->exchange("run/host", host + "\t" + ctx.comm->device().str() + "\t" +
+                                                  std::to_string(::getpid()));
     std::string hosts;
-    for (auto& h : ctx.comm->exchange("run/host", hostname())) hosts += (hosts.empty() ? "" : " ") + h;
+    for (auto& h : all) hosts += (hosts.empty() ? "" : " ") + h.substr(0, h.find('\t'));
     ctx.hosts = hosts;
     if (const char* job = std::getenv("SLURM_JOB_ID")) ctx.slurm_job_id = job;
     if (ctx.rank == 0) {
       spdlog::info("job: {}; backend {}, collective timeout {} s", dist::describe(layout),
                    ctx.comm->backend_name(), o.collective_timeout_s);
+      for (size_t r = 0; r < all.size(); ++r) {
+        auto a = all[r].find('\t'), b = all[r].rfind('\t');
+        spdlog::info("  rank {:>3}  host {:<16} device {:<8} pid {}", r, all[r].substr(0, a),
+                     all[r].substr(a + 1, b - a - 1), all[r].substr(b + 1));
+      }
       log_network_settings();
     }
   }

@@ -1,0 +1,104 @@
+#pragma once
+// The one engine behind `zero` (stages 1-3, as DeepSpeed defines them) and
+// `fsdp` (FULL_SHARD, SHARD_GRAD_OP): what differs between them is which of
+// optimizer states, gradients and parameters are partitioned, and when
+// gathered parameters are freed again; see ShardingPlan.
+//
+// Units (the embeddings, each encoder layer, the QA head) each hold up to two
+// flat parameters (decayed / not decayed, so that AdamW's groups survive the
+// flattening). Gradients are reduced unit by unit during backward, on every
+// micro-step (accumulating into the reduced buffer), so that the full
+// gradients of only one unit exist at a time. The optimizer steps this rank's
+// partition; zero 1/2 then all-gather the updated parameters, zero 3 / fsdp
+// gather each unit just before its forward and again before its backward.
+#include <ATen/core/Tensor.h>
+#include <torch/optim/adamw.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "strategies/shard/flat_param.h"
+#include "strategies/strategy.h"
+#include "train/optimizer.h"
+
+namespace hpcbench::strategies::shard {
+
+struct ShardingPlan {
+  std::string name;     // "zero" or "fsdp"
+  std::string options;  // "stage=2", "sharding=full", ...
+  int stage = 0;        // the ZeRO stage this plan corresponds to (for the memory model)
+  std::string sharding;  // fsdp: "full" or "grad-op"
+  bool shard_grads = false;   // reduce-scatter (else all-reduce into replicated gradients)
+  bool shard_params = false;  // parameters partitioned between uses
+  bool reshard_after_forward = true;  // with shard_params: free after forward, gather again for backward
+};
+
+class Sharded final : public Strategy {
+ public:
+  explicit Sharded(ShardingPlan plan);
+  ~Sharded() override;
+  std::string name() const override { return plan_.name; }
+  std::string options() const override { return plan_.options; }
+  void setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) override;
+  at::Tensor forward_backward(model::BertForQuestionAnswering& model, const train::Batch& batch, double scale,
+                              bool last_micro, train::StepTimer& timer) override;
+  double finish_gradients(train::StepTimer& timer) override;
+  double comm_ms() const override { return comm_ms_; }
+
+  // What the trainer needs besides the Strategy interface:
+  // AdamW (ATen's fused kernel) over this rank's partitions, in a decayed
+  // and a non-decayed group as make_adamw builds them.
+  std::unique_ptr<torch::optim::AdamW> make_optimizer(const train::OptimizerConfig& cfg);
+  // The gradients the optimizer steps (the partitions'), for unscaling.
+  std::vector<at::Tensor> optimizer_params() const;
+  // clip_grad_norm_ over the whole model: the partial squared norms of the
+  // partitions summed over ranks. Returns the norm before clipping.
+  double clip_grad_norm(double max_norm);
+  // After optimizer->step(): replicated parameters (zero 1/2) are all-gathered.
+  void after_optimizer_step();
+  // Every parameter gathered into the model (checkpoints, evaluation); the
+  // next forward_backward reshards.
+  void unshard_model();
+  // Parameters, gradients and optimizer states this rank held at its peak so
+  // far (the current state included).
+  size_t model_state_bytes() const;
+
+  // Sizes for the memory model.
+  int64_t parameters() const;
+  int64_t largest_unit() const;
+  const ShardingPlan& plan() const { return plan_; }
+
+  // Called by the post-accumulate-grad hook of parameter `index`.
+  void on_grad_ready(size_t index);
+
+ private:
+  struct Unit {
+    std::string name;
+    std::vector<size_t> flats;
+    std::vector<size_t> params;  // indices into params_
+    size_t pending = 0;          // gradients still to come this backward
+    bool gathered = true;
+    torch::nn::Module* module = nullptr;
+  };
+  void gather(Unit& u);
+  void reshard(Unit& u);
+  void reduce(Unit& u);
+  void note_peak();
+  size_t current_bytes(bool transient) const;
+  at::Tensor sharded_forward(model::BertForQuestionAnswering& model, const train::Batch& b);
+
+  ShardingPlan plan_;
+  StrategyContext ctx_;
+  std::vector<FlatParam> flats_;
+  std::vector<Unit> units_;
+  std::vector<at::Tensor> params_;
+  std::vector<size_t> unit_of_;  // param -> unit
+  torch::optim::Optimizer* optimizer_ = nullptr;
+  double comm_ms_ = 0;
+  double exposed_ms_ = 0;
+  size_t peak_transient_ = 0;
+  bool resharded_ = false;  // unshard_model() left every unit gathered
+};
+
+}  // namespace hpcbench::strategies::shard

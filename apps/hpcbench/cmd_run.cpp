@@ -181,6 +181,10 @@ Action add_run(CLI::App& app) {
   sub->add_option("--bucket-mb", o->strategy.bucket_mb, "ddp: gradient bucket size in MB")->capture_default_str();
   sub->add_flag_function("--no-overlap", [o](int64_t) { o->strategy.overlap = false; },
                 "ddp: all-reduce after backward instead of during it");
+  sub->add_option("--zero-stage", o->strategy.zero_stage, "zero: 1, 2 or 3 (DeepSpeed's stages)")
+      ->capture_default_str();
+  sub->add_option("--sharding", o->strategy.sharding, "fsdp: full (FULL_SHARD) or grad-op (SHARD_GRAD_OP)")
+      ->capture_default_str();
   sub->add_option("--dp-replicas", o->strategy.dp_replicas,
                   "dp: replicas one process drives (0: every GPU, or 2 on CPU)")->capture_default_str();
   sub->add_option("--save-checkpoint", o->save_checkpoint, "Write the final model here (rank 0; .safetensors or a folder)");

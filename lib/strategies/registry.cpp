@@ -2,6 +2,8 @@
 #include "strategies/baseline/baseline.h"
 #include "strategies/ddp/ddp.h"
 #include "strategies/dp/dp.h"
+#include "strategies/fsdp/fsdp.h"
+#include "strategies/zero/zero.h"
 
 namespace hpcbench::strategies {
 
@@ -9,9 +11,11 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, const StrategyO
   if (name == "baseline") return std::make_unique<Baseline>();
   if (name == "ddp") return std::make_unique<Ddp>(options);
   if (name == "dp") return std::make_unique<Dp>(options);
-  fail("--strategy {}: unknown (known: baseline, ddp, dp)", name);
+  if (name == "zero") return make_zero(options.zero_stage);
+  if (name == "fsdp") return make_fsdp(options.sharding);
+  fail("--strategy {}: unknown (known: baseline, dp, ddp, fsdp, zero)", name);
 }
 
-bool needs_comm(const std::string& name) { return name == "ddp"; }
+bool needs_comm(const std::string& name) { return name == "ddp" || name == "zero" || name == "fsdp"; }
 
 }  // namespace hpcbench::strategies

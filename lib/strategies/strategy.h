@@ -8,9 +8,11 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "model/bert.h"
 #include "train/batch.h"
+#include "train/optimizer.h"
 #include "train/step_timer.h"
 
 namespace hpcbench::dist {
@@ -35,6 +37,8 @@ struct StrategyOptions {
   double bucket_mb = 25;  // ddp: all-reduce bucket size (the first bucket is 1 MiB, as in DDP)
   bool overlap = true;    // ddp: start each bucket's all-reduce during backward
   int dp_replicas = 0;    // dp: replicas driven by one process; 0: every GPU, or 2 on CPU
+  int zero_stage = 2;     // zero: 1 (optimizer states), 2 (+ gradients), 3 (+ parameters) partitioned
+  std::string sharding = "full";  // fsdp: full (FULL_SHARD) or grad-op (SHARD_GRAD_OP)
 };
 
 class Strategy {
@@ -62,9 +66,29 @@ class Strategy {
   // forward_backward batch_size x devices() rows per micro-step, so that
   // --batch-size stays per device (dp scatters the rows over its replicas).
   virtual int devices() const { return 1; }
+
+  // Sharded strategies (zero, fsdp) own the optimizer step: the optimizer
+  // runs over their partitions, clipping needs the norm summed over ranks,
+  // and replicated parameters are re-gathered after the step. The others
+  // leave all of it to the trainer (owns_optimizer() false).
+  virtual bool owns_optimizer() const { return false; }
+  virtual std::unique_ptr<torch::optim::AdamW> make_optimizer(const train::OptimizerConfig&) { return nullptr; }
+  // The tensors whose gradients the optimizer steps (for loss unscaling).
+  virtual std::vector<at::Tensor> optimizer_params() const { return {}; }
+  // clip_grad_norm_ over the whole model; returns the norm before clipping.
+  virtual double clip_grad_norm(double max_norm) { return 0; }
+  virtual void after_optimizer_step() {}
+  // Every parameter whole in the model on every rank (before a checkpoint or
+  // evaluation); collective for sharded strategies.
+  virtual void unshard_model() {}
+  // Parameters + gradients + optimizer states held by this rank at its peak.
+  virtual size_t model_state_bytes() const { return 0; }
+  // fp16 loss scaling: whether every rank found its gradients finite (ranks
+  // holding different shards must skip or take the step together).
+  virtual bool all_finite(bool local_finite) { return local_finite; }
 };
 
-// "baseline", "ddp", "dp"; later "fsdp", "zero". Throws UserError listing the
+// "baseline", "dp", "ddp", "fsdp", "zero". Throws UserError listing the
 // known names for anything else.
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const StrategyOptions& options = {});
 

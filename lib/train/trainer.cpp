@@ -99,16 +99,21 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
 
   strategies::StrategyContext sctx{device, ctx.rank, ctx.world_size, cfg.precision, ctx.comm};
   strategy.setup(model, sctx);
-  if (leader && !hooks.initial_checkpoint.empty()) model::save_checkpoint(*model, hooks.initial_checkpoint);
+  if (!hooks.initial_checkpoint.empty()) {
+    strategy.unshard_model();  // collective for sharded strategies: every rank
+    if (leader) model::save_checkpoint(*model, hooks.initial_checkpoint);
+  }
   // dp drives several devices from one process: it gets batch_size rows per
   // device per micro-step, so --batch-size means the same for every strategy.
   const int64_t devices_per_process = strategy.devices();
   const int64_t devices_total = devices_per_process * ctx.world_size;
   const int64_t micro_rows = cfg.batch_size * devices_per_process;
 
-  auto params = model->parameters();
   OptimizerConfig ocfg{cfg.lr, cfg.weight_decay, cfg.adam_beta1, cfg.adam_beta2, cfg.adam_eps};
-  auto optimizer = make_adamw(*model, ocfg);
+  // Sharded strategies step their partitions; the others the whole model.
+  const bool sharded = strategy.owns_optimizer();
+  auto optimizer = sharded ? strategy.make_optimizer(ocfg) : make_adamw(*model, ocfg);
+  auto params = sharded ? strategy.optimizer_params() : model->parameters();
 
   // Samples each rank sees per epoch, with DistributedSampler's padding rule.
   const int64_t per_rank = (n + ctx.world_size - 1) / ctx.world_size;
@@ -181,13 +186,18 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
         orders.push_back(block);
       }
       double exposed = strategy.finish_gradients(timer);
-      bool finite = scaler.unscale(params);
+      bool finite = strategy.all_finite(scaler.unscale(params));
       double norm = 0;
-      if (finite && cfg.max_grad_norm > 0) norm = clip_grad_norm(params, cfg.max_grad_norm);
-      if (finite) optimizer->step();
+      if (finite && cfg.max_grad_norm > 0)
+        norm = sharded ? strategy.clip_grad_norm(cfg.max_grad_norm) : clip_grad_norm(params, cfg.max_grad_norm);
+      if (finite) {
+        optimizer->step();
+        strategy.after_optimizer_step();
+      }
       // Model-state bytes are measured where they peak: gradients and the
       // optimizer's states both alive, right after the first update.
-      if (state_bytes == 0) state_bytes = model_state_bytes(params, *optimizer);
+      if (sharded) state_bytes = strategy.model_state_bytes();
+      else if (state_bytes == 0) state_bytes = model_state_bytes(params, *optimizer);
       scaler.update(!finite);
       double lr = schedule.lr();  // the rate this step used
       schedule.step();
@@ -332,6 +342,9 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   d["devices_per_process"] = devices_per_process;
   if (!rank_median_ms.empty()) d["rank_step_ms_median"] = rank_median_ms;
 
+  // Whole parameters on every rank before the checkpoint and evaluation
+  // (a collective for sharded strategies, a no-op for the others).
+  strategy.unshard_model();
   if (leader && !hooks.final_checkpoint.empty()) model::save_checkpoint(*model, hooks.final_checkpoint);
   if (leader && !hooks.data_dump.empty()) {
     auto f = data.gather(at::arange(n, at::kLong));

@@ -361,6 +361,13 @@ void Sharded::note_peak() { peak_transient_ = std::max(peak_transient_, current_
 
 size_t Sharded::model_state_bytes() const { return current_bytes(false) + peak_transient_; }
 
+bool Sharded::all_finite(bool local_finite) {
+  if (!ctx_.comm) return local_finite;
+  auto bad = at::full({1}, local_finite ? 0.0f : 1.0f, at::TensorOptions().device(ctx_.device));
+  ctx_.comm->allreduce(bad);
+  return bad.item<float>() == 0.0f;
+}
+
 int64_t Sharded::parameters() const {
   int64_t n = 0;
   for (auto& f : flats_) n += f.numel;

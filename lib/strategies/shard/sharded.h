@@ -49,20 +49,22 @@ class Sharded final : public Strategy {
   // What the trainer needs besides the Strategy interface:
   // AdamW (ATen's fused kernel) over this rank's partitions, in a decayed
   // and a non-decayed group as make_adamw builds them.
-  std::unique_ptr<torch::optim::AdamW> make_optimizer(const train::OptimizerConfig& cfg);
+  bool owns_optimizer() const override { return true; }
+  std::unique_ptr<torch::optim::AdamW> make_optimizer(const train::OptimizerConfig& cfg) override;
   // The gradients the optimizer steps (the partitions'), for unscaling.
-  std::vector<at::Tensor> optimizer_params() const;
+  std::vector<at::Tensor> optimizer_params() const override;
   // clip_grad_norm_ over the whole model: the partial squared norms of the
   // partitions summed over ranks. Returns the norm before clipping.
-  double clip_grad_norm(double max_norm);
+  double clip_grad_norm(double max_norm) override;
   // After optimizer->step(): replicated parameters (zero 1/2) are all-gathered.
-  void after_optimizer_step();
+  void after_optimizer_step() override;
   // Every parameter gathered into the model (checkpoints, evaluation); the
   // next forward_backward reshards.
-  void unshard_model();
+  void unshard_model() override;
   // Parameters, gradients and optimizer states this rank held at its peak so
   // far (the current state included).
-  size_t model_state_bytes() const;
+  size_t model_state_bytes() const override;
+  bool all_finite(bool local_finite) override;
 
   // Sizes for the memory model.
   int64_t parameters() const;

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <map>
 #include <regex>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -143,6 +144,98 @@ TEST_CASE("a baseline sweep submitted with sbatch writes its run folder", "[swee
   auto run_dir = dir / job["run_dir"].get<std::string>();
   CHECK(fs::exists(run_dir / "summary.csv"));
   CHECK(fs::exists(run_dir / "run.json"));
+}
+
+// The sweep passes the same `hpcbench run` flags to every job and --batch-size
+// is per device, so the 1-device baseline does half the global batch of ddp
+// on 2 ranks: the report can compare them per device (weak scaling) but not
+// as a speedup, and must say why rather than divide.
+TEST_CASE("a sweep of baseline and ddp on 2 nodes x 1 rank runs through sbatch, and its report holds both "
+          "(weak scaling; speedup n/c for the global batch); ddp's rank 0 ran on n1 and rank 1 on n2",
+          "[sweep_report]") {
+  if (!cluster_up()) return;
+  test::TempDir tmp;
+  auto bin = test::hpcbench_bin().string();
+  if (test::sh(bin + " run --help").out.find("--max-steps") == std::string::npos) {
+    std::cout << "SKIPPED: this hpcbench has no 'run' command (lib/train not in the build)" << std::endl;
+    WARN("SKIPPED: no 'run' command in this hpcbench");
+    return;
+  }
+  auto dir = tmp.path / "sweep";
+  auto r = test::sh(bin + " sweep --strategies baseline,ddp --nodes 2 --gpus-per-node 1 --cpu --submit --time 2 --out " +
+                    dir.string() + " -- --max-steps 5 --synthetic-samples 64 --max-seq-length 64 --doc-stride 16"
+                    " --batch-size 4 --timing-warmup-steps 1");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  auto manifest = nlohmann::json::parse(test::slurp(dir / "sweep.json"));
+  REQUIRE(manifest["jobs"].size() == 2);
+  std::map<std::string, nlohmann::json> jobs;
+  for (auto& job : manifest["jobs"]) {
+    CHECK(job["state"] == "submitted");
+    REQUIRE(job["job_id"].is_string());
+    jobs[job["name"].get<std::string>()] = job;
+  }
+  REQUIRE(jobs.count("baseline-1x1") == 1);
+  REQUIRE(jobs.count("ddp-2x1") == 1);
+  // Each job takes both nodes' only CPU or one of them: they run one after
+  // the other, so the second waits for the first.
+  std::map<std::string, std::string> logs;
+  for (auto& [name, job] : jobs) {
+    auto id = job["job_id"].get<std::string>();
+    auto state = wait_job(id, 120);
+    auto log_path = dir / std::regex_replace(job["log"].get<std::string>(), std::regex("%j"), id);
+    logs[name] = test::slurp(log_path);
+    INFO(name << " log " << log_path << ":\n" << logs[name]);
+    CHECK(state == "COMPLETED");
+    CHECK(fs::exists(dir / job["run_dir"].get<std::string>() / "run.json"));
+  }
+
+  // Rank 0 logs one line per rank with the SLURM node it ran on, and
+  // run.json lists the hosts in rank order.
+  {
+    const auto& log = logs["ddp-2x1"];
+    INFO("ddp log:\n" << log);
+    CHECK(std::regex_search(log, std::regex(R"(rank\s+0\s+host\s+n1\s)")));
+    CHECK(std::regex_search(log, std::regex(R"(rank\s+1\s+host\s+n2\s)")));
+    auto run = nlohmann::json::parse(test::slurp(dir / jobs["ddp-2x1"]["run_dir"].get<std::string>() / "run.json"));
+    INFO(run.dump(1));
+    CHECK(run["result"]["hosts"] == "n1 n2");
+    CHECK(run["result"]["world_size"] == 2);
+  }
+
+  auto rep = test::sh(bin + " report " + dir.string() + " --format csv");
+  INFO("report:\n" << rep.out);
+  REQUIRE(rep.status == 0);
+  std::map<std::string, std::map<std::string, std::string>> rows;
+  std::vector<std::string> header;
+  for (const auto& line : test::lines_of(rep.out)) {
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    for (std::string c; std::getline(ss, c, ',');) cells.push_back(c);
+    if (line.size() && line.back() == ',') cells.emplace_back();
+    if (header.empty()) {
+      if (line.rfind("run_id,", 0) == 0) header = cells;
+    } else if (cells.size() == header.size()) {
+      for (size_t i = 0; i < cells.size(); ++i) rows[cells[0]][header[i]] = cells[i];
+    }
+  }
+  REQUIRE(rows.size() == 2);
+  auto& base = rows["baseline-1x1"];
+  auto& ddp = rows["ddp-2x1"];
+  CHECK(base["status"] == "ok");
+  CHECK(ddp["status"] == "ok");
+  CHECK(base["devices"] == "1");
+  CHECK(ddp["devices"] == "2");
+  CHECK(base["global_batch"] == "4");
+  CHECK(ddp["global_batch"] == "8");
+  CHECK(ddp["baseline_run_id"] == "baseline-1x1");
+  CHECK(base["speedup"] == "1");
+  CHECK(base["efficiency"] == "1");
+  CHECK(std::stod(ddp["samples_per_s"]) > 0);
+  CHECK(std::stod(ddp["weak_scaling_efficiency"]) > 0);
+  CHECK(ddp["speedup"] == "n/c");
+  CHECK(ddp["efficiency"] == "n/c");
+  CHECK(ddp["not_comparable"] == "global batch 8 vs baseline 4");
 }
 
 TEST_CASE("a job one of whose tasks is killed ends FAILED with the error in its log", "[fail]") {

@@ -72,6 +72,10 @@ std::string render_job_script(const SweepOptions& opts, const SweepJob& job,
     cmd.push_back("--device");
     cmd.push_back("cpu");
   }
+  if (opts.global_batch > 0) {
+    cmd.push_back("--batch-size");
+    cmd.push_back(std::to_string(opts.global_batch / job.world_size()));
+  }
   cmd.insert(cmd.end(), opts.run_args.begin(), opts.run_args.end());
   std::string joined;
   for (size_t i = 0; i < cmd.size(); ++i) joined += (i ? " " : "") + (i == 1 ? cmd[i] : shell_quote(cmd[i]));

@@ -60,6 +60,13 @@ std::vector<SweepJob> plan_jobs(const SweepOptions& opts) {
         fail("'{}' after '--': the sweep sets {} itself for every job (use --strategies, --out or --cpu)",
              a, owned);
 
+  if (opts.global_batch < 0) fail("--global-batch {}: must be positive", opts.global_batch);
+  if (opts.global_batch > 0)
+    for (const auto& a : opts.run_args)
+      if (a == "--batch-size" || a.starts_with("--batch-size="))
+        fail("'{}' after '--' with --global-batch {}: the sweep sets each job's --batch-size from it", a,
+             opts.global_batch);
+
   auto make = [](const std::string& strategy, int n, int g) {
     SweepJob j;
     j.strategy = strategy;
@@ -78,6 +85,11 @@ std::vector<SweepJob> plan_jobs(const SweepOptions& opts) {
     for (int n : opts.nodes)
       for (int g : opts.gpus_per_node) jobs.push_back(make(s, n, g));
   }
+  if (opts.global_batch > 0)
+    for (const auto& j : jobs)
+      if (opts.global_batch % j.world_size() != 0)
+        fail("--global-batch {}: not divisible by the {} devices of job {}", opts.global_batch, j.world_size(),
+             j.name);
   return jobs;
 }
 

@@ -23,6 +23,10 @@ struct SweepOptions {
   bool cpu = false;            // CPU cluster: no --gres, Gloo, --device cpu
   std::string job_name_prefix = "hpcbench";
   std::vector<std::string> run_args;  // extra `hpcbench run` flags, verbatim
+  // > 0: every job trains on this many sequences per step (--batch-size is
+  // set to it divided by the job's devices), so that the baseline and the
+  // strategies are comparable as strong scaling (speedup, efficiency).
+  int global_batch = 0;
 };
 
 struct SweepJob {

@@ -14,6 +14,8 @@
 #include "report/reference.h"
 #include "report/report_tables.h"
 #include "report/result_reader.h"
+#include "sweep/manifest.h"
+#include "sweep/status.h"
 
 namespace hpcbench::cli {
 
@@ -55,6 +57,17 @@ Action add_report(CLI::App& app) {
       fail("report: give run folders or result files (e.g. results/runs), or --reference");
     std::vector<fs::path> paths(o->paths.begin(), o->paths.end());
     auto loaded = report::read_results(paths);
+    // A sweep folder also lists the jobs that left no results yet: they are
+    // shown as pending, running or failed instead of silently missing.
+    for (auto& p : paths) {
+      if (!fs::is_directory(p) || !fs::exists(p / "sweep.json")) continue;
+      try {
+        for (auto& r : sweep::unfinished_jobs(sweep::read_manifest(p)))
+          loaded.runs.push_back(report::LoadedRun{r, p / "sweep.json"});
+      } catch (const UserError& e) {
+        loaded.warnings.push_back(fmt::format("skipping {}: {}", (p / "sweep.json").string(), e.what()));
+      }
+    }
     for (auto& w : loaded.warnings) spdlog::warn("{}", w);
     if (!paths.empty() && loaded.runs.empty()) {
       spdlog::error("no run could be read from the {} path(s) given", paths.size());

@@ -81,6 +81,27 @@ std::map<int, std::map<std::string, std::string>> by_rank(const std::string& log
   return out;
 }
 
+// `hpcbench report DIR --format csv`, by run id and column.
+std::map<std::string, std::map<std::string, std::string>> report_rows(const std::string& bin, const fs::path& dir) {
+  auto rep = test::sh(bin + " report " + dir.string() + " --format csv");
+  INFO("report:\n" << rep.out);
+  REQUIRE(rep.status == 0);
+  std::map<std::string, std::map<std::string, std::string>> rows;
+  std::vector<std::string> header;
+  for (const auto& line : test::lines_of(rep.out)) {
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    for (std::string c; std::getline(ss, c, ',');) cells.push_back(c);
+    if (line.size() && line.back() == ',') cells.emplace_back();
+    if (header.empty()) {
+      if (line.rfind("run_id,", 0) == 0) header = cells;
+    } else if (cells.size() == header.size()) {
+      for (size_t i = 0; i < cells.size(); ++i) rows[cells[0]][header[i]] = cells[i];
+    }
+  }
+  return rows;
+}
+
 }  // namespace
 
 TEST_CASE("a 2-node job: rank 0 on n1, rank 1 on n2, seen by hpcbench env", "[env]") {
@@ -149,8 +170,8 @@ TEST_CASE("a baseline sweep submitted with sbatch writes its run folder", "[swee
 // With --global-batch every job trains on the same sequences per step (the
 // per-device batch is derived), so the report gives ddp a speedup and an
 // efficiency against the 1-device baseline.
-TEST_CASE("a sweep of baseline and ddp on 2 nodes x 1 rank runs through sbatch, and its report holds both "
-          "with speedup and efficiency; ddp's rank 0 ran on n1 and rank 1 on n2",
+TEST_CASE("a sweep of baseline, ddp, fsdp and zero on 2 nodes x 1 rank runs through sbatch, and its report "
+          "holds every run with speedup and efficiency; ddp's rank 0 ran on n1 and rank 1 on n2",
           "[sweep_report]") {
   if (!cluster_up()) return;
   test::TempDir tmp;
@@ -161,14 +182,14 @@ TEST_CASE("a sweep of baseline and ddp on 2 nodes x 1 rank runs through sbatch, 
     return;
   }
   auto dir = tmp.path / "sweep";
-  auto r = test::sh(bin + " sweep --strategies baseline,ddp --nodes 2 --gpus-per-node 1 --cpu --submit --time 2"
+  auto r = test::sh(bin + " sweep --strategies baseline,ddp,fsdp,zero --nodes 2 --gpus-per-node 1 --cpu --submit --time 2"
                     " --global-batch 8 --out " + dir.string() +
                     " -- --max-steps 5 --synthetic-samples 64 --max-seq-length 64 --doc-stride 16"
                     " --timing-warmup-steps 1");
   INFO(r.out);
   REQUIRE(r.status == 0);
   auto manifest = nlohmann::json::parse(test::slurp(dir / "sweep.json"));
-  REQUIRE(manifest["jobs"].size() == 2);
+  REQUIRE(manifest["jobs"].size() == 4);
   std::map<std::string, nlohmann::json> jobs;
   for (auto& job : manifest["jobs"]) {
     CHECK(job["state"] == "submitted");
@@ -203,23 +224,15 @@ TEST_CASE("a sweep of baseline and ddp on 2 nodes x 1 rank runs through sbatch, 
     CHECK(run["result"]["world_size"] == 2);
   }
 
-  auto rep = test::sh(bin + " report " + dir.string() + " --format csv");
-  INFO("report:\n" << rep.out);
-  REQUIRE(rep.status == 0);
-  std::map<std::string, std::map<std::string, std::string>> rows;
-  std::vector<std::string> header;
-  for (const auto& line : test::lines_of(rep.out)) {
-    std::vector<std::string> cells;
-    std::stringstream ss(line);
-    for (std::string c; std::getline(ss, c, ',');) cells.push_back(c);
-    if (line.size() && line.back() == ',') cells.emplace_back();
-    if (header.empty()) {
-      if (line.rfind("run_id,", 0) == 0) header = cells;
-    } else if (cells.size() == header.size()) {
-      for (size_t i = 0; i < cells.size(); ++i) rows[cells[0]][header[i]] = cells[i];
-    }
+  auto rows = report_rows(bin, dir);
+  REQUIRE(rows.size() == 4);
+  for (std::string name : {"fsdp-2x1", "zero-2x1"}) {
+    INFO(name);
+    CHECK(rows[name]["status"] == "ok");
+    CHECK(rows[name]["global_batch"] == "8");
+    CHECK(std::stod(rows[name]["speedup"]) > 0);
+    CHECK(rows[name]["not_comparable"] == "");
   }
-  REQUIRE(rows.size() == 2);
   auto& base = rows["baseline-1x1"];
   auto& ddp = rows["ddp-2x1"];
   CHECK(base["status"] == "ok");
@@ -266,4 +279,46 @@ TEST_CASE("a job one of whose tasks is killed ends FAILED with the error in its 
   auto text = test::slurp(tmp.path / ("fail-" + id + ".out"));
   INFO(text);
   CHECK_THAT(text, Catch::Contains("task 1") && Catch::Contains("Killed"));
+}
+
+// A rank killed in the middle of a sweep's job: the job ends FAILED within its
+// time limit with the error in its log, the report shows it as failed, and
+// the sweep's other runs are intact. HPCBENCH_TEST_FAULT reaches the jobs
+// through sbatch's exported environment; it kills rank 1 only, so the
+// one-rank baseline is untouched.
+TEST_CASE("a sweep job whose rank 1 is killed ends FAILED; the report marks it failed, the baseline is intact",
+          "[sweep_fail]") {
+  if (!cluster_up()) return;
+  test::TempDir tmp;
+  auto bin = test::hpcbench_bin().string();
+  auto dir = tmp.path / "sweep";
+  auto r = test::sh("HPCBENCH_TEST_FAULT=1:2:kill " + bin +
+                    " sweep --strategies baseline,ddp --nodes 2 --gpus-per-node 1 --cpu --submit --time 2"
+                    " --global-batch 8 --out " + dir.string() +
+                    " -- --max-steps 6 --synthetic-samples 64 --max-seq-length 64 --doc-stride 16"
+                    " --timing-warmup-steps 1 --collective-timeout 20");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  auto manifest = nlohmann::json::parse(test::slurp(dir / "sweep.json"));
+  REQUIRE(manifest["jobs"].size() == 2);
+  for (auto& job : manifest["jobs"]) {
+    auto name = job["name"].get<std::string>();
+    auto id = job["job_id"].get<std::string>();
+    auto start = Clock::now();
+    auto state = wait_job(id, 120);
+    auto log = test::slurp(dir / std::regex_replace(job["log"].get<std::string>(), std::regex("%j"), id));
+    INFO(name << " log:\n" << log);
+    if (name == "ddp-2x1") {
+      CHECK(state == "FAILED");
+      CHECK(std::chrono::duration<double>(Clock::now() - start).count() < 100);
+      CHECK(log.find("task 1") != std::string::npos);
+      CHECK_FALSE(fs::exists(dir / job["run_dir"].get<std::string>() / "summary.csv"));
+    } else {
+      CHECK(state == "COMPLETED");
+    }
+  }
+  auto rows = report_rows(bin, dir);
+  REQUIRE(rows.size() == 2);
+  CHECK(rows["baseline-1x1"]["status"] == "ok");
+  CHECK(rows["ddp-2x1"]["status"] == "failed");
 }

@@ -195,9 +195,12 @@ Action add_run(CLI::App& app) {
   for (auto& s : train::settings_of(*cfg)) {
     // Flags are collected as text and applied after the TOML file, so that
     // the command line always wins, whatever the order of the arguments.
+    // A setting given twice takes its last value, so that a job script's
+    // defaults can be overridden by appending flags.
     sub->add_option_function<std::string>(
-        s.flag, [values, flag = s.flag](const std::string& v) { (*values)[flag] = v; },
-        s.help + " [" + s.key + "]");
+           s.flag, [values, flag = s.flag](const std::string& v) { (*values)[flag] = v; },
+           s.help + " [" + s.key + "]")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   }
   return [cfg, config_file, values, o] {
     if (!config_file->empty()) train::load_toml(*cfg, *config_file);

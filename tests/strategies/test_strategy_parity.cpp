@@ -246,3 +246,38 @@ TEST_CASE("zero stages 1-3 and fsdp through hpcbench run equal the baseline with
         base8.json["result"]["model_state_bytes"].get<int64_t>());
   CHECK(z3.json["result"]["strategy_options"] == "stage=3");
 }
+
+TEST_CASE("a checkpoint saved by a sharded run loads under another strategy and world size with the same loss") {
+  test::TempDir dir;
+  // zero stage 3 on 2 ranks gathers the shards into one Hugging Face file...
+  run(dir.path, "z3", "--strategy zero --zero-stage 3 --nproc-per-node 2 --batch-size 2");
+  auto ckpt = (dir.path / "z3.safetensors").string();
+  // ...which fsdp on 4 ranks, ddp on 2 and the baseline all start from: the
+  // same weights and data give the same first losses and the same weights
+  // after the steps.
+  auto from = " --checkpoint " + ckpt + " --max-steps 3";
+  auto base = run(dir.path, "b", "--strategy baseline --batch-size 8" + from);
+  require_same(run(dir.path, "f4", "--strategy fsdp --sharding full --nproc-per-node 4 --batch-size 2" + from), base,
+               "fsdp 4 ranks from zero-3's checkpoint");
+  require_same(run(dir.path, "d2", "--strategy ddp --nproc-per-node 2 --batch-size 4" + from), base,
+               "ddp 2 ranks from zero-3's checkpoint");
+  // And it is the trained model, not a fresh one: the loss it starts from is
+  // below a fresh model's.
+  auto fresh = run(dir.path, "fresh", "--strategy baseline --batch-size 8 --max-steps 3");
+  CHECK(base.losses.front() < fresh.losses.front());
+}
+
+TEST_CASE("a rank killed during a sharded run's all-gathers ends the job, naming the rank, leaving no results") {
+  test::TempDir dir;
+  auto results = dir.path / "results";
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = test::run_command("HPCBENCH_TEST_FAULT=1:2:kill " + bin() + " run" + kCommon +
+                             " --strategy zero --zero-stage 3 --nproc-per-node 2 --batch-size 2 --max-steps 50"
+                             " --collective-timeout 5 --results-dir " + results.string());
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  INFO(r.output);
+  CHECK(r.exit_code != 0);
+  CHECK(r.output.find("rank 1") != std::string::npos);
+  CHECK(s < 30);
+  CHECK(entries(results) == 0);
+}

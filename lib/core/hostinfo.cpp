@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
+#include <ctime>
 #include <fstream>
 #include <string_view>
 #include <thread>
@@ -40,6 +42,15 @@ std::vector<std::pair<std::string, std::string>> job_environment() {
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+std::string utc_now_iso() {
+  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 size_t current_rss_bytes() {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "report/table.h"
+
 namespace hpcbench::report {
 
 const std::vector<Column>& columns() {
@@ -63,19 +65,6 @@ const std::vector<Column>& columns() {
   return cols;
 }
 
-namespace {
-// RFC 4180: quote fields holding separators, quotes or line breaks.
-std::string csv_escape(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-}  // namespace
-
 std::string csv_header() {
   std::string out;
   for (auto& c : columns()) {
@@ -94,7 +83,7 @@ std::string csv_row(const RunResult& r) {
     std::visit(
         [&](auto m) {
           using T = std::remove_cvref_t<decltype(r.*m)>;
-          if constexpr (std::is_same_v<T, std::string>) out += csv_escape(r.*m);
+          if constexpr (std::is_same_v<T, std::string>) out += csv_field(r.*m);
           else if constexpr (std::is_same_v<T, double>) out += fmt::format("{:.6g}", r.*m);
           else out += fmt::format("{}", r.*m);
         },

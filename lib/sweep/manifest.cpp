@@ -7,6 +7,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/hostinfo.h"
 #include "sweep/job_script.h"
 
 namespace hpcbench::sweep {
@@ -14,15 +15,6 @@ namespace hpcbench::sweep {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string utc_now() {
-  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 nlohmann::ordered_json job_json(const SweepJob& j) {
   return {{"name", j.name},
@@ -115,7 +107,7 @@ Sweep write_sweep(const SweepOptions& opts) {
   Sweep sweep;
   sweep.jobs = plan_jobs(opts);
   sweep.options = opts;
-  sweep.created = utc_now();
+  sweep.created = utc_now_iso();
   std::error_code ec;
   sweep.dir = fs::absolute(opts.out_dir, ec).lexically_normal();
   if (ec) fail("--out {}: {}", opts.out_dir.string(), ec.message());

@@ -28,15 +28,6 @@ namespace hpcbench::train {
 
 namespace {
 
-std::string utc_now_iso() {
-  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 struct StepRecord {
   int64_t step;
   int64_t epoch;

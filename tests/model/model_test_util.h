@@ -27,21 +27,6 @@ inline double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
   return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
 }
 
-// test::TempDir, cleaned up without std::filesystem::remove_all: the torch
-// wheel's libtorch.so exports its own copy of that function, which the
-// dynamic linker binds and which crashes (a null call) when it runs.
-struct TorchTempDir {
-  std::filesystem::path path;
-  TorchTempDir() {
-    char tmpl[] = "/tmp/hpcbench-test-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TorchTempDir() {
-    ::nftw(path.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return std::remove(p); }, 16,
-           FTW_DEPTH | FTW_PHYS);
-  }
-};
-
 inline std::map<std::string, at::Tensor> ref_tensors(const std::string& file) {
   return model::read_safetensors(reference_dir() / file);
 }

@@ -190,7 +190,7 @@ TEST_CASE("Hugging Face from_pretrained reads what save_checkpoint writes", "[mo
   torch::manual_seed(99);
   model::BertForQuestionAnswering m(cfg);  // fresh weights: not the reference's
   m->eval();
-  hpcbench::test::TorchTempDir tmp;
+  hpcbench::test::TempDir tmp;
   auto folder = tmp.path / "ours";
   model::save_checkpoint(*m, folder);
   auto batch_file = reference_dir() / "model_tiny_batch.safetensors";

@@ -65,7 +65,7 @@ TEST_CASE("config.json of bert-base-uncased is read", "[model][config]") {
 }
 
 TEST_CASE("bad config.json is a UserError naming the file and field", "[model][config]") {
-  test::TorchTempDir tmp;
+  test::TempDir tmp;
   auto p = tmp.path / "config.json";
   CHECK_THROWS_WITH(model::BertConfig::from_json(p), Contains(p.string()));
   write_file_atomic(p, "{\"hidden_size\": 100, \"num_attention_heads\": 12}");
@@ -183,7 +183,7 @@ TEST_CASE("QA loss ignores positions outside the sequence", "[model][loss]") {
 }
 
 TEST_CASE("safetensors round trip keeps dtypes, shapes and bytes", "[model][safetensors]") {
-  test::TorchTempDir tmp;
+  test::TempDir tmp;
   std::map<std::string, at::Tensor> t{
       {"f32", at::randn({3, 4})},
       {"f16", at::randn({5}).to(at::kHalf)},
@@ -210,7 +210,7 @@ TEST_CASE("safetensors round trip keeps dtypes, shapes and bytes", "[model][safe
 }
 
 TEST_CASE("bad checkpoints are UserErrors naming the file and the tensor", "[model][checkpoint]") {
-  test::TorchTempDir tmp;
+  test::TempDir tmp;
   auto c = small_config();
   torch::manual_seed(2);
   model::BertForQuestionAnswering m(c);

@@ -2,7 +2,6 @@
 // Shared helpers of the model tests: the reference files and tensor distances.
 #include <ATen/ATen.h>
 
-#include <ftw.h>
 #include <unistd.h>
 
 #include <cstdio>

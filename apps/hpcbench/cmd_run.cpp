@@ -91,8 +91,9 @@ void print_summary(const report::RunResult& r, const std::string& folder) {
   fmt::print("  Phases (median): data {:.2f} ms, forward {:.2f} ms, backward {:.2f} ms, optimizer {:.2f} ms\n",
              r.data_ms, r.forward_ms, r.backward_ms, r.optimizer_ms);
   if (r.mfu > 0) fmt::print("  MFU {:.1f}% of {} TFLOP/s\n", 100 * r.mfu, r.peak_tflops);
-  fmt::print("  Peak memory {:.1f} MiB, model state {:.1f} MiB; final loss {:.4f}\n",
-             r.peak_memory_bytes / 1048576.0, r.model_state_bytes / 1048576.0, r.final_train_loss);
+  fmt::print("  Peak memory {:.1f} MiB, model state {:.1f} MiB (memory model {:.1f} MiB); final loss {:.4f}\n",
+             r.peak_memory_bytes / 1048576.0, r.model_state_bytes / 1048576.0,
+             r.model_state_theory_bytes / 1048576.0, r.final_train_loss);
   if (r.val_loss >= 0) fmt::print("  Validation loss {:.4f}\n", r.val_loss);
   if (r.exact_match >= 0) fmt::print("  EM {:.2f}  F1 {:.2f}\n", r.exact_match, r.f1);
   fmt::print("  Results: {}\n", folder);
@@ -183,8 +184,18 @@ Action add_run(CLI::App& app) {
                 "ddp: all-reduce after backward instead of during it");
   sub->add_option("--zero-stage", o->strategy.zero_stage, "zero: 1, 2 or 3 (DeepSpeed's stages)")
       ->capture_default_str();
-  sub->add_option("--sharding", o->strategy.sharding, "fsdp: full (FULL_SHARD) or grad-op (SHARD_GRAD_OP)")
+  sub->add_option("--sharding", o->strategy.sharding,
+                  "fsdp: full (FULL_SHARD), grad-op (SHARD_GRAD_OP) or hybrid (HYBRID_SHARD: shard in a node, "
+                  "replicate across nodes)")
       ->capture_default_str();
+  sub->add_option("--shard-group-size", o->strategy.shard_group_size,
+                  "fsdp hybrid: ranks per shard group (default: the ranks of a node)");
+  sub->add_flag_function("--no-prefetch", [o](int64_t) { o->strategy.prefetch = false; },
+                         "zero 3, fsdp: gather each unit only when it runs (no all-gather during the previous "
+                         "unit's compute)");
+  sub->add_option("--reduce-dtype", o->strategy.reduce_dtype,
+                  "zero, fsdp with --precision bf16/fp16: dtype of the gradient reduction, fp32, bf16 or fp16 "
+                  "(default: the compute dtype)");
   sub->add_option("--dp-replicas", o->strategy.dp_replicas,
                   "dp: replicas one process drives (0: every GPU, or 2 on CPU)")->capture_default_str();
   sub->add_option("--save-checkpoint", o->save_checkpoint, "Write the final model here (rank 0; .safetensors or a folder)");

@@ -9,6 +9,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "core/error.h"
@@ -94,7 +95,8 @@ c10::Device select_device(const std::string& spec, const RankLayout& layout) {
 }
 
 Comm::Comm(const RankLayout& layout, c10::Device device, const CommOptions& options)
-    : rank_(layout.rank), size_(layout.world_size), device_(device), options_(options), layout_(layout) {
+    : rank_(layout.rank), size_(layout.world_size), global_rank_(layout.rank), global_size_(layout.world_size),
+      device_(device), options_(options), layout_(layout) {
   c10d::TCPStoreOptions so;
   so.port = static_cast<std::uint16_t>(layout.master_port);
   so.isServer = layout.rank == 0;
@@ -137,8 +139,40 @@ std::string Comm::backend_name() const { return backend_->getBackendName(); }
 void Comm::failed(std::string_view what, Clock::time_point t0, const std::string& reason) {
   broken_ = true;
   double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-  fail("{} failed on rank {} of {} after {:.1f} s (collective timeout {:.0f} s): {}; another rank "
-       "probably died or hangs", what, rank_, size_, elapsed, seconds(options_.timeout), reason);
+  std::string where = group_.empty() ? fmt::format("rank {} of {}", rank_, size_)
+                                     : fmt::format("rank {} of {} (rank {} of {} in group {})", global_rank_,
+                                                   global_size_, rank_, size_, group_);
+  fail("{} failed on {} after {:.1f} s (collective timeout {:.0f} s): {}; another rank probably died or hangs",
+       what, where, elapsed, seconds(options_.timeout), reason);
+}
+
+std::unique_ptr<Comm> Comm::subgroup(const std::string& name, const std::vector<int>& members) {
+  auto me = std::find(members.begin(), members.end(), rank_);
+  if (me == members.end()) fail("internal: rank {} creates group {} without being a member", rank_, name);
+  for (int m : members)
+    if (m < 0 || m >= size_) fail("internal: group {} names rank {} of a job of {}", name, m, size_);
+  std::unique_ptr<Comm> g(new Comm());
+  g->rank_ = static_cast<int>(me - members.begin());
+  g->size_ = static_cast<int>(members.size());
+  g->global_rank_ = global_rank_;
+  g->global_size_ = global_size_;
+  g->group_ = group_.empty() ? name : group_ + "/" + name;
+  g->device_ = device_;
+  g->options_ = options_;
+  g->layout_ = layout_;
+  g->layout_.rank = g->rank_;
+  g->layout_.world_size = g->size_;
+  g->store_ = c10::make_intrusive<c10d::PrefixStore>("hpcbench/group/" + g->group_, store_);
+  auto pg_store = c10::make_intrusive<c10d::PrefixStore>("pg", g->store_);
+  try {
+    g->backend_ = device_.is_cpu() ? make_gloo(pg_store, g->layout_, options_) : make_nccl(pg_store, g->layout_, options_);
+  } catch (const UserError&) {
+    throw;
+  } catch (const std::exception& e) {
+    g->failed(fmt::format("setting up the {} process group", device_.is_cpu() ? "Gloo" : "NCCL"),
+              Clock::now(), message_of(e));
+  }
+  return g;
 }
 
 void Comm::wait(const c10::intrusive_ptr<c10d::Work>& work, std::string_view what) {
@@ -177,24 +211,30 @@ void Comm::allreduce(at::Tensor& tensor, bool average) {
   if (average) tensor.div_(size_);
 }
 
-void Comm::allgather(at::Tensor& out, const at::Tensor& input) {
+c10::intrusive_ptr<c10d::Work> Comm::allgather_async(at::Tensor& out, const at::Tensor& input) {
   if (out.numel() != input.numel() * size_)
     fail("all_gather: output has {} elements, expected {} x {}", out.numel(), size_, input.numel());
   std::string error;
   at::Tensor in = input;
   auto work = issue([&] { return backend_->_allgather_base(out, in); }, error);
   if (!work) failed("all_gather", Clock::now(), error);
-  wait(work, "all_gather");
+  return work;
 }
 
-void Comm::reduce_scatter(at::Tensor& out, const at::Tensor& input) {
+void Comm::allgather(at::Tensor& out, const at::Tensor& input) { wait(allgather_async(out, input), "all_gather"); }
+
+c10::intrusive_ptr<c10d::Work> Comm::reduce_scatter_async(at::Tensor& out, const at::Tensor& input) {
   if (input.numel() != out.numel() * size_)
     fail("reduce_scatter: input has {} elements, expected {} x {}", input.numel(), size_, out.numel());
   std::string error;
   at::Tensor in = input;
   auto work = issue([&] { return backend_->_reduce_scatter_base(out, in); }, error);
   if (!work) failed("reduce_scatter", Clock::now(), error);
-  wait(work, "reduce_scatter");
+  return work;
+}
+
+void Comm::reduce_scatter(at::Tensor& out, const at::Tensor& input) {
+  wait(reduce_scatter_async(out, input), "reduce_scatter");
 }
 
 void Comm::broadcast(at::Tensor& tensor, int root) {

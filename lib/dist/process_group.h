@@ -9,6 +9,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,9 +55,12 @@ class Comm {
   void broadcast(at::Tensor& tensor, int root = 0);
   void barrier();
 
-  // Asynchronous all-reduce (sum) for overlapping communication with
-  // computation; finish it with wait().
+  // Asynchronous all-reduce (sum) and all-gather for overlapping
+  // communication with computation; finish them with wait(). The tensors
+  // must stay alive and untouched until then.
   c10::intrusive_ptr<c10d::Work> allreduce_async(at::Tensor& tensor);
+  c10::intrusive_ptr<c10d::Work> allgather_async(at::Tensor& out, const at::Tensor& input);
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_async(at::Tensor& out, const at::Tensor& input);
   void wait(const c10::intrusive_ptr<c10d::Work>& work, std::string_view what);
 
   // Every rank's `value` for `key`, in rank order, through the rendezvous
@@ -65,12 +69,23 @@ class Comm {
 
   c10d::Backend& backend() { return *backend_; }
 
+  // A communicator over `members` (ranks of this one, in order, this rank
+  // among them) for collectives inside a group: fsdp's hybrid sharding
+  // shards over a node's ranks and all-reduces across nodes. Every member
+  // calls it with the same `name` and `members`; groups with other members
+  // need other names. Timeouts and failure messages are this one's, with the
+  // group named.
+  std::unique_ptr<Comm> subgroup(const std::string& name, const std::vector<int>& members);
+
  private:
+  Comm() = default;
   [[noreturn]] void failed(std::string_view what, std::chrono::steady_clock::time_point t0,
                            const std::string& reason);
 
   int rank_ = 0;
   int size_ = 1;
+  int global_rank_ = 0, global_size_ = 1;  // in the whole job (differs in subgroups)
+  std::string group_;                       // "" for the whole job
   c10::Device device_{c10::kCPU};
   CommOptions options_;
   RankLayout layout_;

@@ -56,6 +56,7 @@ const std::vector<Column>& columns() {
       {"mfu", "", &R::mfu},
       {"peak_memory_bytes", "B", &R::peak_memory_bytes},
       {"model_state_bytes", "B", &R::model_state_bytes},
+      {"model_state_theory_bytes", "B", &R::model_state_theory_bytes},
       {"final_train_loss", "", &R::final_train_loss},
       {"val_loss", "", &R::val_loss},
       {"exact_match", "%", &R::exact_match},

@@ -55,7 +55,8 @@ struct RunResult {
   double peak_tflops = 0;  // 0: unknown device, no MFU
   double mfu = 0;          // fraction, 0 when unknown
   int64_t peak_memory_bytes = 0;
-  int64_t model_state_bytes = 0;  // parameters + gradients + optimizer states on one device
+  int64_t model_state_bytes = 0;  // parameters + gradients + optimizer states, the largest rank's
+  int64_t model_state_theory_bytes = 0;  // what the memory model says (docs/memory.md); 0: not recorded
   double final_train_loss = 0;
   double val_loss = -1;  // -1: no evaluation
   double exact_match = -1;

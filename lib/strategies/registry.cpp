@@ -8,11 +8,14 @@
 namespace hpcbench::strategies {
 
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const StrategyOptions& options) {
+  if (!options.reduce_dtype.empty() && name != "zero" && name != "fsdp")
+    fail("--reduce-dtype {} applies to --strategy zero and fsdp (their mixed precision), not {}",
+         options.reduce_dtype, name);
   if (name == "baseline") return std::make_unique<Baseline>();
   if (name == "ddp") return std::make_unique<Ddp>(options);
   if (name == "dp") return std::make_unique<Dp>(options);
-  if (name == "zero") return make_zero(options.zero_stage);
-  if (name == "fsdp") return make_fsdp(options.sharding);
+  if (name == "zero") return make_zero(options);
+  if (name == "fsdp") return make_fsdp(options);
   fail("--strategy {}: unknown (known: baseline, dp, ddp, fsdp, zero)", name);
 }
 

@@ -29,6 +29,7 @@ struct StrategyContext {
   // The job's communicator; null when the run is a single process without
   // one (baseline, dp).
   std::shared_ptr<dist::Comm> comm;
+  int ranks_per_node = 1;  // fsdp hybrid: the default shard group
 };
 
 // Strategy-specific settings from the command line; each strategy reads the
@@ -38,7 +39,10 @@ struct StrategyOptions {
   bool overlap = true;    // ddp: start each bucket's all-reduce during backward
   int dp_replicas = 0;    // dp: replicas driven by one process; 0: every GPU, or 2 on CPU
   int zero_stage = 2;     // zero: 1 (optimizer states), 2 (+ gradients), 3 (+ parameters) partitioned
-  std::string sharding = "full";  // fsdp: full (FULL_SHARD) or grad-op (SHARD_GRAD_OP)
+  std::string sharding = "full";  // fsdp: full (FULL_SHARD), grad-op (SHARD_GRAD_OP) or hybrid (HYBRID_SHARD)
+  int shard_group_size = 0;       // fsdp hybrid: ranks per shard group; 0: the ranks of a node
+  bool prefetch = true;           // zero 3, fsdp: all-gather the next unit during this one's compute
+  std::string reduce_dtype;       // zero, fsdp under bf16/fp16: gradient reduction dtype ("" = compute dtype)
 };
 
 class Strategy {
@@ -83,6 +87,10 @@ class Strategy {
   virtual void unshard_model() {}
   // Parameters + gradients + optimizer states held by this rank at its peak.
   virtual size_t model_state_bytes() const { return 0; }
+  // What the memory model (lib/strategies/shard/memory.h) says this rank
+  // should hold; 0 for the replicating strategies, whose figure is 16 bytes
+  // per parameter (fp32 weights, gradients and Adam's two moments).
+  virtual double theoretical_state_bytes() const { return 0; }
   // fp16 loss scaling: whether every rank found its gradients finite (ranks
   // holding different shards must skip or take the step together).
   virtual bool all_finite(bool local_finite) { return local_finite; }

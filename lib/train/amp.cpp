@@ -52,8 +52,11 @@ bool GradScaler::unscale(const std::vector<at::Tensor>& params) {
   return found_inf_.item<float>() == 0.0f;
 }
 
-void GradScaler::update(bool) {
+void GradScaler::update(bool found_inf) {
   if (!enabled_) return;
+  // The caller's verdict, not this rank's own check: sharded ranks skip a
+  // step together when any of them overflowed, and their scales must agree.
+  found_inf_.fill_(found_inf ? 1.0 : 0.0);
   at::_amp_update_scale_(scale_, growth_tracker_, found_inf_, 2.0, 0.5, 2000);
 }
 

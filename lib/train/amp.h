@@ -37,6 +37,7 @@ class GradScaler {
   double scale() const;  // current scale (1 when disabled)
   // Divides the gradients by the scale in place; returns true when all are finite.
   bool unscale(const std::vector<at::Tensor>& params);
+  // Halves the scale when `found_inf` (on any rank), else grows it on schedule.
   void update(bool found_inf);
 
  private:

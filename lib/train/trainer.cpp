@@ -88,7 +88,8 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   model->to(device);
   model->train();
 
-  strategies::StrategyContext sctx{device, ctx.rank, ctx.world_size, cfg.precision, ctx.comm};
+  strategies::StrategyContext sctx{device, ctx.rank, ctx.world_size, cfg.precision, ctx.comm,
+                                   static_cast<int>(std::max<int64_t>(ctx.gpus_per_node, 1))};
   strategy.setup(model, sctx);
   if (!hooks.initial_checkpoint.empty()) {
     strategy.unshard_model();  // collective for sharded strategies: every rank
@@ -245,6 +246,27 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
     }
   }
 
+  // Memory per rank: sharded ranks need not hold the same (padding, the
+  // units a rank's partition cuts), and the job needs what the largest holds.
+  const double state_theory = strategy.theoretical_state_bytes() > 0
+                                  ? strategy.theoretical_state_bytes()
+                                  : 16.0 * static_cast<double>(mcfg.num_parameters());
+  std::vector<int64_t> rank_state_bytes{static_cast<int64_t>(state_bytes)};
+  std::vector<int64_t> rank_peak_bytes{static_cast<int64_t>(peak_memory_bytes(device))};
+  if (ctx.comm && ctx.world_size > 1) {
+    auto mine = at::tensor({static_cast<double>(state_bytes), static_cast<double>(rank_peak_bytes[0])}, at::kDouble);
+    auto local = mine.to(ctx.comm->device());
+    auto all = at::empty({ctx.world_size * 2}, local.options());
+    ctx.comm->allgather(all, local);
+    all = all.cpu().view({ctx.world_size, 2});
+    rank_state_bytes.clear();
+    rank_peak_bytes.clear();
+    for (int r = 0; r < ctx.world_size; ++r) {
+      rank_state_bytes.push_back(static_cast<int64_t>(all[r][0].item<double>()));
+      rank_peak_bytes.push_back(static_cast<int64_t>(all[r][1].item<double>()));
+    }
+  }
+
   // Figures over the timed steps only: the first steps pay for allocator
   // growth, kernel selection and cache warm-up, which a long run amortises.
   TrainOutput out;
@@ -307,8 +329,9 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   res.tflops_per_device = res.samples_per_s_per_device * flops_per_sample / 1e12;
   res.peak_tflops = peak;
   res.mfu = peak > 0 ? res.tflops_per_device / peak : 0;
-  res.peak_memory_bytes = static_cast<int64_t>(peak_memory_bytes(device));
-  res.model_state_bytes = static_cast<int64_t>(state_bytes);
+  res.peak_memory_bytes = *std::max_element(rank_peak_bytes.begin(), rank_peak_bytes.end());
+  res.model_state_bytes = *std::max_element(rank_state_bytes.begin(), rank_state_bytes.end());
+  res.model_state_theory_bytes = static_cast<int64_t>(state_theory);
   res.final_train_loss = records.empty() ? 0 : records.back().loss;
 
   auto& d = out.details;
@@ -332,6 +355,8 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   d["timing_warmup_steps_excluded"] = skip;
   d["devices_per_process"] = devices_per_process;
   if (!rank_median_ms.empty()) d["rank_step_ms_median"] = rank_median_ms;
+  d["rank_model_state_bytes"] = rank_state_bytes;
+  d["rank_peak_memory_bytes"] = rank_peak_bytes;
 
   // Whole parameters on every rank before the checkpoint and evaluation
   // (a collective for sharded strategies, a no-op for the others).

@@ -239,6 +239,21 @@ TEST_CASE("zero stages 1-3 and fsdp through hpcbench run equal the baseline with
   require_same(z3, base8, "zero stage 3, 4 ranks");
   require_same(run(dir.path, "fsx4", "--strategy fsdp --sharding full --nproc-per-node 4 --batch-size 2"), base8,
                "fsdp full, 4 ranks");
+  require_same(run(dir.path, "fsx4n", "--strategy fsdp --sharding full --nproc-per-node 4 --batch-size 2 --no-prefetch"),
+               base8, "fsdp full, 4 ranks, no prefetch");
+  // Two shard groups of two ranks, as two nodes of two GPUs would be.
+  auto hy = run(dir.path, "hyx4", "--strategy fsdp --sharding hybrid --shard-group-size 2 --nproc-per-node 4 --batch-size 2");
+  require_same(hy, base8, "fsdp hybrid, 2 groups of 2");
+  CHECK(hy.json["result"]["strategy_options"] == "sharding=hybrid,shard-group=2");
+  // Each run reports the memory model's figure beside its measured state,
+  // and every rank's own figures.
+  for (auto* r : {&z3, &hy, &base8}) {
+    auto& res = r->json["result"];
+    double got = res["model_state_bytes"].get<double>(), theory = res["model_state_theory_bytes"].get<double>();
+    INFO(res["strategy"] << " " << res["strategy_options"] << ": " << got << " bytes, memory model " << theory);
+    CHECK(std::abs(got - theory) <= 0.05 * theory);
+    CHECK(r->json["rank_model_state_bytes"].size() == static_cast<size_t>(res["world_size"].get<int>()));
+  }
   // Partitioned parameters, gradients and states: each rank holds less than
   // the replica a baseline holds (bert-tiny's embeddings, the largest unit,
   // are gathered whole, so the saving is far from 4x here).
@@ -261,6 +276,8 @@ TEST_CASE("a checkpoint saved by a sharded run loads under another strategy and 
                "fsdp 4 ranks from zero-3's checkpoint");
   require_same(run(dir.path, "d2", "--strategy ddp --nproc-per-node 2 --batch-size 4" + from), base,
                "ddp 2 ranks from zero-3's checkpoint");
+  require_same(run(dir.path, "h4", "--strategy fsdp --sharding hybrid --shard-group-size 2 --nproc-per-node 4 --batch-size 2" + from),
+               base, "fsdp hybrid on 4 ranks from zero-3's checkpoint");
   // And it is the trained model, not a fresh one: the loss it starts from is
   // below a fresh model's.
   auto fresh = run(dir.path, "fresh", "--strategy baseline --batch-size 8 --max-steps 3");
@@ -279,5 +296,23 @@ TEST_CASE("a rank killed during a sharded run's all-gathers ends the job, naming
   CHECK(r.exit_code != 0);
   CHECK(r.output.find("rank 1") != std::string::npos);
   CHECK(s < 30);
+  CHECK(entries(results) == 0);
+}
+
+TEST_CASE("a rank hanging inside a hybrid shard group times out the job, naming the rank and the group") {
+  test::TempDir dir;
+  auto results = dir.path / "results";
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = test::run_command("HPCBENCH_TEST_FAULT=3:2:hang " + bin() + " run" + kCommon +
+                             " --strategy fsdp --sharding hybrid --shard-group-size 2 --nproc-per-node 4"
+                             " --batch-size 2 --max-steps 50 --collective-timeout 5 --results-dir " + results.string());
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  INFO(r.output);
+  CHECK(r.exit_code != 0);
+  // Rank 2 shares rank 3's shard group: its gather or reduce-scatter there
+  // is what times out.
+  CHECK(r.output.find("in group shard.1") != std::string::npos);
+  CHECK(r.output.find("timeout 5 s") != std::string::npos);
+  CHECK(s < 60);
   CHECK(entries(results) == 0);
 }

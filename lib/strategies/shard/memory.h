@@ -1,22 +1,41 @@
 #pragma once
-// Model-state memory per rank (parameters, gradients, Adam's two moments; all
-// fp32, 4 bytes each) as the ZeRO paper counts it, plus the working set the
-// sharded strategies hold transiently.
+// Model-state memory per rank (parameters, gradients, Adam's two moments) as
+// the ZeRO paper counts it, plus the working set the sharded strategies hold
+// transiently: gathered units and a unit's full gradients. The formulas are
+// written out, with their derivation, in docs/memory.md.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace hpcbench::strategies::shard {
 
-// psi: parameters; n: ranks sharding them; largest_unit: elements of the
-// largest unit (embeddings, a layer, the head).
-//   ddp / baseline:   16 psi
-//   zero 1:           8 psi + 8 psi/n   + 4 U (a unit's gradients before its all-reduce)
-//   zero 2:           4 psi + 12 psi/n  + 4 U (a unit's gradients before its reduce-scatter)
-//   zero 3, fsdp full: 16 psi/n         + 8 U (a gathered unit and its full gradients)
-//   fsdp grad-op:     4 psi + 16 psi/n  + 4 U (every unit stays gathered from forward to its backward)
-// `strategy`: "ddp", "baseline", "zero" (with stage) or "fsdp" (with sharding
-// "full" or "grad-op"). Throws UserError for anything else.
-double theoretical_model_state_bytes(const std::string& strategy, int stage, const std::string& sharding,
-                                     double psi, int n, double largest_unit);
+struct MemoryPlan {
+  std::string strategy;    // "ddp", "baseline", "dp", "zero" or "fsdp"
+  int stage = 0;           // zero: 1, 2, 3
+  std::string sharding;    // fsdp: "full", "grad-op", "hybrid"
+  int ranks = 1;           // ranks one copy is partitioned over (N; hybrid: the shard group)
+  std::vector<int64_t> units;  // elements of each unit in forward order (embeddings, layers, head)
+  int compute_bytes = 4;   // bytes of a gathered parameter / unit gradient: 4 (fp32) or 2 (bf16, fp16)
+  bool prefetch = false;   // zero 3 / fsdp: the next unit's gather is in flight during this one's compute
+};
+
+struct StateBytes {
+  double persistent = 0;   // partitions, replicated parameters and gradients, Adam's moments
+  double working_set = 0;  // the largest transient set
+  double total() const { return persistent + working_set; }
+};
+
+// With Ψ parameters, N ranks, c compute bytes, u_i the units:
+//   ddp / baseline / dp:  16Ψ (fp32 weights under autocast too)
+//   zero 1:   cΨ + 4Ψ + (8 + m)Ψ/N  + c·max u
+//   zero 2:   cΨ + (12 + m)Ψ/N      + c·max u
+//   zero 3, fsdp full, fsdp hybrid:
+//             16Ψ/N + max_i c·(2u_i + p·u_{i-1})   (forward: c·(u_i + p·u_{i+1}))
+//   fsdp grad-op:
+//             16Ψ/N + max_i c·(u_0 + … + u_i + u_i)
+// where m = 4 under mixed precision (the fp32 master partition is a copy,
+// not a view of the replicated parameters) and 0 in fp32, and p = 1 with
+// prefetch. Throws UserError for an unknown strategy.
+StateBytes theoretical_state(const MemoryPlan& plan);
 
 }  // namespace hpcbench::strategies::shard

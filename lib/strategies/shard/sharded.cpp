@@ -13,6 +13,7 @@
 #include "dist/process_group.h"
 #include "model/bert_modules.h"
 #include "strategies/shard/memory.h"
+#include <fmt/format.h>
 #include "train/amp.h"
 
 namespace hpcbench::strategies::shard {
@@ -67,18 +68,63 @@ Sharded::~Sharded() {
   for (auto& p : params_) torch::autograd::impl::set_post_acc_grad_hooks(p, nullptr);
 }
 
+namespace {
+
+c10::ScalarType dtype_named(const std::string& name, const std::string& flag) {
+  if (name == "fp32") return c10::kFloat;
+  if (name == "bf16") return c10::kBFloat16;
+  if (name == "fp16") return c10::kHalf;
+  fail("{} {}: must be fp32, bf16 or fp16", flag, name);
+}
+
+}  // namespace
+
 void Sharded::setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) {
   ctx_ = ctx;
   if (!ctx.comm) fail("--strategy {} needs the job's communicator (internal: none was created)", plan_.name);
   auto& comm = *ctx.comm;
-  const int world = comm.size(), rank = comm.rank();
+  const int world = comm.size();
+
+  mixed_ = ctx.precision == "bf16" || ctx.precision == "fp16";
+  compute_dtype_ = mixed_ ? dtype_named(ctx.precision, "--precision") : c10::kFloat;
+  reduce_dtype_ = plan_.reduce_dtype.empty() ? compute_dtype_ : dtype_named(plan_.reduce_dtype, "--reduce-dtype");
+  if (!mixed_ && reduce_dtype_ != c10::kFloat)
+    fail("--reduce-dtype {} needs --precision bf16 or fp16: in fp32 the gradients are reduced in fp32",
+         plan_.reduce_dtype);
+  if (mixed_) plan_.options += fmt::format(",reduce={}", plan_.reduce_dtype.empty() ? ctx.precision : plan_.reduce_dtype);
+
+  shard_comm_ = &comm;
+  if (plan_.hybrid) {
+    const int group = plan_.shard_group > 0 ? plan_.shard_group : ctx.ranks_per_node;
+    if (group < 1 || world % group != 0)
+      fail("--sharding hybrid: {} ranks do not split into shard groups of {} ({}); set --shard-group-size to a "
+           "divisor of the world size", world, group,
+           plan_.shard_group > 0 ? "--shard-group-size" : "ranks per node");
+    plan_.options += fmt::format(",shard-group={}", group);
+    const int me = comm.rank(), first = me / group * group;
+    std::vector<int> shard_members, replicate_members;
+    for (int r = first; r < first + group; ++r) shard_members.push_back(r);
+    for (int r = me % group; r < world; r += group) replicate_members.push_back(r);
+    // Every rank creates its shard group, then its replicate group: the
+    // order is the same everywhere, so no rendezvous waits on another.
+    shard_group_ = comm.subgroup(fmt::format("shard.{}", first / group), shard_members);
+    if (replicate_members.size() > 1)
+      replicate_group_ = comm.subgroup(fmt::format("replicate.{}", me % group), replicate_members);
+    shard_comm_ = shard_group_.get();
+  }
+  if (!plan_.shard_params) plan_.prefetch = false;  // nothing to gather between uses
+  if (!plan_.prefetch && plan_.shard_params) plan_.options += ",no-prefetch";
+  const int parts = shard_comm_->size(), part = shard_comm_->rank();
 
   // Units in forward order; within a unit, decayed then non-decayed.
   std::map<std::string, size_t> unit_index;
   auto bert = std::dynamic_pointer_cast<model::BertModelImpl>(model->named_children()["bert"]);
   auto add_unit = [&](const std::string& name, torch::nn::Module* m) {
     unit_index[name] = units_.size();
-    units_.push_back(Unit{name, {}, {}, 0, true, m});
+    Unit u;
+    u.name = name;
+    u.module = m;
+    units_.push_back(std::move(u));
   };
   add_unit("embeddings", bert->embeddings.get());
   for (size_t i = 0; i < bert->layer->size(); ++i) add_unit("layer." + std::to_string(i), bert->layer[i].get());
@@ -122,18 +168,20 @@ void Sharded::setup(model::BertForQuestionAnswering& model, const StrategyContex
 
   at::NoGradGuard no_grad;
   for (auto& f : flats_) {
-    const int64_t padded = padded_numel(f.numel, world);
-    f.shard_numel = padded / world;
-    f.full = at::zeros({padded}, f.params.front().options().requires_grad(false));
+    const int64_t padded = padded_numel(f.numel, parts);
+    f.shard_numel = padded / parts;
+    auto master = at::zeros({padded}, f.params.front().options().dtype(at::kFloat).requires_grad(false));
     for (size_t k = 0; k < f.params.size(); ++k)
-      f.full.narrow(0, f.offsets[k], f.params[k].numel()).view(f.params[k].sizes()).copy_(f.params[k]);
-    comm.broadcast(f.full, 0);  // rank 0's initial state wins, whatever each rank drew
-    for (size_t k = 0; k < f.params.size(); ++k)
-      f.params[k].set_data(f.full.narrow(0, f.offsets[k], f.params[k].numel()).view(f.params[k].sizes()));
-    auto slice = f.full.narrow(0, rank * f.shard_numel, f.shard_numel);
-    f.shard_is_view = !plan_.shard_params;
+      master.narrow(0, f.offsets[k], f.params[k].numel()).view(f.params[k].sizes()).copy_(f.params[k]);
+    comm.broadcast(master, 0);  // rank 0's initial state wins, whatever each rank drew
+    auto slice = master.narrow(0, part * f.shard_numel, f.shard_numel);
+    // The optimizer's partition is a view of the replicated fp32 parameters
+    // when those exist (zero 1/2 in fp32), otherwise memory of its own.
+    f.shard_is_view = !plan_.shard_params && !mixed_;
     f.shard = f.shard_is_view ? slice : slice.clone();
+    f.full = mixed_ ? master.to(compute_dtype_) : master;
   }
+  use_compute_views();
   for (auto& buf : model->buffers()) {
     auto t = buf.contiguous();
     comm.broadcast(t, 0);
@@ -145,53 +193,93 @@ void Sharded::setup(model::BertForQuestionAnswering& model, const StrategyContex
     torch::autograd::impl::set_post_acc_grad_hooks(params_[k], std::make_unique<GradReadyHook>(this, k));
 }
 
+// The module's parameters become views of the flat buffers the model
+// computes with (compute dtype).
+void Sharded::use_compute_views() {
+  for (auto& f : flats_)
+    for (size_t k = 0; k < f.params.size(); ++k)
+      f.params[k].set_data(f.full.narrow(0, f.offsets[k], f.params[k].numel()).view(f.params[k].sizes()));
+  master_views_ = false;
+}
+
+at::Tensor Sharded::gather_input(const FlatParam& f) const {
+  // The gather's output contains its input: the partition is copied, never
+  // handed over (its storage may be a view of that output).
+  return mixed_ ? f.shard.detach().to(compute_dtype_) : f.shard.detach().clone();
+}
+
 void Sharded::gather(Unit& u) {
   if (u.gathered) return;
+  start_gather(u);
+  finish_gather(u);
+}
+
+void Sharded::start_gather(Unit& u) {
+  if (u.gathered || !u.inflight.empty()) return;
   auto t0 = Clock::now();
+  at::NoGradGuard no_grad;
   for (auto i : u.flats) {
     auto& f = flats_[i];
     alloc_storage(f.full);
     // Written behind autograd's back: the parameters' version counters are
     // their own (set_data), so tensors saved for backward stay valid.
-    ctx_.comm->allgather(f.full, f.shard);
+    u.inflight_inputs.push_back(gather_input(f));
+    u.inflight.push_back(shard_comm_->allgather_async(f.full, u.inflight_inputs.back()));
   }
+  comm_ms_ += ms_since(t0);
+}
+
+void Sharded::finish_gather(Unit& u) {
+  if (u.gathered) return;
+  auto t0 = Clock::now();
+  for (auto& w : u.inflight) shard_comm_->wait(w, "all_gather of " + u.name);
+  u.inflight.clear();
+  u.inflight_inputs.clear();
   u.gathered = true;
   comm_ms_ += ms_since(t0);
   note_peak();
 }
 
+void Sharded::prefetch(size_t unit) {
+  if (plan_.prefetch && unit < units_.size()) start_gather(units_[unit]);
+}
+
 void Sharded::reshard(Unit& u) {
-  if (!u.gathered || !plan_.shard_params) return;
+  if (!plan_.shard_params) return;
+  finish_gather(u);  // never free a buffer a collective is writing
+  if (!u.gathered) return;
   for (auto i : u.flats) free_storage(flats_[i].full);
   u.gathered = false;
 }
 
 // One unit's gradients are complete: reduce them into this rank's partition
-// (accumulating over micro-steps) and free the full gradients.
+// (accumulating over micro-steps, in fp32) and free the full gradients.
 void Sharded::reduce(Unit& u) {
   note_peak();
   auto t0 = Clock::now();
   auto& comm = *ctx_.comm;
-  const int world = comm.size();
+  const int world = comm.size(), parts = shard_comm_->size();
   at::NoGradGuard no_grad;
   for (auto i : u.flats) {
     auto& f = flats_[i];
-    auto flat = at::zeros({f.shard_numel * world}, f.full.options());
+    auto flat = at::zeros({f.shard_numel * parts}, f.full.options().dtype(reduce_dtype_));
     for (size_t k = 0; k < f.params.size(); ++k) {
       auto& p = f.params[k];
       if (p.grad().defined()) flat.narrow(0, f.offsets[k], p.numel()).view(p.sizes()).copy_(p.grad());
       p.mutable_grad() = at::Tensor();
     }
-    // Divided before the sum, as DDP does, so that the sum is the mean.
+    // Divided before the sum, as DDP and FSDP do, so that the sum is the
+    // mean and fp16 sums do not overflow.
     if (world > 1) flat.mul_(1.0 / world);
     if (plan_.shard_grads) {
       auto part = at::empty({f.shard_numel}, flat.options());
-      comm.reduce_scatter(part, flat);
+      shard_comm_->reduce_scatter(part, flat);
+      if (replicate_group_) replicate_group_->allreduce(part);
       if (f.shard.grad().defined()) f.shard.mutable_grad().add_(part);
-      else f.shard.mutable_grad() = part;
+      else f.shard.mutable_grad() = part.to(at::kFloat);
     } else {
       comm.allreduce(flat);
-      if (!f.grad_full.defined()) f.grad_full = at::zeros_like(flat);
+      if (!f.grad_full.defined()) f.grad_full = at::zeros(flat.sizes(), flat.options().dtype(at::kFloat));
       if (!f.shard.grad().defined()) {
         f.grad_full.zero_();
         // Shares grad_full's memory without being an autograd view: the
@@ -218,24 +306,32 @@ at::Tensor Sharded::sharded_forward(model::BertForQuestionAnswering& model, cons
   auto bert = std::dynamic_pointer_cast<model::BertModelImpl>(model->named_children()["bert"]);
   auto& qa = *model->named_children()["qa_outputs"]->as<torch::nn::Linear>();
   const int64_t seq = b.input_ids.size(1);
-  auto run_unit = [&](Unit& u, auto&& f) {
+  auto run_unit = [&](size_t i, auto&& f) {
+    auto& u = units_[i];
     gather(u);
+    prefetch(i + 1);
     at::Tensor out = f();
     if (plan_.reshard_after_forward) {
       reshard(u);
-      // Gathered again as soon as backward reaches this unit's output.
+      // Gathered again as soon as backward reaches this unit's output; the
+      // unit before it (the next to run backward) is prefetched then.
       if (out.requires_grad())
-        out.register_hook([this, &u](const at::Tensor&) { gather(u); });
+        out.register_hook([this, i](const at::Tensor&) {
+          gather(units_[i]);
+          if (i > 0) prefetch(i - 1);
+        });
     }
     return out;
   };
-  auto h = run_unit(units_.front(), [&] { return bert->embeddings->forward(b.input_ids, b.token_type_ids); });
+  auto h = run_unit(0, [&] { return bert->embeddings->forward(b.input_ids, b.token_type_ids); });
   at::Tensor key_mask;
   if (b.attention_mask.defined()) key_mask = b.attention_mask.ne(0).view({b.input_ids.size(0), 1, 1, seq});
   at::Tensor additive;
   for (size_t i = 0; i < bert->layer->size(); ++i)
-    h = run_unit(units_[i + 1], [&] { return bert->layer[i]->as<model::BertLayer>()->forward(h, key_mask, additive); });
-  auto logits = run_unit(units_.back(), [&] { return qa.forward(h); });
+    h = run_unit(i + 1, [&] { return bert->layer[i]->as<model::BertLayer>()->forward(h, key_mask, additive); });
+  auto logits = run_unit(units_.size() - 1, [&] { return qa.forward(h); });
+  // The loss in fp32 whatever the compute dtype, as autocast computes it.
+  logits = logits.to(at::kFloat);
   auto start_logits = logits.select(-1, 0).contiguous();
   auto end_logits = logits.select(-1, 1).contiguous();
   auto prep = [seq](const at::Tensor& p) { return (p.dim() > 1 ? p.squeeze(-1) : p).to(at::kLong).clamp(0, seq); };
@@ -247,6 +343,9 @@ at::Tensor Sharded::sharded_forward(model::BertForQuestionAnswering& model, cons
 
 at::Tensor Sharded::forward_backward(model::BertForQuestionAnswering& model, const train::Batch& b, double scale,
                                      bool, train::StepTimer& timer) {
+  if (new_step_) comm_ms_ = 0;
+  new_step_ = false;
+  if (master_views_) use_compute_views();
   for (auto& u : units_) {
     u.pending = u.params.size();
     if (resharded_) reshard(u);
@@ -275,7 +374,10 @@ double Sharded::finish_gradients(train::StepTimer& timer) {
       reduce(u);
     }
   timer.mark(train::Phase::Comm);
-  return ms_since(t0);
+  (void)t0;
+  // Every collective so far this step waited on the critical path; what
+  // prefetch hid is not in it.
+  return comm_ms_;
 }
 
 std::unique_ptr<torch::optim::AdamW> Sharded::make_optimizer(const train::OptimizerConfig& cfg) {
@@ -304,7 +406,8 @@ double Sharded::clip_grad_norm(double max_norm) {
   for (auto& f : flats_)
     if (f.shard.grad().defined()) sq += f.shard.grad().to(at::kFloat).pow(2).sum();
   auto t0 = Clock::now();
-  ctx_.comm->allreduce(sq);
+  // Over the partitions of one copy: hybrid's other groups hold the same.
+  shard_comm_->allreduce(sq);
   comm_ms_ += ms_since(t0);
   auto norm = sq.sqrt();
   // torch.nn.utils.clip_grad_norm_: scaled by min(1, max_norm / (norm + 1e-6)).
@@ -316,19 +419,31 @@ double Sharded::clip_grad_norm(double max_norm) {
 
 void Sharded::after_optimizer_step() {
   note_peak();
+  new_step_ = true;
   if (plan_.shard_params) return;  // the partitions are the parameters
   auto t0 = Clock::now();
   at::NoGradGuard no_grad;
-  for (auto& f : flats_) {
-    auto mine = f.shard.clone();  // the gather's output contains the input: no aliasing
-    ctx_.comm->allgather(f.full, mine);
-  }
-  comm_ms_ = ms_since(t0);  // the next step's figure starts with this gather
+  for (auto& f : flats_) shard_comm_->allgather(f.full, gather_input(f));
+  comm_ms_ += ms_since(t0);
 }
 
 void Sharded::unshard_model() {
-  for (auto& u : units_) gather(u);
-  resharded_ = plan_.shard_params;
+  if (!mixed_) {
+    for (auto& u : units_) gather(u);
+    resharded_ = plan_.shard_params;
+    return;
+  }
+  // Checkpoints and evaluation see the fp32 masters, not their bf16/fp16
+  // copies; the next forward_backward goes back to the compute copies.
+  at::NoGradGuard no_grad;
+  for (auto& u : units_) finish_gather(u);
+  for (auto& f : flats_) {
+    auto master = at::empty({f.shard_numel * shard_comm_->size()}, f.shard.options());
+    shard_comm_->allgather(master, f.shard.detach().clone());
+    for (size_t k = 0; k < f.params.size(); ++k)
+      f.params[k].set_data(master.narrow(0, f.offsets[k], f.params[k].numel()).view(f.params[k].sizes()));
+  }
+  master_views_ = true;
 }
 
 // Persistent: what survives between steps (partitions, replicated
@@ -362,7 +477,8 @@ void Sharded::note_peak() { peak_transient_ = std::max(peak_transient_, current_
 size_t Sharded::model_state_bytes() const { return current_bytes(false) + peak_transient_; }
 
 bool Sharded::all_finite(bool local_finite) {
-  if (!ctx_.comm) return local_finite;
+  // Only fp16's loss scaling can find overflows; otherwise skip the collective.
+  if (!ctx_.comm || ctx_.precision != "fp16") return local_finite;
   auto bad = at::full({1}, local_finite ? 0.0f : 1.0f, at::TensorOptions().device(ctx_.device));
   ctx_.comm->allreduce(bad);
   return bad.item<float>() == 0.0f;
@@ -384,15 +500,22 @@ int64_t Sharded::largest_unit() const {
   return best;
 }
 
-double theoretical_model_state_bytes(const std::string& strategy, int stage, const std::string& sharding, double psi,
-                                     int n, double largest_unit) {
-  const double N = n, U = largest_unit;
-  if (strategy == "ddp" || strategy == "baseline" || strategy == "dp") return 16 * psi;
-  if (strategy == "zero" && stage == 1) return 8 * psi + 8 * psi / N + 4 * U;
-  if (strategy == "zero" && stage == 2) return 4 * psi + 12 * psi / N + 4 * U;
-  if ((strategy == "zero" && stage == 3) || (strategy == "fsdp" && sharding == "full")) return 16 * psi / N + 8 * U;
-  if (strategy == "fsdp" && sharding == "grad-op") return 4 * psi + 16 * psi / N + 4 * U;
-  fail("no memory model for strategy {} (stage {}, sharding {})", strategy, stage, sharding);
+int Sharded::shard_ranks() const { return shard_comm_ ? shard_comm_->size() : 1; }
+
+double Sharded::theoretical_state_bytes() const {
+  MemoryPlan m;
+  m.strategy = plan_.name;
+  m.stage = plan_.stage;
+  m.sharding = plan_.sharding;
+  m.ranks = shard_ranks();
+  for (auto& u : units_) {
+    int64_t n = 0;
+    for (auto i : u.flats) n += flats_[i].numel;
+    m.units.push_back(n);
+  }
+  m.compute_bytes = static_cast<int>(c10::elementSize(compute_dtype_));
+  m.prefetch = plan_.prefetch;
+  return theoretical_state(m).total();
 }
 
 }  // namespace hpcbench::strategies::shard

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/process_group.h"
 #include "strategies/shard/flat_param.h"
 #include "strategies/strategy.h"
 #include "train/optimizer.h"
@@ -28,10 +29,14 @@ struct ShardingPlan {
   std::string name;     // "zero" or "fsdp"
   std::string options;  // "stage=2", "sharding=full", ...
   int stage = 0;        // the ZeRO stage this plan corresponds to (for the memory model)
-  std::string sharding;  // fsdp: "full" or "grad-op"
+  std::string sharding;  // fsdp: "full", "grad-op" or "hybrid"
   bool shard_grads = false;   // reduce-scatter (else all-reduce into replicated gradients)
   bool shard_params = false;  // parameters partitioned between uses
   bool reshard_after_forward = true;  // with shard_params: free after forward, gather again for backward
+  bool hybrid = false;        // partitions cut over a shard group, replicated across groups
+  int shard_group = 0;        // hybrid: ranks per shard group; 0: the ranks of a node
+  bool prefetch = true;       // with shard_params: all-gather the next unit while this one computes
+  std::string reduce_dtype;   // mixed precision: fp32, bf16, fp16; "": the compute dtype
 };
 
 class Sharded final : public Strategy {
@@ -70,6 +75,12 @@ class Sharded final : public Strategy {
   int64_t parameters() const;
   int64_t largest_unit() const;
   const ShardingPlan& plan() const { return plan_; }
+  // The memory model's figure for this run (after setup).
+  double theoretical_state_bytes() const override;
+  // Ranks one copy of the model is partitioned over (the world, or the shard
+  // group of hybrid sharding).
+  int shard_ranks() const;
+  c10::ScalarType compute_dtype() const { return compute_dtype_; }
 
   // Called by the post-accumulate-grad hook of parameter `index`.
   void on_grad_ready(size_t index);
@@ -82,8 +93,16 @@ class Sharded final : public Strategy {
     size_t pending = 0;          // gradients still to come this backward
     bool gathered = true;
     torch::nn::Module* module = nullptr;
+    // An all-gather in flight (prefetch): its works and the inputs they read.
+    std::vector<c10::intrusive_ptr<c10d::Work>> inflight;
+    std::vector<at::Tensor> inflight_inputs;
   };
   void gather(Unit& u);
+  void start_gather(Unit& u);
+  void finish_gather(Unit& u);
+  void prefetch(size_t unit);
+  at::Tensor gather_input(const FlatParam& f) const;
+  void use_compute_views();
   void reshard(Unit& u);
   void reduce(Unit& u);
   void note_peak();
@@ -92,6 +111,14 @@ class Sharded final : public Strategy {
 
   ShardingPlan plan_;
   StrategyContext ctx_;
+  dist::Comm* shard_comm_ = nullptr;              // partitions are cut over its ranks
+  std::unique_ptr<dist::Comm> shard_group_;       // hybrid: this node's ranks
+  std::unique_ptr<dist::Comm> replicate_group_;   // hybrid: the ranks holding the same partition
+  c10::ScalarType compute_dtype_ = c10::kFloat;
+  c10::ScalarType reduce_dtype_ = c10::kFloat;
+  bool mixed_ = false;          // compute dtype differs from the fp32 masters
+  bool master_views_ = false;   // unshard_model() left fp32 parameters in the model
+  bool new_step_ = true;
   std::vector<FlatParam> flats_;
   std::vector<Unit> units_;
   std::vector<at::Tensor> params_;

@@ -10,7 +10,8 @@
 
 namespace hpcbench::strategies {
 
-inline shard::ShardingPlan zero_plan(int stage) {
+inline shard::ShardingPlan zero_plan(const StrategyOptions& o) {
+  const int stage = o.zero_stage;
   if (stage < 1 || stage > 3) fail("--zero-stage {}: must be 1, 2 or 3", stage);
   shard::ShardingPlan p;
   p.name = "zero";
@@ -18,9 +19,13 @@ inline shard::ShardingPlan zero_plan(int stage) {
   p.stage = stage;
   p.shard_grads = stage >= 2;
   p.shard_params = stage == 3;
+  p.prefetch = o.prefetch;
+  p.reduce_dtype = o.reduce_dtype;
   return p;
 }
 
-inline std::unique_ptr<shard::Sharded> make_zero(int stage) { return std::make_unique<shard::Sharded>(zero_plan(stage)); }
+inline std::unique_ptr<shard::Sharded> make_zero(const StrategyOptions& o) {
+  return std::make_unique<shard::Sharded>(zero_plan(o));
+}
 
 }  // namespace hpcbench::strategies

@@ -29,7 +29,9 @@ struct StrategyContext {
   // The job's communicator; null when the run is a single process without
   // one (baseline, dp).
   std::shared_ptr<dist::Comm> comm;
-  int ranks_per_node = 1;  // fsdp hybrid: the default shard group
+  // Each rank's node, in rank order (SLURM's node names on a cluster): fsdp
+  // hybrid shards over the ranks of a node. Empty: every rank on one node.
+  std::vector<std::string> hosts;
 };
 
 // Strategy-specific settings from the command line; each strategy reads the

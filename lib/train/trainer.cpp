@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <sstream>
 
 #include "core/error.h"
 #include "core/hostinfo.h"
@@ -88,8 +89,11 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   model->to(device);
   model->train();
 
-  strategies::StrategyContext sctx{device, ctx.rank, ctx.world_size, cfg.precision, ctx.comm,
-                                   static_cast<int>(std::max<int64_t>(ctx.gpus_per_node, 1))};
+  strategies::StrategyContext sctx{device, ctx.rank, ctx.world_size, cfg.precision, ctx.comm, {}};
+  {
+    std::istringstream hosts(ctx.hosts);
+    for (std::string h; hosts >> h;) sctx.hosts.push_back(h);
+  }
   strategy.setup(model, sctx);
   if (!hooks.initial_checkpoint.empty()) {
     strategy.unshard_model();  // collective for sharded strategies: every rank

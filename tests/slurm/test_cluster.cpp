@@ -170,8 +170,8 @@ TEST_CASE("a baseline sweep submitted with sbatch writes its run folder", "[swee
 // With --global-batch every job trains on the same sequences per step (the
 // per-device batch is derived), so the report gives ddp a speedup and an
 // efficiency against the 1-device baseline.
-TEST_CASE("a sweep of baseline, ddp, fsdp and zero on 2 nodes x 1 rank runs through sbatch, and its report "
-          "holds every run with speedup and efficiency; ddp's rank 0 ran on n1 and rank 1 on n2",
+TEST_CASE("a sweep of baseline, ddp, fsdp (hybrid) and zero on 2 nodes x 1 rank runs through sbatch, and its "
+          "report holds every run with speedup and efficiency; ddp's rank 0 ran on n1 and rank 1 on n2",
           "[sweep_report]") {
   if (!cluster_up()) return;
   test::TempDir tmp;
@@ -185,7 +185,7 @@ TEST_CASE("a sweep of baseline, ddp, fsdp and zero on 2 nodes x 1 rank runs thro
   auto r = test::sh(bin + " sweep --strategies baseline,ddp,fsdp,zero --nodes 2 --gpus-per-node 1 --cpu --submit --time 2"
                     " --global-batch 8 --out " + dir.string() +
                     " -- --max-steps 5 --synthetic-samples 64 --max-seq-length 64 --doc-stride 16"
-                    " --timing-warmup-steps 1");
+                    " --timing-warmup-steps 1 --sharding hybrid");
   INFO(r.out);
   REQUIRE(r.status == 0);
   auto manifest = nlohmann::json::parse(test::slurp(dir / "sweep.json"));
@@ -222,6 +222,12 @@ TEST_CASE("a sweep of baseline, ddp, fsdp and zero on 2 nodes x 1 rank runs thro
     INFO(run.dump(1));
     CHECK(run["result"]["hosts"] == "n1 n2");
     CHECK(run["result"]["world_size"] == 2);
+  }
+  // fsdp's hybrid sharding takes its shard groups from SLURM's nodes: one
+  // rank per node here, so each node holds a whole replica.
+  {
+    auto run = nlohmann::json::parse(test::slurp(dir / jobs["fsdp-2x1"]["run_dir"].get<std::string>() / "run.json"));
+    CHECK(run["result"]["strategy_options"] == "sharding=hybrid,shard-group=1");
   }
 
   auto rows = report_rows(bin, dir);

@@ -64,6 +64,7 @@ struct Spec {
   std::string strategy;
   strategies::StrategyOptions options;
   std::string precision = "fp32";
+  std::string hosts;  // "hb": two nodes, ranks in blocks; "hc": two nodes, ranks cyclic
 };
 
 Spec parse(const std::string& text) {
@@ -84,6 +85,7 @@ Spec parse(const std::string& text) {
     if (p == "nopf") s.options.prefetch = false;
     else if (p == "bf16" || p == "fp16") s.precision = p;
     else if (p == "r32") s.options.reduce_dtype = "fp32";
+    else if (p == "hb" || p == "hc") s.hosts = p;
     else if (p.starts_with("g")) s.options.shard_group_size = std::stoi(p.substr(1));
     else FAIL("unknown spec option " << p);
   }
@@ -222,7 +224,10 @@ TEST_CASE("shard worker", "[.][shard_worker]") {
     copts.timeout = std::chrono::seconds(60);
     auto comm = std::make_shared<dist::Comm>(layout, c10::Device(c10::kCPU), copts);
     auto strategy = make(spec);
-    strategy->setup(model, strategies::StrategyContext{c10::kCPU, rank, world, spec.precision, comm});
+    strategies::StrategyContext sctx{c10::kCPU, rank, world, spec.precision, comm, {}};
+    for (int r = 0; r < world && !spec.hosts.empty(); ++r)
+      sctx.hosts.push_back(spec.hosts == "hb" ? (r < world / 2 ? "n1" : "n2") : (r % 2 ? "n2" : "n1"));
+    strategy->setup(model, sctx);
     // The parameters the model computes with are in the compute dtype.
     result["compute_bytes"] = at::full({1}, double(model->parameters().front().element_size()), at::kDouble);
     auto opt = strategy->make_optimizer(ocfg);
@@ -300,6 +305,23 @@ TEST_CASE("zero stages 1-3 and fsdp equal the baseline with the same global batc
       require_same(run(dir.path, spec + (hybrid ? "+g2" : "") + prefetch, 4, 2, 1), base8,
                    spec + prefetch + " over 4 ranks");
     }
+  // Hybrid's default groups are the nodes, wherever SLURM put the ranks:
+  // in blocks (0 1 | 2 3) or cyclic (0 2 | 1 3).
+  require_same(run(dir.path, "fsdp-hybrid+hb", 4, 2, 1), base8, "fsdp-hybrid over 2 nodes, ranks in blocks");
+  require_same(run(dir.path, "fsdp-hybrid+hc", 4, 2, 1), base8, "fsdp-hybrid over 2 nodes, ranks cyclic");
+}
+
+TEST_CASE("hybrid shard groups are the nodes' ranks, or consecutive ranks of a given size") {
+  using strategies::shard::shard_groups;
+  using G = std::vector<std::vector<int>>;
+  CHECK(shard_groups(0, {"n1", "n1", "n2", "n2"}, 4) == G{{0, 1}, {2, 3}});
+  CHECK(shard_groups(0, {"n1", "n2", "n1", "n2"}, 4) == G{{0, 2}, {1, 3}});
+  CHECK(shard_groups(0, {}, 3) == G{{0, 1, 2}});
+  CHECK(shard_groups(2, {"n1", "n2", "n1", "n2"}, 4) == G{{0, 1}, {2, 3}});
+  CHECK(shard_groups(1, {}, 2) == G{{0}, {1}});
+  CHECK_THROWS_WITH(shard_groups(0, {"n1", "n1", "n2"}, 3),
+                    Catch::Contains("node n1 runs 2 ranks and node n2 runs 1"));
+  CHECK_THROWS_WITH(shard_groups(3, {}, 4), Catch::Contains("--shard-group-size 3"));
 }
 
 TEST_CASE("zero and fsdp accumulate gradients over micro-steps") {

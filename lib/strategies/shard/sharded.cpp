@@ -79,6 +79,39 @@ c10::ScalarType dtype_named(const std::string& name, const std::string& flag) {
 
 }  // namespace
 
+std::vector<std::vector<int>> shard_groups(int group_size, const std::vector<std::string>& hosts, int world) {
+  std::vector<std::vector<int>> groups;
+  if (group_size > 0) {
+    if (world % group_size != 0)
+      fail("--shard-group-size {}: {} ranks do not split into groups of {}; use a divisor of the world size",
+           group_size, world, group_size);
+    for (int r = 0; r < world; ++r) {
+      if (r % group_size == 0) groups.emplace_back();
+      groups.back().push_back(r);
+    }
+    return groups;
+  }
+  if (hosts.empty()) {
+    groups.emplace_back();
+    for (int r = 0; r < world; ++r) groups.back().push_back(r);
+    return groups;
+  }
+  if (static_cast<int>(hosts.size()) != world)
+    fail("internal: {} host names for {} ranks", hosts.size(), world);
+  std::map<std::string, size_t> index;
+  for (int r = 0; r < world; ++r) {
+    auto [it, added] = index.emplace(hosts[size_t(r)], groups.size());
+    if (added) groups.emplace_back();
+    groups[it->second].push_back(r);
+  }
+  for (auto& g : groups)
+    if (g.size() != groups.front().size())
+      fail("--sharding hybrid: node {} runs {} ranks and node {} runs {}; hybrid sharding needs the same number "
+           "on every node (or --shard-group-size)", hosts[size_t(groups.front().front())], groups.front().size(),
+           hosts[size_t(g.front())], g.size());
+  return groups;
+}
+
 void Sharded::setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) {
   ctx_ = ctx;
   if (!ctx.comm) fail("--strategy {} needs the job's communicator (internal: none was created)", plan_.name);
@@ -95,21 +128,21 @@ void Sharded::setup(model::BertForQuestionAnswering& model, const StrategyContex
 
   shard_comm_ = &comm;
   if (plan_.hybrid) {
-    const int group = plan_.shard_group > 0 ? plan_.shard_group : ctx.ranks_per_node;
-    if (group < 1 || world % group != 0)
-      fail("--sharding hybrid: {} ranks do not split into shard groups of {} ({}); set --shard-group-size to a "
-           "divisor of the world size", world, group,
-           plan_.shard_group > 0 ? "--shard-group-size" : "ranks per node");
-    plan_.options += fmt::format(",shard-group={}", group);
-    const int me = comm.rank(), first = me / group * group;
-    std::vector<int> shard_members, replicate_members;
-    for (int r = first; r < first + group; ++r) shard_members.push_back(r);
-    for (int r = me % group; r < world; r += group) replicate_members.push_back(r);
+    auto groups = shard_groups(plan_.shard_group, ctx.hosts, world);
+    const int me = comm.rank();
+    size_t g = 0, pos = 0;
+    for (size_t i = 0; i < groups.size(); ++i)
+      for (size_t k = 0; k < groups[i].size(); ++k)
+        if (groups[i][k] == me) g = i, pos = k;
+    std::vector<int> replicate_members;
+    for (auto& grp : groups) replicate_members.push_back(grp[pos]);
+    std::sort(replicate_members.begin(), replicate_members.end());
+    plan_.options += fmt::format(",shard-group={}", groups[g].size());
     // Every rank creates its shard group, then its replicate group: the
     // order is the same everywhere, so no rendezvous waits on another.
-    shard_group_ = comm.subgroup(fmt::format("shard.{}", first / group), shard_members);
+    shard_group_ = comm.subgroup(fmt::format("shard.{}", g), groups[g]);
     if (replicate_members.size() > 1)
-      replicate_group_ = comm.subgroup(fmt::format("replicate.{}", me % group), replicate_members);
+      replicate_group_ = comm.subgroup(fmt::format("replicate.{}", pos), replicate_members);
     shard_comm_ = shard_group_.get();
   }
   if (!plan_.shard_params) plan_.prefetch = false;  // nothing to gather between uses

@@ -39,6 +39,11 @@ struct ShardingPlan {
   std::string reduce_dtype;   // mixed precision: fp32, bf16, fp16; "": the compute dtype
 };
 
+// fsdp hybrid's shard groups: `group_size` consecutive ranks when given,
+// else the ranks of each node (`hosts`, rank order; all ranks when empty).
+// Throws UserError when the groups cannot have equal sizes.
+std::vector<std::vector<int>> shard_groups(int group_size, const std::vector<std::string>& hosts, int world);
+
 class Sharded final : public Strategy {
  public:
   explicit Sharded(ShardingPlan plan);

@@ -51,6 +51,28 @@ if [[ ! -f "$HPCBENCH_VENV/.complete" ]]; then
   "$HPCBENCH_VENV/bin/pip" install -q -r "$req"
   touch "$HPCBENCH_VENV/.complete"
 fi
+# The official SQuAD evaluate-v1.1.py / evaluate-v2.0.py, which
+# tests/reference/squad_eval_reference.py scores against, are not kept in
+# the repository: the sdist of datasets 2.14.7 on PyPI carries them as its
+# squad and squad_v2 metrics, and they are unpacked into the venv once.
+squad_eval="$HPCBENCH_VENV/share/squad-eval"
+if [[ ! -f "$squad_eval/.complete" ]]; then
+  say "fetching the official SQuAD evaluation scripts (datasets==2.14.7 sdist) into $squad_eval"
+  tmp=$(mktemp -d)
+  "$HPCBENCH_VENV/bin/pip" download -q datasets==2.14.7 --no-binary :all: --no-deps -d "$tmp" >/dev/null
+  tar -xzf "$tmp/datasets-2.14.7.tar.gz" -C "$tmp" \
+    datasets-2.14.7/metrics/squad/evaluate.py datasets-2.14.7/metrics/squad_v2/evaluate.py
+  mkdir -p "$squad_eval"
+  cp "$tmp/datasets-2.14.7/metrics/squad/evaluate.py" "$squad_eval/evaluate_v1_1.py"
+  cp "$tmp/datasets-2.14.7/metrics/squad_v2/evaluate.py" "$squad_eval/evaluate_v2_0.py"
+  rm -rf "$tmp"
+  (cd "$squad_eval" && sha256sum --quiet -c - <<'EOF'
+7829743b8de9a51c47fac562e608417eb48bf81c5aa78222cff71f73fad0a624  evaluate_v1_1.py
+a15fd71be3bc594a0a7efba3e070a25e984d75ed3a135663a75bc5c6e4cf57c8  evaluate_v2_0.py
+EOF
+  ) || { say "the SQuAD evaluation scripts in $squad_eval are not the expected ones"; exit 1; }
+  touch "$squad_eval/.complete"
+fi
 HPCBENCH_PY="$HPCBENCH_VENV/bin/python"
 export HPCBENCH_PY HPCBENCH_VENV
 

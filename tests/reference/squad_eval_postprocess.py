@@ -1,21 +1,24 @@
-"""Reference SQuAD post-processing: transformers' utils_qa.py
-postprocess_qa_predictions on random logits over real features.
+"""Reference SQuAD post-processing: answers from start/end logits the way
+transformers' question-answering example (utils_qa.py's
+postprocess_qa_predictions) picks them, on random logits over real features.
 
-The installed transformers package does not ship the examples folder, so
-postprocess_qa_predictions below is utils_qa.py's function copied line by
-line (examples/pytorch/question-answering/utils_qa.py); only the logging,
-tqdm and file writing are left out. Keep it verbatim.
+postprocess() below is our own implementation of the algorithm that
+postprocess_qa_predictions follows, not its code: n-best start and end
+positions per window, spans outside the context or too long skipped, the
+[CLS] null score, the "empty" fallback, softmax probabilities over the
+n-best list and, for version_2_with_negative, the null_score_diff_threshold
+decision.
 
-Features: run_qa.py's prepare_validation_features (from squad_features.py)
-with the fast BERT tokenizer, max_seq_length 128 and doc_stride 32, on 30
-questions of the shared dev-v2.0 sample (paragraphs with long contexts and
-non-ASCII text), so that most examples have several windows.
+Features: squad_features.py's build_features (Hugging Face fast BERT
+tokenizer), max_seq_length 128 and doc_stride 32, on 30 questions of the
+shared dev-v2.0 sample (paragraphs with long contexts and non-ASCII text),
+so that most examples have several windows.
 
 Writes $HPCBENCH_REF_DIR/squad_eval_postprocess.json: the examples (id,
 context), the features (seq_len, example_index, offsets with None -> -1),
 float32 start/end logits, and for several configurations (v1/v2, n_best_size,
 max_answer_length, null_score_diff_threshold) the predictions, the n-best
-lists and the null odds utils_qa.py computes.
+lists and the null odds.
 """
 import collections
 import json
@@ -25,174 +28,82 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from squad_features import flatten, make_tokenizer, prepare_validation_features  # noqa: E402
+from squad_features import build_features, flatten, make_tokenizer  # noqa: E402
 
 SHARED = os.environ["HPCBENCH_SHARED_DATA"]
 OUT = os.environ["HPCBENCH_REF_DIR"]
 
 
-# --- utils_qa.py postprocess_qa_predictions, verbatim but for logging/tqdm/files
-def postprocess_qa_predictions(
-    examples,
-    features,
-    predictions,
-    version_2_with_negative=False,
-    n_best_size=20,
-    max_answer_length=30,
-    null_score_diff_threshold=0.0,
-):
-    assert len(predictions) == 2, "`predictions` should be a tuple with two elements (start_logits, end_logits)."
-    all_start_logits, all_end_logits = predictions
+def top_positions(logits, k):
+    """The k positions with the highest logits, highest first."""
+    return np.argsort(logits)[::-1][:k].tolist()
 
-    assert len(predictions[0]) == len(features), f"Got {len(predictions[0])} predictions and {len(features)} features."
 
-    # Build a map example to its corresponding features.
-    example_id_to_index = {k: i for i, k in enumerate(examples["id"])}
-    features_per_example = collections.defaultdict(list)
-    for i, feature in enumerate(features):
-        features_per_example[example_id_to_index[feature["example_id"]]].append(i)
+def postprocess(contexts, example_index, offsets, start_logits, end_logits, version_2_with_negative=False,
+                n_best_size=20, max_answer_length=30, null_score_diff_threshold=0.0):
+    """Answers for every example from the float32 logits of its windows.
 
-    # The dictionaries we have to fill.
-    all_predictions = collections.OrderedDict()
-    all_nbest_json = collections.OrderedDict()
-    if version_2_with_negative:
-        scores_diff_json = collections.OrderedDict()
+    contexts[e] is example e's context; window w belongs to example
+    example_index[w] and offsets[w][k] is the (begin, end) character span of
+    its token k in the context, or None when k is not a context token.
 
-    # Let's loop over all the examples!
-    for example_index, example in enumerate(examples):
-        # Those are the indices of the features associated to the current example.
-        feature_indices = features_per_example[example_index]
+    Per example: every window proposes the spans that pair one of its
+    n_best_size best start positions with one of its n_best_size best end
+    positions, both on context tokens, end not before start, at most
+    max_answer_length tokens, scored start + end logit. The null answer
+    scores start + end logit at [CLS], from the window where that sum is
+    lowest. The n_best_size best proposals (the null one among them in v2,
+    and added at the end if it is not) make the n-best list; when it holds
+    no non-empty answer, a zero-scored "empty" answer goes first. The
+    probabilities are a softmax over the n-best scores. v1 answers the first
+    of the list; v2 answers "" when the null score minus the best non-empty
+    answer's start + end logits exceeds null_score_diff_threshold, and
+    records that difference as the question's null odds.
 
-        min_null_prediction = None
-        prelim_predictions = []
-
-        # Looping through all the features associated to the current example.
-        for feature_index in feature_indices:
-            # We grab the predictions of the model for this feature.
-            start_logits = all_start_logits[feature_index]
-            end_logits = all_end_logits[feature_index]
-            # This is what will allow us to map some the positions in our logits to span of texts in the original
-            # context.
-            offset_mapping = features[feature_index]["offset_mapping"]
-            # Optional `token_is_max_context`, if provided we will remove answers that do not have the maximum context
-            # available in the current feature.
-            token_is_max_context = features[feature_index].get("token_is_max_context", None)
-
-            # Update minimum null prediction.
-            feature_null_score = start_logits[0] + end_logits[0]
-            if min_null_prediction is None or min_null_prediction["score"] > feature_null_score:
-                min_null_prediction = {
-                    "offsets": (0, 0),
-                    "score": feature_null_score,
-                    "start_logit": start_logits[0],
-                    "end_logit": end_logits[0],
-                }
-
-            # Go through all possibilities for the `n_best_size` greater start and end logits.
-            start_indexes = np.argsort(start_logits)[-1 : -n_best_size - 1 : -1].tolist()
-            end_indexes = np.argsort(end_logits)[-1 : -n_best_size - 1 : -1].tolist()
-            for start_index in start_indexes:
-                for end_index in end_indexes:
-                    # Don't consider out-of-scope answers, either because the indices are out of bounds or correspond
-                    # to part of the input_ids that are not in the context.
-                    if (
-                        start_index >= len(offset_mapping)
-                        or end_index >= len(offset_mapping)
-                        or offset_mapping[start_index] is None
-                        or offset_mapping[end_index] is None
-                    ):
+    Returns (predictions, n-best lists, null odds), keyed by question in
+    example order; the null odds are empty in v1.
+    """
+    windows = collections.defaultdict(list)
+    for w, e in enumerate(example_index):
+        windows[e].append(w)
+    predictions, nbest_lists, null_odds = {}, {}, {}
+    for e, (qid, context) in enumerate(contexts):
+        spans, null = [], None
+        for w in windows[e]:
+            s_logits, e_logits = start_logits[w], end_logits[w]
+            null_here = s_logits[0] + e_logits[0]
+            if null is None or null_here < null["score"]:
+                null = {"text": "", "score": null_here, "start_logit": s_logits[0], "end_logit": e_logits[0],
+                        "null": True}
+            for s in top_positions(s_logits, n_best_size):
+                for t in top_positions(e_logits, n_best_size):
+                    if offsets[w][s] is None or offsets[w][t] is None:
                         continue
-                    # Don't consider answers with a length that is either < 0 or > max_answer_length.
-                    if end_index < start_index or end_index - start_index + 1 > max_answer_length:
+                    if not 0 <= t - s < max_answer_length:
                         continue
-                    # Don't consider answer that don't have the maximum context available (if such information is
-                    # provided).
-                    if token_is_max_context is not None and not token_is_max_context.get(str(start_index), False):
-                        continue
-                    prelim_predictions.append(
-                        {
-                            "offsets": (offset_mapping[start_index][0], offset_mapping[end_index][1]),
-                            "score": start_logits[start_index] + end_logits[end_index],
-                            "start_logit": start_logits[start_index],
-                            "end_logit": end_logits[end_index],
-                        }
-                    )
+                    spans.append({"text": context[offsets[w][s][0]:offsets[w][t][1]],
+                                  "score": s_logits[s] + e_logits[t],
+                                  "start_logit": s_logits[s], "end_logit": e_logits[t], "null": False})
         if version_2_with_negative:
-            # Add the minimum null prediction
-            prelim_predictions.append(min_null_prediction)
-            null_score = min_null_prediction["score"]
-
-        # Only keep the best `n_best_size` predictions.
-        predictions = sorted(prelim_predictions, key=lambda x: x["score"], reverse=True)[:n_best_size]
-
-        # Add back the minimum null prediction if it was removed because of its low score.
-        if version_2_with_negative and not any(p["offsets"] == (0, 0) for p in predictions):
-            predictions.append(min_null_prediction)
-
-        # Use the offsets to gather the answer text in the original context.
-        context = example["context"]
-        for pred in predictions:
-            offsets = pred.pop("offsets")
-            pred["text"] = context[offsets[0] : offsets[1]]
-
-        # In the very rare edge case we have not a single non-null prediction, we create a fake prediction to avoid
-        # failure.
-        if len(predictions) == 0 or (len(predictions) == 1 and predictions[0]["text"] == ""):
-            predictions.insert(0, {"text": "empty", "start_logit": 0.0, "end_logit": 0.0, "score": 0.0})
-
-        # Compute the softmax of all scores (we do it with numpy to stay independent from torch/tf in this file, using
-        # the LogSumExp trick).
-        scores = np.array([pred.pop("score") for pred in predictions])
-        exp_scores = np.exp(scores - np.max(scores))
-        probs = exp_scores / exp_scores.sum()
-
-        # Include the probabilities in our predictions.
-        for prob, pred in zip(probs, predictions):
-            pred["probability"] = prob
-
-        # Pick the best prediction. If the null answer is not possible, this is easy.
+            spans.append(null)
+        best = sorted(spans, key=lambda c: c["score"], reverse=True)[:n_best_size]
+        if version_2_with_negative and not any(c["null"] for c in best):
+            best.append(null)
+        if not any(c["text"] for c in best):
+            best.insert(0, {"text": "empty", "score": 0.0, "start_logit": 0.0, "end_logit": 0.0, "null": False})
+        scores = np.array([c["score"] for c in best])
+        weights = np.exp(scores - scores.max())
+        probabilities = weights / weights.sum()
+        nbest_lists[qid] = [{"text": c["text"], "probability": float(p), "start_logit": float(c["start_logit"]),
+                             "end_logit": float(c["end_logit"])} for c, p in zip(best, probabilities)]
         if not version_2_with_negative:
-            all_predictions[example["id"]] = predictions[0]["text"]
-        else:
-            # Otherwise we first need to find the best non-empty prediction.
-            i = 0
-            while predictions[i]["text"] == "":
-                i += 1
-            best_non_null_pred = predictions[i]
-
-            # Then we compare to the null prediction using the threshold.
-            score_diff = null_score - best_non_null_pred["start_logit"] - best_non_null_pred["end_logit"]
-            scores_diff_json[example["id"]] = float(score_diff)  # To be JSON-serializable.
-            if score_diff > null_score_diff_threshold:
-                all_predictions[example["id"]] = ""
-            else:
-                all_predictions[example["id"]] = best_non_null_pred["text"]
-
-        # Make `predictions` JSON-serializable by casting np.float back to float.
-        all_nbest_json[example["id"]] = [
-            {k: (float(v) if isinstance(v, (np.float16, np.float32, np.float64)) else v) for k, v in pred.items()}
-            for pred in predictions
-        ]
-
-    return all_predictions, all_nbest_json, (scores_diff_json if version_2_with_negative else {})
-# --- end of utils_qa.py
-
-
-class Table:
-    """The bits of a datasets.Dataset that utils_qa.py uses: rows by index
-    and iteration, columns by name."""
-
-    def __init__(self, rows):
-        self.rows = rows
-
-    def __getitem__(self, key):
-        return [r[key] for r in self.rows] if isinstance(key, str) else self.rows[key]
-
-    def __iter__(self):
-        return iter(self.rows)
-
-    def __len__(self):
-        return len(self.rows)
+            predictions[qid] = best[0]["text"]
+            continue
+        answer = next(c for c in best if c["text"] != "")
+        diff = null["score"] - answer["start_logit"] - answer["end_logit"]
+        null_odds[qid] = float(diff)
+        predictions[qid] = "" if diff > null_score_diff_threshold else answer["text"]
+    return predictions, nbest_lists, null_odds
 
 
 # (paragraph index in the flattened sample's paragraph order, questions taken)
@@ -226,10 +137,9 @@ def make_logits(rng, feats, seq_len, n_examples):
     n = len(feats["input_ids"])
     start = rng.normal(0, 1, (n, seq_len)).astype(np.float32)
     end = rng.normal(0, 1, (n, seq_len)).astype(np.float32)
-    ids = {e: i for i, e in enumerate(dict.fromkeys(feats["example_id"]))}
     for f in range(n):
-        ctx = [k for k, o in enumerate(feats["offset_mapping"][f]) if o is not None]
-        if ids[feats["example_id"][f]] == 3:
+        ctx = [k for k, o in enumerate(feats["offsets"][f]) if o is not None]
+        if feats["example_index"][f] == 3:
             start[f, 1:4] += 10
             end[f, 1:4] += 10
             continue
@@ -248,27 +158,24 @@ def main():
     tok = make_tokenizer()
     cols = flatten(os.path.join(SHARED, "squad", "dev-v2.0-sample.json"))
     rows = pick_questions(cols)
-    examples = Table(rows)
     batch = {k: [r[k] for r in rows] for k in rows[0]}
-    feats = prepare_validation_features(batch, tok, 128, 32)
+    feats = build_features(batch, tok, 128, 32)
     n = len(feats["input_ids"])
-    features = Table([{"example_id": feats["example_id"][i], "offset_mapping": feats["offset_mapping"][i]}
-                      for i in range(n)])
     start, end = make_logits(np.random.default_rng(3), feats, 128, len(rows))
 
-    id_to_index = {r["id"]: i for i, r in enumerate(rows)}
     out = {
         "examples": [{"id": r["id"], "context": r["context"]} for r in rows],
         "seq_len": 128,
-        "example_index": [id_to_index[e] for e in feats["example_id"]],
-        "offset_begin": [[-1 if o is None else o[0] for o in row] for row in feats["offset_mapping"]],
-        "offset_end": [[-1 if o is None else o[1] for o in row] for row in feats["offset_mapping"]],
+        "example_index": feats["example_index"],
+        "offset_begin": [[-1 if o is None else o[0] for o in row] for row in feats["offsets"]],
+        "offset_end": [[-1 if o is None else o[1] for o in row] for row in feats["offsets"]],
         "start_logits": [[float(x) for x in row] for row in start],
         "end_logits": [[float(x) for x in row] for row in end],
         "cases": [],
     }
     for cfg in CONFIGS:
-        preds, nbest, odds = postprocess_qa_predictions(examples, features, (start, end), **cfg)
+        preds, nbest, odds = postprocess([(r["id"], r["context"]) for r in rows], feats["example_index"],
+                                         feats["offsets"], start, end, **cfg)
         out["cases"].append({"config": cfg, "predictions": preds, "nbest": nbest, "null_odds": odds})
         empty = sum(1 for v in preds.values() if v == "")
         print(cfg, f"{len(preds)} predictions, {empty} empty, 'empty' fallback:",

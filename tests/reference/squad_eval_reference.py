@@ -1,11 +1,18 @@
 """Reference SQuAD scores: the official evaluate-v1.1.py and evaluate-v2.0.py.
 
-Neither the `evaluate` nor the `datasets` package (which carry the official
-scripts as the `squad` / `squad_v2` metrics) is in the venv, and they would
-fetch the metric code from the hub anyway. So the functions below are the
-official scripts' own code, copied function by function (only the command
-line and file reading are left out; v2.0's main() becomes evaluate_v2()).
-Any change in them must keep them verbatim.
+The official scripts are not kept in this repository. tools/setup.sh takes
+them from the sdist of `datasets` 2.14.7 on PyPI, which ships them as its
+squad and squad_v2 metrics (metrics/squad/evaluate.py, metrics/squad_v2/
+evaluate.py), and puts them in the venv as share/squad-eval/evaluate_v1_1.py
+and evaluate_v2_0.py; this script imports them from there. The v1.1 file is
+the official script reformatted; the v2.0 file is too, except that it reads a
+question's answers in the `datasets` layout (qa["answers"]["text"]) where the
+official one reads a list of {"text", "answer_start"}: datasets handed to v2.0
+are converted to that layout first, which changes nothing else.
+
+v1.1 is scored with its evaluate(dataset, predictions); v2.0 with its own
+parse_args() and main(), run as `evaluate-v2.0.py data.json pred.json
+[-n na_prob.json -t thresh] -o eval.json` on temporary files.
 
 Writes $HPCBENCH_REF_DIR/squad_eval_cases.json:
   pairs:    (gold, prediction) -> normalize_answer of both, exact, v1.1 f1,
@@ -15,228 +22,84 @@ Writes $HPCBENCH_REF_DIR/squad_eval_cases.json:
             shared dev samples (by file name), each with predictions, v2.0
             na_probs / na_prob_thresh where used, and the official result.
 """
-import collections
+import contextlib
+import importlib.util
+import io
 import json
 import os
 import random
-import re
 import string
 import sys
+import tempfile
+from pathlib import Path
+from unittest import mock
 
 SHARED = os.environ["HPCBENCH_SHARED_DATA"]
 OUT = os.environ["HPCBENCH_REF_DIR"]
+# tools/setup.sh unpacks the official scripts here, inside the venv that runs us.
+SQUAD_EVAL_DIR = Path(sys.prefix) / "share" / "squad-eval"
 
 
-# --- evaluate-v1.1.py (official), verbatim --------------------------------
-def normalize_answer(s):
-    """Lower text and remove punctuation, articles and extra whitespace."""
-    def remove_articles(text):
-        return re.sub(r'\b(a|an|the)\b', ' ', text)
-
-    def white_space_fix(text):
-        return ' '.join(text.split())
-
-    def remove_punc(text):
-        exclude = set(string.punctuation)
-        return ''.join(ch for ch in text if ch not in exclude)
-
-    def lower(text):
-        return text.lower()
-
-    return white_space_fix(remove_articles(remove_punc(lower(s))))
+def load_official(filename):
+    path = SQUAD_EVAL_DIR / filename
+    if not path.is_file():
+        sys.exit(f"{path} is missing: run tools/setup.sh, which fetches the official SQuAD "
+                 f"evaluation scripts into the venv ({sys.prefix})")
+    spec = importlib.util.spec_from_file_location("squad_official_" + path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def f1_score(prediction, ground_truth):
-    prediction_tokens = normalize_answer(prediction).split()
-    ground_truth_tokens = normalize_answer(ground_truth).split()
-    common = collections.Counter(prediction_tokens) & collections.Counter(ground_truth_tokens)
-    num_same = sum(common.values())
-    if num_same == 0:
-        return 0
-    precision = 1.0 * num_same / len(prediction_tokens)
-    recall = 1.0 * num_same / len(ground_truth_tokens)
-    f1 = (2 * precision * recall) / (precision + recall)
-    return f1
+V1 = load_official("evaluate_v1_1.py")
+V2 = load_official("evaluate_v2_0.py")
 
-
-def exact_match_score(prediction, ground_truth):
-    return (normalize_answer(prediction) == normalize_answer(ground_truth))
-
-
-def metric_max_over_ground_truths(metric_fn, prediction, ground_truths):
-    scores_for_ground_truths = []
-    for ground_truth in ground_truths:
-        score = metric_fn(prediction, ground_truth)
-        scores_for_ground_truths.append(score)
-    return max(scores_for_ground_truths)
+# The scoring functions, straight from the official scripts.
+normalize_answer = V1.normalize_answer
+exact_match_score = V1.exact_match_score  # v1.1: (prediction, ground_truth) -> bool
+f1_score = V1.f1_score                    # v1.1: (prediction, ground_truth)
+compute_exact = V2.compute_exact          # v2.0: (gold, prediction) -> 0/1
+compute_f1 = V2.compute_f1                # v2.0: (gold, prediction)
 
 
 def evaluate_v1(dataset, predictions):
-    f1 = exact_match = total = 0
-    for article in dataset:
-        for paragraph in article['paragraphs']:
-            for qa in paragraph['qas']:
-                total += 1
-                if qa['id'] not in predictions:
-                    continue  # the script prints 'Unanswered question ... will receive score 0.'
-                ground_truths = list(map(lambda x: x['text'], qa['answers']))
-                prediction = predictions[qa['id']]
-                exact_match += metric_max_over_ground_truths(
-                    exact_match_score, prediction, ground_truths)
-                f1 += metric_max_over_ground_truths(
-                    f1_score, prediction, ground_truths)
-
-    exact_match = 100.0 * exact_match / total
-    f1 = 100.0 * f1 / total
-
-    return {'exact_match': exact_match, 'f1': f1}
-# --- end of evaluate-v1.1.py ----------------------------------------------
+    """evaluate-v1.1.py's evaluate(); its "Unanswered question ... will
+    receive score 0." lines on stderr are dropped."""
+    with contextlib.redirect_stderr(io.StringIO()):
+        return V1.evaluate(dataset, predictions)
 
 
-# --- evaluate-v2.0.py (official), verbatim --------------------------------
-# (normalize_answer is the same function as v1.1's)
-def make_qid_to_has_ans(dataset):
-    qid_to_has_ans = {}
-    for article in dataset:
-        for p in article['paragraphs']:
-            for qa in p['qas']:
-                qid_to_has_ans[qa['id']] = bool(qa['answers'])
-    return qid_to_has_ans
-
-
-def get_tokens(s):
-    if not s: return []
-    return normalize_answer(s).split()
-
-
-def compute_exact(a_gold, a_pred):
-    return int(normalize_answer(a_gold) == normalize_answer(a_pred))
-
-
-def compute_f1(a_gold, a_pred):
-    gold_toks = get_tokens(a_gold)
-    pred_toks = get_tokens(a_pred)
-    common = collections.Counter(gold_toks) & collections.Counter(pred_toks)
-    num_same = sum(common.values())
-    if len(gold_toks) == 0 or len(pred_toks) == 0:
-        # If either is no-answer, then F1 is 1 if they agree, 0 otherwise
-        return int(gold_toks == pred_toks)
-    if num_same == 0:
-        return 0
-    precision = 1.0 * num_same / len(pred_toks)
-    recall = 1.0 * num_same / len(gold_toks)
-    f1 = (2 * precision * recall) / (precision + recall)
-    return f1
-
-
-def get_raw_scores(dataset, preds):
-    exact_scores = {}
-    f1_scores = {}
-    for article in dataset:
-        for p in article['paragraphs']:
-            for qa in p['qas']:
-                qid = qa['id']
-                gold_answers = [a['text'] for a in qa['answers']
-                                if normalize_answer(a['text'])]
-                if not gold_answers:
-                    # For unanswerable questions, only correct answer is empty string
-                    gold_answers = ['']
-                if qid not in preds:
-                    continue  # the script prints 'Missing prediction for %s'
-                a_pred = preds[qid]
-                # Take max over all gold answers
-                exact_scores[qid] = max(compute_exact(a, a_pred) for a in gold_answers)
-                f1_scores[qid] = max(compute_f1(a, a_pred) for a in gold_answers)
-    return exact_scores, f1_scores
-
-
-def apply_no_ans_threshold(scores, na_probs, qid_to_has_ans, na_prob_thresh):
-    new_scores = {}
-    for qid, s in scores.items():
-        pred_na = na_probs[qid] > na_prob_thresh
-        if pred_na:
-            new_scores[qid] = float(not qid_to_has_ans[qid])
-        else:
-            new_scores[qid] = s
-    return new_scores
-
-
-def make_eval_dict(exact_scores, f1_scores, qid_list=None):
-    if not qid_list:
-        total = len(exact_scores)
-        return collections.OrderedDict([
-            ('exact', 100.0 * sum(exact_scores.values()) / total),
-            ('f1', 100.0 * sum(f1_scores.values()) / total),
-            ('total', total),
-        ])
-    else:
-        total = len(qid_list)
-        return collections.OrderedDict([
-            ('exact', 100.0 * sum(exact_scores[k] for k in qid_list) / total),
-            ('f1', 100.0 * sum(f1_scores[k] for k in qid_list) / total),
-            ('total', total),
-        ])
-
-
-def merge_eval(main_eval, new_eval, prefix):
-    for k in new_eval:
-        main_eval['%s_%s' % (prefix, k)] = new_eval[k]
-
-
-def find_best_thresh(preds, scores, na_probs, qid_to_has_ans):
-    num_no_ans = sum(1 for k in qid_to_has_ans if not qid_to_has_ans[k])
-    cur_score = num_no_ans
-    best_score = cur_score
-    best_thresh = 0.0
-    qid_list = sorted(na_probs, key=lambda k: na_probs[k])
-    for i, qid in enumerate(qid_list):
-        if qid not in scores: continue
-        if qid_to_has_ans[qid]:
-            diff = scores[qid]
-        else:
-            if preds[qid]:
-                diff = -1
-            else:
-                diff = 0
-        cur_score += diff
-        if cur_score > best_score:
-            best_score = cur_score
-            best_thresh = na_probs[qid]
-    return 100.0 * best_score / len(scores), best_thresh
-
-
-def find_all_best_thresh(main_eval, preds, exact_raw, f1_raw, na_probs, qid_to_has_ans):
-    best_exact, exact_thresh = find_best_thresh(preds, exact_raw, na_probs, qid_to_has_ans)
-    best_f1, f1_thresh = find_best_thresh(preds, f1_raw, na_probs, qid_to_has_ans)
-    main_eval['best_exact'] = best_exact
-    main_eval['best_exact_thresh'] = exact_thresh
-    main_eval['best_f1'] = best_f1
-    main_eval['best_f1_thresh'] = f1_thresh
+def datasets_layout(dataset):
+    """Official nested "data" with every question's answers as the
+    `datasets` library holds them, the layout its evaluate-v2.0.py reads."""
+    def qa_row(qa):
+        return {**qa, "answers": {"text": [a["text"] for a in qa["answers"]],
+                                  "answer_start": [a["answer_start"] for a in qa["answers"]]}}
+    return [{**article, "paragraphs": [{**p, "qas": [qa_row(qa) for qa in p["qas"]]}
+                                       for p in article["paragraphs"]]}
+            for article in dataset]
 
 
 def evaluate_v2(dataset, preds, na_probs=None, na_prob_thresh=1.0):
-    """main() of evaluate-v2.0.py without the files: OPTS.na_prob_file given
-    <=> na_probs is not None; OPTS.na_prob_thresh defaults to 1.0."""
-    na_prob_file = na_probs is not None
-    if not na_prob_file:
-        na_probs = {k: 0.0 for k in preds}
-    qid_to_has_ans = make_qid_to_has_ans(dataset)  # maps qid to True/False
-    has_ans_qids = [k for k, v in qid_to_has_ans.items() if v]
-    no_ans_qids = [k for k, v in qid_to_has_ans.items() if not v]
-    exact_raw, f1_raw = get_raw_scores(dataset, preds)
-    exact_thresh = apply_no_ans_threshold(exact_raw, na_probs, qid_to_has_ans, na_prob_thresh)
-    f1_thresh = apply_no_ans_threshold(f1_raw, na_probs, qid_to_has_ans, na_prob_thresh)
-    out_eval = make_eval_dict(exact_thresh, f1_thresh)
-    if has_ans_qids:
-        has_ans_eval = make_eval_dict(exact_thresh, f1_thresh, qid_list=has_ans_qids)
-        merge_eval(out_eval, has_ans_eval, 'HasAns')
-    if no_ans_qids:
-        no_ans_eval = make_eval_dict(exact_thresh, f1_thresh, qid_list=no_ans_qids)
-        merge_eval(out_eval, no_ans_eval, 'NoAns')
-    if na_prob_file:
-        find_all_best_thresh(out_eval, preds, exact_raw, f1_raw, na_probs, qid_to_has_ans)
-    return out_eval
-# --- end of evaluate-v2.0.py ----------------------------------------------
+    """evaluate-v2.0.py's main() on temporary files: na_probs given <=>
+    --na-prob-file, na_prob_thresh is --na-prob-thresh (1.0 by default)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        def dump(name, obj):
+            path = os.path.join(tmp, name)
+            with open(path, "w", encoding="ascii") as f:
+                json.dump(obj, f)  # ASCII-escaped: main() opens with the locale's encoding
+            return path
+
+        argv = ["evaluate-v2.0.py", dump("data.json", {"version": "v2.0", "data": datasets_layout(dataset)}),
+                dump("pred.json", preds), "--out-file", os.path.join(tmp, "eval.json")]
+        if na_probs is not None:
+            argv += ["--na-prob-file", dump("na_prob.json", na_probs), "--na-prob-thresh", repr(na_prob_thresh)]
+        with mock.patch.object(sys, "argv", argv):
+            V2.OPTS = V2.parse_args()
+        assert V2.OPTS.na_prob_thresh == na_prob_thresh
+        V2.main()
+        with open(os.path.join(tmp, "eval.json"), encoding="ascii") as f:
+            return json.load(f)
 
 
 # Hand-made strings: case, punctuation (ASCII only is removed), articles
@@ -284,7 +147,9 @@ def fuzz_rows():
     rows = []
     for _ in range(3000):
         s = "".join(rng.choice(pool) for _ in range(rng.randrange(1, 12)))
-        rows.append({"s": s, "norm": normalize_answer(s)})
+        norm = normalize_answer(s)
+        assert V2.normalize_answer(s) == norm, repr(s)  # one normalisation for both versions
+        rows.append({"s": s, "norm": norm})
     return rows
 
 

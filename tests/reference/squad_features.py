@@ -1,13 +1,19 @@
-"""Reference SQuAD features: transformers' run_qa.py preprocessing with the
-fast BERT tokenizer, for every question of both shared samples.
+"""Reference SQuAD features, built the way transformers' question-answering
+example run_qa.py builds them, for every question of both shared samples.
+
+The Hugging Face fast BERT tokenizer does the real work (WordPiece, question
+and context pairing, the overlapping context windows, the offsets), called
+with run_qa.py's arguments. The rest (start/end labels, context-only offsets,
+window -> question mapping) is our own implementation of the rules that
+run_qa.py's prepare_train_features / prepare_validation_features follow;
+it is not their code.
 
 Writes into $HPCBENCH_REF_DIR, per (sample, config):
   squad_features_<sample>_<max_seq_length>_<doc_stride>.bin
     int32 little-endian: n_features, seq_len, then input_ids[n*L],
     token_type_ids[n*L], attention_mask[n*L], start_positions[n],
     end_positions[n], example_index[n], offset_begin[n*L], offset_end[n*L]
-    (labels from prepare_train_features; example mapping and offsets, None ->
-    -1, from prepare_validation_features)
+    (offsets of context tokens only, -1 elsewhere)
 and squad_features_meta.json (question lengths, counts).
 """
 import json
@@ -59,13 +65,14 @@ def flatten(path):
     return cols
 
 
-# --- run_qa.py (transformers examples/pytorch/question-answering), verbatim
-# apart from the closure variables becoming arguments (pad_on_right = True).
-def prepare_train_features(examples, tokenizer, max_seq_length, doc_stride):
-    examples["question"] = [q.lstrip() for q in examples["question"]]
-    tokenized_examples = tokenizer(
-        examples["question"],
-        examples["context"],
+def tokenize_windows(tokenizer, questions, contexts, max_seq_length, doc_stride):
+    """[CLS] question [SEP] context-window [SEP] [PAD]..., max_seq_length
+    tokens each. Leading whitespace is stripped from the questions; only the
+    context is truncated, into as many windows as it needs, consecutive
+    windows sharing doc_stride tokens."""
+    return tokenizer(
+        [q.lstrip() for q in questions],
+        contexts,
         truncation="only_second",
         max_length=max_seq_length,
         stride=doc_stride,
@@ -73,71 +80,58 @@ def prepare_train_features(examples, tokenizer, max_seq_length, doc_stride):
         return_offsets_mapping=True,
         padding="max_length",
     )
-    sample_mapping = tokenized_examples.pop("overflow_to_sample_mapping")
-    offset_mapping = tokenized_examples.pop("offset_mapping")
-    tokenized_examples["start_positions"] = []
-    tokenized_examples["end_positions"] = []
-    for i, offsets in enumerate(offset_mapping):
-        input_ids = tokenized_examples["input_ids"][i]
-        if tokenizer.cls_token_id in input_ids:
-            cls_index = input_ids.index(tokenizer.cls_token_id)
-        elif tokenizer.bos_token_id in input_ids:
-            cls_index = input_ids.index(tokenizer.bos_token_id)
-        else:
-            cls_index = 0
-        sequence_ids = tokenized_examples.sequence_ids(i)
-        sample_index = sample_mapping[i]
-        answers = examples["answers"][sample_index]
-        if len(answers["answer_start"]) == 0:
-            tokenized_examples["start_positions"].append(cls_index)
-            tokenized_examples["end_positions"].append(cls_index)
-        else:
-            start_char = answers["answer_start"][0]
-            end_char = start_char + len(answers["text"][0])
-            token_start_index = 0
-            while sequence_ids[token_start_index] != 1:
-                token_start_index += 1
-            token_end_index = len(input_ids) - 1
-            while sequence_ids[token_end_index] != 1:
-                token_end_index -= 1
-            if not (offsets[token_start_index][0] <= start_char and offsets[token_end_index][1] >= end_char):
-                tokenized_examples["start_positions"].append(cls_index)
-                tokenized_examples["end_positions"].append(cls_index)
-            else:
-                while token_start_index < len(offsets) and offsets[token_start_index][0] <= start_char:
-                    token_start_index += 1
-                tokenized_examples["start_positions"].append(token_start_index - 1)
-                while offsets[token_end_index][1] >= end_char:
-                    token_end_index -= 1
-                tokenized_examples["end_positions"].append(token_end_index + 1)
-    return tokenized_examples
 
 
-def prepare_validation_features(examples, tokenizer, max_seq_length, doc_stride):
-    examples["question"] = [q.lstrip() for q in examples["question"]]
-    tokenized_examples = tokenizer(
-        examples["question"],
-        examples["context"],
-        truncation="only_second",
-        max_length=max_seq_length,
-        stride=doc_stride,
-        return_overflowing_tokens=True,
-        return_offsets_mapping=True,
-        padding="max_length",
-    )
-    sample_mapping = tokenized_examples.pop("overflow_to_sample_mapping")
-    tokenized_examples["example_id"] = []
-    for i in range(len(tokenized_examples["input_ids"])):
-        sequence_ids = tokenized_examples.sequence_ids(i)
-        context_index = 1
-        sample_index = sample_mapping[i]
-        tokenized_examples["example_id"].append(examples["id"][sample_index])
-        tokenized_examples["offset_mapping"][i] = [
-            (o if sequence_ids[k] == context_index else None)
-            for k, o in enumerate(tokenized_examples["offset_mapping"][i])
-        ]
-    return tokenized_examples
-# --- end of run_qa.py
+def label_window(offsets, in_context, cls_index, answer):
+    """(start, end) token positions of the answer in one window.
+
+    answer is None for a question without answers, else the character span
+    [begin, end) of its first answer. Both positions are cls_index when
+    there is no answer or the window's context tokens do not cover the whole
+    span. Otherwise the start is the position before the first token, from
+    the window's first context token on, whose offset begins after the
+    answer's first character, and the end the position after the last token,
+    from the window's last context token back, whose offset ends before the
+    answer's end. As in run_qa.py, the start search does not stop at the
+    end of the context: [SEP] and padding have offsets (0, 0), so an answer
+    beginning in the window's last context token gets the last position of
+    the sequence as its start.
+    """
+    if answer is None:
+        return cls_index, cls_index
+    begin, end = answer
+    context = [k for k, c in enumerate(in_context) if c]
+    first, last = context[0], context[-1]
+    if offsets[first][0] > begin or offsets[last][1] < end:
+        return cls_index, cls_index
+    after = next((k for k in range(first, len(offsets)) if offsets[k][0] > begin), len(offsets))
+    before = next((k for k in range(last, -1, -1) if offsets[k][1] < end), -1)
+    return after - 1, before + 1
+
+
+def build_features(cols, tokenizer, max_seq_length, doc_stride):
+    """Every window of every question of cols (flatten()'s columns): the
+    model inputs, the training labels, the question each window belongs to
+    and the character offsets of its context tokens (None elsewhere)."""
+    enc = tokenize_windows(tokenizer, cols["question"], cols["context"], max_seq_length, doc_stride)
+    feats = {"input_ids": enc["input_ids"], "token_type_ids": enc["token_type_ids"],
+             "attention_mask": enc["attention_mask"], "example_index": [], "offsets": [],
+             "start_positions": [], "end_positions": []}
+    for w, ids in enumerate(enc["input_ids"]):
+        q = enc["overflow_to_sample_mapping"][w]
+        in_context = [sid == 1 for sid in enc.sequence_ids(w)]
+        offsets = [tuple(o) for o in enc["offset_mapping"][w]]
+        cls_index = ids.index(tokenizer.cls_token_id) if tokenizer.cls_token_id in ids else 0
+        answers = cols["answers"][q]
+        answer = None
+        if answers["answer_start"]:
+            answer = (answers["answer_start"][0], answers["answer_start"][0] + len(answers["text"][0]))
+        start, end = label_window(offsets, in_context, cls_index, answer)
+        feats["example_index"].append(q)
+        feats["offsets"].append([o if c else None for o, c in zip(offsets, in_context)])
+        feats["start_positions"].append(start)
+        feats["end_positions"].append(end)
+    return feats
 
 
 def main():
@@ -147,21 +141,18 @@ def main():
         cols = flatten(os.path.join(SHARED, rel))
         qlens = [len(tok(q.lstrip(), add_special_tokens=False)["input_ids"]) for q in cols["question"]]
         meta[name] = {"examples": len(cols["id"]), "max_question_tokens": max(qlens)}
-        id_to_index = {qid: i for i, qid in enumerate(cols["id"])}
-        assert len(id_to_index) == len(cols["id"]), "duplicate question ids"
+        assert len(set(cols["id"])) == len(cols["id"]), "duplicate question ids"
         for max_len, stride in CONFIGS:
-            train = prepare_train_features({k: list(v) for k, v in cols.items()}, tok, max_len, stride)
-            val = prepare_validation_features({k: list(v) for k, v in cols.items()}, tok, max_len, stride)
-            assert train["input_ids"] == val["input_ids"]
-            n = len(train["input_ids"])
-            ids = np.asarray(train["input_ids"], dtype=np.int32)
-            types = np.asarray(train["token_type_ids"], dtype=np.int32)
-            mask = np.asarray(train["attention_mask"], dtype=np.int32)
-            start = np.asarray(train["start_positions"], dtype=np.int32)
-            end = np.asarray(train["end_positions"], dtype=np.int32)
-            ex = np.asarray([id_to_index[e] for e in val["example_id"]], dtype=np.int32)
-            ob = np.asarray([[-1 if o is None else o[0] for o in row] for row in val["offset_mapping"]], dtype=np.int32)
-            oe = np.asarray([[-1 if o is None else o[1] for o in row] for row in val["offset_mapping"]], dtype=np.int32)
+            feats = build_features(cols, tok, max_len, stride)
+            n = len(feats["input_ids"])
+            ids = np.asarray(feats["input_ids"], dtype=np.int32)
+            types = np.asarray(feats["token_type_ids"], dtype=np.int32)
+            mask = np.asarray(feats["attention_mask"], dtype=np.int32)
+            start = np.asarray(feats["start_positions"], dtype=np.int32)
+            end = np.asarray(feats["end_positions"], dtype=np.int32)
+            ex = np.asarray(feats["example_index"], dtype=np.int32)
+            ob = np.asarray([[-1 if o is None else o[0] for o in row] for row in feats["offsets"]], dtype=np.int32)
+            oe = np.asarray([[-1 if o is None else o[1] for o in row] for row in feats["offsets"]], dtype=np.int32)
             path = os.path.join(OUT, f"squad_features_{name}_{max_len}_{stride}.bin")
             with open(path + ".tmp", "wb") as f:
                 np.asarray([n, max_len], dtype="<i4").tofile(f)

@@ -1,5 +1,7 @@
-"""Tokenization + run_qa.py feature building: Hugging Face (fast Rust
-tokenizer, one thread) against `hpcbench data`, in the same run.
+"""Tokenization + run_qa.py-style feature building: Hugging Face's fast Rust
+tokenizer (one thread) with the labelling in Python, as run_qa.py does it
+(tests/reference/squad_features.py, our implementation of its algorithm),
+against `hpcbench data`, in the same run.
 
     V=/root/.cache/hpcbench/venv-9d1d7d1a288d
     $V/bin/python bench/bench_features.py --hpcbench build/hpcbench \
@@ -7,7 +9,7 @@ tokenizer, one thread) against `hpcbench data`, in the same run.
 
 Datasets: the two shared SQuAD samples, and a file of --big questions made by
 repeating them (the size of SQuAD v2.0 train). Timed: the tokenizer call and
-the label loop of prepare_train_features (Python), build_features (C++); JSON
+the label loop (Python), build_features (C++); JSON
 parsing is excluded on both sides and the feature cache is not used.
 hpcbench runs with --threads 1 (same work, one core) and with all threads.
 """
@@ -38,7 +40,7 @@ def main():
     args = ap.parse_args()
     os.environ["HPCBENCH_SHARED_DATA"] = args.shared
     os.environ.setdefault("HPCBENCH_REF_DIR", tempfile.gettempdir())
-    import squad_features as ref  # the reference's run_qa.py code
+    import squad_features as ref  # the test reference: HF tokenizer + run_qa's labelling
 
     vocab = os.path.join(args.shared, "bert-base-uncased", "vocab.txt")
     tok = ref.make_tokenizer()
@@ -73,8 +75,8 @@ def main():
         best = float("inf")
         for _ in range(args.repeat if count < 200000 else 1):
             t0 = time.perf_counter()
-            feats = ref.prepare_train_features({k: list(v) for k, v in cols.items()}, tok,
-                                               args.max_seq_length, args.doc_stride)
+            feats = ref.build_features({k: list(v) for k, v in cols.items()}, tok,
+                                       args.max_seq_length, args.doc_stride)
             best = min(best, time.perf_counter() - t0)
         n_ref = len(feats["input_ids"])
         res = {}

@@ -7,8 +7,10 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "core/host_allocator.h"
 
 int main(int argc, char** argv) {
+  hpcbench::keep_freed_memory_in_heap();
   // Logs go to stderr so that tables and reports on stdout can be piped.
   spdlog::set_default_logger(spdlog::stderr_color_mt("hpcbench"));
   spdlog::set_pattern("[%Y-%m-%d %H:%M:%S] [%^%l%$] %v");

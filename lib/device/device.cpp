@@ -61,6 +61,14 @@ std::string cpu_model_name() {
   return "unknown CPU";
 }
 
+bool cpu_has_flag(const std::string& flag) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("flags", 0) == 0) return (line + " ").find(" " + flag + " ") != std::string::npos;
+  return false;
+}
+
 // The device's marketing name through the CUDA driver API, looked up at run
 // time so that nothing here needs CUDA headers or links libcuda.
 std::string cuda_device_name(int index, size_t* total) {
@@ -132,6 +140,18 @@ double DeviceTimer::stop() {
     return events_->begin.elapsedTime(events_->end);
   }
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
+}
+
+std::string slow_precision_warning(const c10::Device& device, const std::string& precision) {
+  if (!device.is_cpu()) return "";
+  const bool fp16 = precision == "fp16", bf16 = precision == "bf16";
+  if (!fp16 && !bf16) return "";
+  const std::string kind = fp16 ? "fp16" : "bf16";
+  if (cpu_has_flag("avx512_" + kind) || cpu_has_flag("amx_" + kind)) return "";
+  return fmt::format("--precision {} on this CPU ({}): it has no native {} matrix kernels (no avx512_{} or amx_{} "
+                     "in /proc/cpuinfo), so {} runs are far slower than fp32 and their times say nothing about "
+                     "GPUs; use {} for CPU timing runs", precision, cpu_model_name(), kind, kind, kind, kind,
+                     fp16 ? "fp32 or bf16" : "fp32");
 }
 
 }  // namespace hpcbench

@@ -25,6 +25,12 @@ struct DeviceDescription {
 };
 DeviceDescription describe(const c10::Device& device);
 
+// A warning for a run whose --precision this CPU has no native matmul
+// kernels for (fp16 without AVX512-FP16/AMX-FP16, bf16 without
+// AVX512-BF16/AMX-BF16): the run is correct but its times say little.
+// Empty on accelerators and where the kernels exist.
+std::string slow_precision_warning(const c10::Device& device, const std::string& precision);
+
 // Accelerators visible to this process (0 on a CPU-only machine).
 int accelerator_count();
 

@@ -38,7 +38,7 @@ struct StrategyContext {
 // ones that concern it and reports them in options().
 struct StrategyOptions {
   double bucket_mb = 25;  // ddp: all-reduce bucket size (the first bucket is 1 MiB, as in DDP)
-  bool overlap = true;    // ddp: start each bucket's all-reduce during backward
+  bool overlap = true;    // ddp, zero, fsdp: gradient reduction during backward (not after it)
   int dp_replicas = 0;    // dp: replicas driven by one process; 0: every GPU, or 2 on CPU
   int zero_stage = 2;     // zero: 1 (optimizer states), 2 (+ gradients), 3 (+ parameters) partitioned
   std::string sharding = "full";  // fsdp: full (FULL_SHARD), grad-op (SHARD_GRAD_OP) or hybrid (HYBRID_SHARD)

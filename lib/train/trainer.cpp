@@ -134,6 +134,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
     spdlog::info("device {} ({}), precision {}, {} intra-op threads, peak {} TFLOP/s{}", device.str(),
                  dev_desc.name, cfg.precision, at::get_num_threads(), peak,
                  peak > 0 ? "" : " (unknown: MFU not reported; set --peak-tflops)");
+    if (auto w = slow_precision_warning(device, cfg.precision); !w.empty()) spdlog::warn("{}", w);
     spdlog::info("strategy {}{}: {} process(es) x {} device(s)", strategy.name(),
                  strategy.options().empty() ? "" : " (" + strategy.options() + ")", ctx.world_size,
                  devices_per_process);

@@ -3,7 +3,7 @@
 // `hpcbench report` over that folder. Each run's figures must reach the
 // table, and a run whose global batch differs from the baseline's must be
 // shown as not comparable, with the reason, instead of a silent ratio.
-#include <catch2/catch.hpp>
+#include "test_catch.h"
 
 #include <filesystem>
 #include <map>

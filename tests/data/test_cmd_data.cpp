@@ -2,7 +2,7 @@
 // message, no --out file left behind.
 #include <sys/wait.h>
 
-#include <catch2/catch.hpp>
+#include "test_catch.h"
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>

@@ -1,6 +1,6 @@
 // The on-disk feature cache: hits return what a build returns; anything that
 // changes the features changes the key; damaged files are rebuilt.
-#include <catch2/catch.hpp>
+#include "test_catch.h"
 
 #include "data/features.h"
 #include "data/squad.h"

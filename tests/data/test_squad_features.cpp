@@ -1,7 +1,7 @@
 // run_qa.py features against the Hugging Face reference
 // (tests/reference/squad_features.py): every question of both shared
 // samples, run_qa's default windows and small ones (answers at borders).
-#include <catch2/catch.hpp>
+#include "test_catch.h"
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>

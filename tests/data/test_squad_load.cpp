@@ -1,5 +1,5 @@
 // The SQuAD loader on the shared samples and on bad input.
-#include <catch2/catch.hpp>
+#include "test_catch.h"
 
 #include "core/error.h"
 #include "data/squad.h"

@@ -1,5 +1,5 @@
 // Synthetic features: deterministic and shaped like SQuAD's.
-#include <catch2/catch.hpp>
+#include "test_catch.h"
 
 #include "core/error.h"
 #include "data/features.h"

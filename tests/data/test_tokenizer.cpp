@@ -1,6 +1,6 @@
 // The tokenizer against Hugging Face's fast BERT tokenizer
 // (tests/reference/tokenize_cases.py).
-#include <catch2/catch.hpp>
+#include "test_catch.h"
 #include <fmt/format.h>
 #include <utf8proc.h>
 

@@ -2,7 +2,7 @@
 // built-in launcher checks every result (#wrong), and the failure tests make
 // one rank die or hang and check that the whole job stops in time, names the
 // rank and leaves no process behind.
-#include <catch2/catch.hpp>
+#include "test_catch.h"
 #include <signal.h>
 #include <sys/wait.h>
 

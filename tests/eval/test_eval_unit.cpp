@@ -1,6 +1,6 @@
 // Evaluation pieces that need no reference: code point slicing, the
 // prediction files, and the errors a user can cause.
-#include <catch2/catch.hpp>
+#include "test_catch.h"
 
 #include <cmath>
 

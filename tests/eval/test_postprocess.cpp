@@ -3,7 +3,7 @@
 // (Hugging Face tokenizer, several windows per example) and random logits,
 // in v1 and v2 modes with several n-best sizes, answer lengths and
 // thresholds. Predictions, n-best lists and null odds must agree.
-#include <catch2/catch.hpp>
+#include "test_catch.h"
 
 #include <nlohmann/json.hpp>
 

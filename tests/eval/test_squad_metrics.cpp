@@ -3,7 +3,7 @@
 // strings (Unicode included), hand-made datasets with several gold answers
 // and unanswerable questions, and the shared dev samples with synthetic
 // predictions; every number the scripts print, to 1e-9.
-#include <catch2/catch.hpp>
+#include "test_catch.h"
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>

@@ -1,7 +1,7 @@
 // Our BertForQuestionAnswering against Hugging Face's (tests/reference/
 // model_parity.py) with identical weights and batch, fp32 on CPU: logits,
 // loss, every gradient, and the parameters after three AdamW steps.
-#include <catch2/catch.hpp>
+#include "test_catch.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>

@@ -1,7 +1,7 @@
 // The model library without the reference: configuration, presets, Hugging
 // Face's initialisation, dropout, safetensors and the loader's errors, the
 // optimizer's parameter groups and schedule.
-#include <catch2/catch.hpp>
+#include "test_catch.h"
 
 #include <ATen/ATen.h>
 

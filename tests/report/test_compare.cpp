@@ -1,4 +1,4 @@
-#include <catch2/catch.hpp>
+#include "test_catch.h"
 
 #include "core/error.h"
 #include "report/compare.h"

@@ -1,5 +1,5 @@
 // `hpcbench report` end to end: run folders on disk, some of them corrupt.
-#include <catch2/catch.hpp>
+#include "test_catch.h"
 #include <sys/wait.h>
 
 #include <fstream>

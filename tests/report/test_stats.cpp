@@ -1,4 +1,4 @@
-#include <catch2/catch.hpp>
+#include "test_catch.h"
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"

@@ -1,7 +1,7 @@
 // The job scripts on a real SLURM cluster: two nodes (n1, n2) started on this
 // machine by tools/slurm/cluster.sh. Where SLURM cannot run (no root, no
 // packages) the cases say so and pass, as cluster.sh exits 77.
-#include <catch2/catch.hpp>
+#include "test_catch.h"
 
 #include <csignal>
 #include <filesystem>

@@ -1,6 +1,6 @@
 // The job scripts and manifest of `hpcbench sweep`, read back the way sbatch
 // and the report read them; submission against a stand-in sbatch.
-#include <catch2/catch.hpp>
+#include "test_catch.h"
 
 #include <algorithm>
 #include <filesystem>

@@ -2,7 +2,7 @@
 // from the same weights on the same global batches, the same parameters and
 // losses, whether the all-reduce overlaps backward or not, with gradient
 // accumulation, and as PyTorch's own DistributedDataParallel computes them.
-#include <catch2/catch.hpp>
+#include "test_catch.h"
 #include <nlohmann/json.hpp>
 
 #include <ATen/ATen.h>

@@ -1,6 +1,6 @@
 // The baseline through the real binary: bad input is refused cleanly, a
 // short real training lowers the loss, evaluation writes its outputs.
-#include <catch2/catch.hpp>
+#include "test_catch.h"
 #include <nlohmann/json.hpp>
 
 #include <cmath>

@@ -32,6 +32,7 @@ inline shard::ShardingPlan fsdp_plan(const StrategyOptions& o) {
   p.hybrid = sharding == "hybrid";
   p.shard_group = o.shard_group_size;
   p.prefetch = o.prefetch;
+  p.overlap = o.overlap;
   p.reduce_dtype = o.reduce_dtype;
   return p;
 }

@@ -11,22 +11,37 @@ namespace {
 
 double sum(const std::vector<int64_t>& u) { return static_cast<double>(std::accumulate(u.begin(), u.end(), int64_t{0})); }
 
-double largest(const std::vector<int64_t>& u) {
-  return u.empty() ? 0.0 : static_cast<double>(*std::max_element(u.begin(), u.end()));
+// Bytes of the reduction still in flight while unit i's gradients are
+// reduced: the unit after it (backward runs last unit first) was reduced
+// just before, and with overlap it completes only now.
+double in_flight(const MemoryPlan& p, size_t i, bool scatter) {
+  if (!p.overlap || i + 1 >= p.units.size()) return 0.0;
+  const double u = static_cast<double>(p.units[i + 1]);
+  return p.reduce_bytes * u * (scatter ? 1.0 + 1.0 / std::max(p.ranks, 1) : 1.0);
+}
+
+// zero 1/2: one unit's full gradients before their reduction.
+double replicated_working_set(const MemoryPlan& p, bool scatter) {
+  double w = 0;
+  for (size_t i = 0; i < p.units.size(); ++i)
+    w = std::max(w, p.compute_bytes * static_cast<double>(p.units[i]) + in_flight(p, i, scatter));
+  return w;
 }
 
 // Full sharding: a unit is gathered for its forward and again for its
 // backward, where its full gradients join it until they are reduced. With
 // prefetch the neighbour's gather is in flight at the same time: the next
 // unit in forward, the previous one (the next to run) in backward.
-double full_shard_working_set(const std::vector<int64_t>& u, double c, bool prefetch) {
+double full_shard_working_set(const MemoryPlan& p) {
+  const auto& u = p.units;
+  const double c = p.compute_bytes;
   double w = 0;
   const size_t n = u.size();
   for (size_t i = 0; i < n; ++i) {
     double ui = static_cast<double>(u[i]);
-    double before = prefetch && i > 0 ? static_cast<double>(u[i - 1]) : 0.0;
-    double after = prefetch && i + 1 < n ? static_cast<double>(u[i + 1]) : 0.0;
-    w = std::max({w, c * (2 * ui + before), c * (ui + after)});
+    double before = p.prefetch && i > 0 ? static_cast<double>(u[i - 1]) : 0.0;
+    double after = p.prefetch && i + 1 < n ? static_cast<double>(u[i + 1]) : 0.0;
+    w = std::max({w, c * (2 * ui + before) + in_flight(p, i, true), c * (ui + after)});
   }
   return w;
 }
@@ -34,11 +49,12 @@ double full_shard_working_set(const std::vector<int64_t>& u, double c, bool pref
 // SHARD_GRAD_OP: every unit stays gathered from its forward until its
 // gradients are reduced, which backward does last unit first; when unit i
 // reduces, units 0..i are gathered and unit i's gradients are whole.
-double grad_op_working_set(const std::vector<int64_t>& u, double c) {
+double grad_op_working_set(const MemoryPlan& p) {
   double w = 0, prefix = 0;
-  for (auto x : u) {
-    prefix += static_cast<double>(x);
-    w = std::max(w, c * (prefix + static_cast<double>(x)));
+  for (size_t i = 0; i < p.units.size(); ++i) {
+    const double x = static_cast<double>(p.units[i]);
+    prefix += x;
+    w = std::max(w, p.compute_bytes * (prefix + x) + in_flight(p, i, true));
   }
   return w;
 }
@@ -55,17 +71,17 @@ StateBytes theoretical_state(const MemoryPlan& p) {
     s.persistent = 16 * psi;
   } else if (p.strategy == "zero" && p.stage == 1) {
     s.persistent = c * psi + 4 * psi + (8 + m) * psi / N;  // replicated params, all-reduced fp32 grads
-    s.working_set = c * largest(p.units);                 // a unit's gradients before their all-reduce
+    s.working_set = replicated_working_set(p, false);
   } else if (p.strategy == "zero" && p.stage == 2) {
     s.persistent = c * psi + (12 + m) * psi / N;
-    s.working_set = c * largest(p.units);  // a unit's gradients before their reduce-scatter
+    s.working_set = replicated_working_set(p, true);
   } else if ((p.strategy == "zero" && p.stage == 3) ||
              (p.strategy == "fsdp" && (p.sharding == "full" || p.sharding == "hybrid"))) {
     s.persistent = 16 * psi / N;  // fp32 master, its gradient, Adam's two moments
-    s.working_set = full_shard_working_set(p.units, c, p.prefetch);
+    s.working_set = full_shard_working_set(p);
   } else if (p.strategy == "fsdp" && p.sharding == "grad-op") {
     s.persistent = 16 * psi / N;
-    s.working_set = grad_op_working_set(p.units, c);
+    s.working_set = grad_op_working_set(p);
   } else {
     fail("no memory model for strategy {} (stage {}, sharding {})", p.strategy, p.stage, p.sharding);
   }

@@ -17,6 +17,8 @@ struct MemoryPlan {
   std::vector<int64_t> units;  // elements of each unit in forward order (embeddings, layers, head)
   int compute_bytes = 4;   // bytes of a gathered parameter / unit gradient: 4 (fp32) or 2 (bf16, fp16)
   bool prefetch = false;   // zero 3 / fsdp: the next unit's gather is in flight during this one's compute
+  bool overlap = false;    // a unit's gradient reduction is in flight during the next unit's backward
+  int reduce_bytes = 4;    // bytes of a gradient element in the reduction
 };
 
 struct StateBytes {
@@ -35,7 +37,11 @@ struct StateBytes {
 //             16Ψ/N + max_i c·(u_0 + … + u_i + u_i)
 // where m = 4 under mixed precision (the fp32 master partition is a copy,
 // not a view of the replicated parameters) and 0 in fp32, and p = 1 with
-// prefetch. Throws UserError for an unknown strategy.
+// prefetch. With overlap, the reduction of the unit after u_i (backward
+// reduces it first) is still in flight: + r·u_(i+1)·(1 + 1/N) for a
+// reduce-scatter (its input and this rank's part), + r·u_(i+1) for zero 1's
+// all-reduce, r the reduce dtype's bytes. Throws UserError for an unknown
+// strategy.
 StateBytes theoretical_state(const MemoryPlan& plan);
 
 }  // namespace hpcbench::strategies::shard

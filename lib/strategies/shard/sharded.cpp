@@ -147,6 +147,7 @@ void Sharded::setup(model::BertForQuestionAnswering& model, const StrategyContex
   }
   if (!plan_.shard_params) plan_.prefetch = false;  // nothing to gather between uses
   if (!plan_.prefetch && plan_.shard_params) plan_.options += ",no-prefetch";
+  if (!plan_.overlap) plan_.options += ",no-overlap";
   const int parts = shard_comm_->size(), part = shard_comm_->rank();
 
   // Units in forward order; within a unit, decayed then non-decayed.
@@ -236,9 +237,10 @@ void Sharded::use_compute_views() {
 }
 
 at::Tensor Sharded::gather_input(const FlatParam& f) const {
-  // The gather's output contains its input: the partition is copied, never
-  // handed over (its storage may be a view of that output).
-  return mixed_ ? f.shard.detach().to(compute_dtype_) : f.shard.detach().clone();
+  if (mixed_) return f.shard.detach().to(compute_dtype_);
+  // A partition that is a view of the gather's output must be copied first;
+  // one with memory of its own is sent as it is.
+  return f.shard_is_view ? f.shard.detach().clone() : f.shard.detach();
 }
 
 void Sharded::gather(Unit& u) {
@@ -285,34 +287,59 @@ void Sharded::reshard(Unit& u) {
   u.gathered = false;
 }
 
-// One unit's gradients are complete: reduce them into this rank's partition
-// (accumulating over micro-steps, in fp32) and free the full gradients.
+// One unit's gradients are complete: start reducing them into this rank's
+// partition and free the full gradients. With overlap the collective runs
+// while backward computes the next unit; it is finished (and accumulated,
+// in fp32, over micro-steps) when the next unit reduces or backward ends, so
+// that at most one unit's reduction is in flight, as FSDP limits it.
 void Sharded::reduce(Unit& u) {
   note_peak();
+  complete_reductions();
   auto t0 = Clock::now();
   auto& comm = *ctx_.comm;
   const int world = comm.size(), parts = shard_comm_->size();
   at::NoGradGuard no_grad;
   for (auto i : u.flats) {
     auto& f = flats_[i];
-    auto flat = at::zeros({f.shard_numel * parts}, f.full.options().dtype(reduce_dtype_));
+    Reduction r;
+    r.flat = i;
+    r.what = (plan_.shard_grads ? "reduce_scatter of " : "all_reduce of ") + u.name;
+    r.send = at::zeros({f.shard_numel * parts}, f.full.options().dtype(reduce_dtype_));
     for (size_t k = 0; k < f.params.size(); ++k) {
       auto& p = f.params[k];
-      if (p.grad().defined()) flat.narrow(0, f.offsets[k], p.numel()).view(p.sizes()).copy_(p.grad());
+      if (p.grad().defined()) r.send.narrow(0, f.offsets[k], p.numel()).view(p.sizes()).copy_(p.grad());
       p.mutable_grad() = at::Tensor();
     }
     // Divided before the sum, as DDP and FSDP do, so that the sum is the
     // mean and fp16 sums do not overflow.
-    if (world > 1) flat.mul_(1.0 / world);
+    if (world > 1) r.send.mul_(1.0 / world);
     if (plan_.shard_grads) {
-      auto part = at::empty({f.shard_numel}, flat.options());
-      shard_comm_->reduce_scatter(part, flat);
-      if (replicate_group_) replicate_group_->allreduce(part);
-      if (f.shard.grad().defined()) f.shard.mutable_grad().add_(part);
-      else f.shard.mutable_grad() = part.to(at::kFloat);
+      r.part = at::empty({f.shard_numel}, r.send.options());
+      r.work = shard_comm_->reduce_scatter_async(r.part, r.send);
     } else {
-      comm.allreduce(flat);
-      if (!f.grad_full.defined()) f.grad_full = at::zeros(flat.sizes(), flat.options().dtype(at::kFloat));
+      r.work = comm.allreduce_async(r.send);
+    }
+    reductions_.push_back(std::move(r));
+  }
+  comm_ms_ += ms_since(t0);
+  if (!plan_.overlap) complete_reductions();
+  if (plan_.shard_params) reshard(u);
+}
+
+void Sharded::complete_reductions() {
+  if (reductions_.empty()) return;
+  auto t0 = Clock::now();
+  auto& comm = *ctx_.comm;
+  at::NoGradGuard no_grad;
+  for (auto& r : reductions_) {
+    auto& f = flats_[r.flat];
+    (plan_.shard_grads ? *shard_comm_ : comm).wait(r.work, r.what);
+    if (plan_.shard_grads) {
+      if (replicate_group_) replicate_group_->allreduce(r.part);
+      if (f.shard.grad().defined()) f.shard.mutable_grad().add_(r.part);
+      else f.shard.mutable_grad() = r.part.to(at::kFloat);
+    } else {
+      if (!f.grad_full.defined()) f.grad_full = at::zeros(r.send.sizes(), r.send.options().dtype(at::kFloat));
       if (!f.shard.grad().defined()) {
         f.grad_full.zero_();
         // Shares grad_full's memory without being an autograd view: the
@@ -321,11 +348,11 @@ void Sharded::reduce(Unit& u) {
         g.set_(f.grad_full.storage(), comm.rank() * f.shard_numel, {f.shard_numel}, {1});
         f.shard.mutable_grad() = g;
       }
-      f.grad_full.add_(flat);
+      f.grad_full.add_(r.send);
     }
   }
+  reductions_.clear();
   comm_ms_ += ms_since(t0);
-  if (plan_.shard_params) reshard(u);
 }
 
 void Sharded::on_grad_ready(size_t index) {
@@ -406,6 +433,7 @@ double Sharded::finish_gradients(train::StepTimer& timer) {
       gather(u);  // so that reshard finds it as reduce expects
       reduce(u);
     }
+  complete_reductions();
   timer.mark(train::Phase::Comm);
   (void)t0;
   // Every collective so far this step waited on the critical path; what
@@ -496,6 +524,7 @@ size_t Sharded::current_bytes(bool transient) const {
   if (transient) {
     for (auto& p : params_)
       if (p.grad().defined()) bytes += p.grad().nbytes();
+    for (auto& r : reductions_) bytes += storage_bytes(r.send) + storage_bytes(r.part);
     return bytes;
   }
   if (optimizer_)
@@ -548,6 +577,8 @@ double Sharded::theoretical_state_bytes() const {
   }
   m.compute_bytes = static_cast<int>(c10::elementSize(compute_dtype_));
   m.prefetch = plan_.prefetch;
+  m.overlap = plan_.overlap;
+  m.reduce_bytes = static_cast<int>(c10::elementSize(reduce_dtype_));
   return theoretical_state(m).total();
 }
 

@@ -36,6 +36,7 @@ struct ShardingPlan {
   bool hybrid = false;        // partitions cut over a shard group, replicated across groups
   int shard_group = 0;        // hybrid: ranks per shard group; 0: the ranks of a node
   bool prefetch = true;       // with shard_params: all-gather the next unit while this one computes
+  bool overlap = true;        // a unit's gradient reduction runs during the next unit's backward
   std::string reduce_dtype;   // mixed precision: fp32, bf16, fp16; "": the compute dtype
 };
 
@@ -102,6 +103,15 @@ class Sharded final : public Strategy {
     std::vector<c10::intrusive_ptr<c10d::Work>> inflight;
     std::vector<at::Tensor> inflight_inputs;
   };
+  // A unit's gradient reduction in flight: the buffer sent (full gradients
+  // in the reduce dtype) and, for reduce-scatter, this rank's part.
+  struct Reduction {
+    size_t flat = 0;
+    std::string what;
+    at::Tensor send, part;
+    c10::intrusive_ptr<c10d::Work> work;
+  };
+  void complete_reductions();
   void gather(Unit& u);
   void start_gather(Unit& u);
   void finish_gather(Unit& u);
@@ -128,6 +138,7 @@ class Sharded final : public Strategy {
   std::vector<Unit> units_;
   std::vector<at::Tensor> params_;
   std::vector<size_t> unit_of_;  // param -> unit
+  std::vector<Reduction> reductions_;
   torch::optim::Optimizer* optimizer_ = nullptr;
   double comm_ms_ = 0;
   double exposed_ms_ = 0;

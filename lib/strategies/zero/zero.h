@@ -20,6 +20,7 @@ inline shard::ShardingPlan zero_plan(const StrategyOptions& o) {
   p.shard_grads = stage >= 2;
   p.shard_params = stage == 3;
   p.prefetch = o.prefetch;
+  p.overlap = o.overlap;
   p.reduce_dtype = o.reduce_dtype;
   return p;
 }

@@ -181,7 +181,8 @@ Action add_run(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--bucket-mb", o->strategy.bucket_mb, "ddp: gradient bucket size in MB")->capture_default_str();
   sub->add_flag_function("--no-overlap", [o](int64_t) { o->strategy.overlap = false; },
-                "ddp: all-reduce after backward instead of during it");
+                "ddp: all-reduce after backward instead of during it; zero, fsdp: finish each unit's gradient "
+                "reduction before the next unit's backward");
   sub->add_option("--zero-stage", o->strategy.zero_stage, "zero: 1, 2 or 3 (DeepSpeed's stages)")
       ->capture_default_str();
   sub->add_option("--sharding", o->strategy.sharding,

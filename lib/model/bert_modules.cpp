@@ -114,6 +114,13 @@ at::Tensor BertLayerImpl::forward(const at::Tensor& x, const at::Tensor& key_mas
   return output(intermediate(a), a);
 }
 
+at::Tensor key_mask_of(const at::Tensor& attention_mask) {
+  if (!attention_mask.defined()) return {};
+  auto keep = attention_mask.ne(0);
+  if (keep.all().item<bool>()) return {};
+  return keep.view({attention_mask.size(0), 1, 1, attention_mask.size(1)});
+}
+
 BertModelImpl::BertModelImpl(const BertConfig& c) {
   embeddings = register_module("embeddings", BertEmbeddings(c));
   encoder = register_module("encoder", std::make_shared<torch::nn::Module>("BertEncoder"));
@@ -125,8 +132,7 @@ at::Tensor BertModelImpl::forward(const at::Tensor& input_ids, const at::Tensor&
                                   const at::Tensor& attention_mask) {
   auto h = embeddings(input_ids, token_type_ids);
   // [batch, 1, 1, seq]: the same key mask for every head and every query.
-  at::Tensor key_mask;
-  if (attention_mask.defined()) key_mask = attention_mask.ne(0).view({input_ids.size(0), 1, 1, input_ids.size(1)});
+  auto key_mask = key_mask_of(attention_mask);
   at::Tensor additive;
   for (auto& m : *layer) h = m->as<BertLayer>()->forward(h, key_mask, additive);
   return h;

@@ -86,6 +86,12 @@ class BertLayerImpl : public torch::nn::Module {
 };
 TORCH_MODULE(BertLayer);
 
+// The [batch, 1, 1, seq] mask of keys to attend to, from a [batch, seq]
+// attention mask; undefined when no key is masked (a batch without padding),
+// so that attention runs unmasked and SDPA may take its fused kernels, as
+// Hugging Face drops an all-ones mask. Reads the mask (a sync on GPUs).
+at::Tensor key_mask_of(const at::Tensor& attention_mask);
+
 // BertModel without the pooler (add_pooling_layer=False, as the QA model has it).
 class BertModelImpl : public torch::nn::Module {
  public:

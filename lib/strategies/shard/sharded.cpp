@@ -384,8 +384,7 @@ at::Tensor Sharded::sharded_forward(model::BertForQuestionAnswering& model, cons
     return out;
   };
   auto h = run_unit(0, [&] { return bert->embeddings->forward(b.input_ids, b.token_type_ids); });
-  at::Tensor key_mask;
-  if (b.attention_mask.defined()) key_mask = b.attention_mask.ne(0).view({b.input_ids.size(0), 1, 1, seq});
+  auto key_mask = model::key_mask_of(b.attention_mask);
   at::Tensor additive;
   for (size_t i = 0; i < bert->layer->size(); ++i)
     h = run_unit(i + 1, [&] { return bert->layer[i]->as<model::BertLayer>()->forward(h, key_mask, additive); });
@@ -426,7 +425,6 @@ at::Tensor Sharded::forward_backward(model::BertForQuestionAnswering& model, con
 double Sharded::finish_gradients(train::StepTimer& timer) {
   // Units whose hooks did not all fire (a parameter unused in this forward)
   // are reduced now, in unit order on every rank.
-  auto t0 = Clock::now();
   for (auto& u : units_)
     if (u.pending > 0) {
       u.pending = 0;
@@ -435,7 +433,6 @@ double Sharded::finish_gradients(train::StepTimer& timer) {
     }
   complete_reductions();
   timer.mark(train::Phase::Comm);
-  (void)t0;
   // Every collective so far this step waited on the critical path; what
   // prefetch hid is not in it.
   return comm_ms_;

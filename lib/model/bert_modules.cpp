@@ -71,7 +71,9 @@ at::Tensor BertSelfAttentionImpl::forward(const at::Tensor& x, const at::Tensor&
     additive = at::zeros(key_mask.sizes(), q.options()).masked_fill_(key_mask.logical_not(), lowest(q.scalar_type()));
   // SDPA picks the fused (flash / memory-efficient) kernel on GPU; dropout on
   // the attention probabilities happens inside it, in training only.
-  auto o = at::scaled_dot_product_attention(q, k, v, additive, is_training() ? dropout_p_ : 0.0, false,
+  std::optional<at::Tensor> mask;
+  if (key_mask.defined()) mask = additive;
+  auto o = at::scaled_dot_product_attention(q, k, v, mask, is_training() ? dropout_p_ : 0.0, false,
                                             1.0 / std::sqrt(static_cast<double>(head_dim_)));
   return o.transpose(1, 2).reshape({b, s, heads_ * head_dim_});
 }

@@ -10,6 +10,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "model/bert.h"
+#include "model/bert_modules.h"
 #include "model/checkpoint.h"
 #include "model_test_util.h"
 #include "train/optimizer.h"
@@ -164,6 +165,28 @@ TEST_CASE("padding is masked: padded tokens do not change the others' logits", "
   // int32 inputs give the same result as int64.
   auto out3 = m->forward(b.ids.to(at::kInt), b.types.to(at::kInt), b.mask.to(at::kInt));
   CHECK(at::equal(out.end_logits, out3.end_logits));
+}
+
+TEST_CASE("a batch without padding runs unmasked, with the same logits as with an all-ones mask", "[model][mask]") {
+  torch::manual_seed(3);
+  model::BertForQuestionAnswering m(small_config());
+  m->eval();
+  auto b = small_batch();
+  auto ones = at::ones_like(b.mask);
+  CHECK_FALSE(model::key_mask_of(ones).defined());
+  CHECK(model::key_mask_of(b.mask).defined());
+  CHECK_FALSE(model::key_mask_of(at::Tensor()).defined());
+  auto with_mask = m->forward(b.ids, b.types, ones);
+  auto without = m->forward(b.ids, b.types, at::Tensor());
+  CHECK(test::max_abs_diff(with_mask.start_logits, without.start_logits) < 1e-6);
+  // Masking does change them (the comparison can fail).
+  auto masked = m->forward(b.ids, b.types, b.mask);
+  CHECK(test::max_abs_diff(masked.start_logits[1].slice(0, 0, 8), without.start_logits[1].slice(0, 0, 8)) > 1e-4);
+  // Training (dropout inside attention) runs unmasked too.
+  m->train();
+  auto pos = at::zeros({2}, at::kLong);
+  auto o = m->forward(b.ids, b.types, ones, pos, pos);
+  CHECK(o.loss.isfinite().item<bool>());
 }
 
 TEST_CASE("QA loss ignores positions outside the sequence", "[model][loss]") {

@@ -226,17 +226,23 @@ TEST_CASE("a rank that dies or hangs ends the whole job promptly, names the rank
   CHECK(entries(results) == 0);
 }
 
-TEST_CASE("zero stages 1-3 and fsdp through hpcbench run equal the baseline with the same global batch") {
+TEST_CASE("zero stages 1-3 and fsdp through hpcbench run equal the baseline and ddp with the same global batch") {
   test::TempDir dir;
   auto base4 = run(dir.path, "base4", "--strategy baseline --batch-size 4");
   auto base8 = run(dir.path, "base8", "--strategy baseline --batch-size 8");
+  // And as ddp with the same global batch, compared directly.
+  auto ddp2 = run(dir.path, "ddp2", "--strategy ddp --nproc-per-node 2 --batch-size 2");
+  auto ddp4 = run(dir.path, "ddp4", "--strategy ddp --nproc-per-node 4 --batch-size 2");
   for (std::string s : {"zero --zero-stage 1", "zero --zero-stage 2", "zero --zero-stage 3", "fsdp --sharding full",
                         "fsdp --sharding grad-op"}) {
     auto name = "s" + std::to_string(std::hash<std::string>{}(s) % 100000);
-    require_same(run(dir.path, name, "--strategy " + s + " --nproc-per-node 2 --batch-size 2"), base4, s + ", 2 ranks");
+    auto r = run(dir.path, name, "--strategy " + s + " --nproc-per-node 2 --batch-size 2");
+    require_same(r, base4, s + ", 2 ranks");
+    require_same(r, ddp2, s + ", 2 ranks, against ddp");
   }
   auto z3 = run(dir.path, "z3x4", "--strategy zero --zero-stage 3 --nproc-per-node 4 --batch-size 2");
   require_same(z3, base8, "zero stage 3, 4 ranks");
+  require_same(z3, ddp4, "zero stage 3, 4 ranks, against ddp");
   require_same(run(dir.path, "fsx4", "--strategy fsdp --sharding full --nproc-per-node 4 --batch-size 2"), base8,
                "fsdp full, 4 ranks");
   require_same(run(dir.path, "fsx4n", "--strategy fsdp --sharding full --nproc-per-node 4 --batch-size 2 --no-prefetch"),
@@ -244,6 +250,7 @@ TEST_CASE("zero stages 1-3 and fsdp through hpcbench run equal the baseline with
   // Two shard groups of two ranks, as two nodes of two GPUs would be.
   auto hy = run(dir.path, "hyx4", "--strategy fsdp --sharding hybrid --shard-group-size 2 --nproc-per-node 4 --batch-size 2");
   require_same(hy, base8, "fsdp hybrid, 2 groups of 2");
+  require_same(hy, ddp4, "fsdp hybrid, 2 groups of 2, against ddp");
   CHECK(hy.json["result"]["strategy_options"] == "sharding=hybrid,shard-group=2");
   // Each run reports the memory model's figure beside its measured state,
   // and every rank's own figures.

@@ -175,7 +175,7 @@ QAOutput BertForQuestionAnsweringImpl::forward(const at::Tensor& input_ids, cons
   const int64_t seq = input_ids.size(1);
   if (seq > config_.max_position_embeddings)
     fail("sequence length {} exceeds the model's {} positions", seq, config_.max_position_embeddings);
-  auto logits = qa_outputs_(bert_->forward(input_ids, token_type_ids, attention_mask));
+  auto logits = linear(qa_outputs_, bert_->forward(input_ids, token_type_ids, attention_mask));
   QAOutput out;
   out.start_logits = logits.select(-1, 0).contiguous();
   out.end_logits = logits.select(-1, 1).contiguous();

@@ -62,9 +62,9 @@ BertSelfAttentionImpl::BertSelfAttentionImpl(const BertConfig& c)
 at::Tensor BertSelfAttentionImpl::forward(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive) {
   const int64_t b = x.size(0), s = x.size(1);
   auto heads = [&](const at::Tensor& t) { return t.view({b, s, heads_, head_dim_}).transpose(1, 2); };
-  auto q = heads(query(x));
-  auto k = heads(key(x));
-  auto v = heads(value(x));
+  auto q = heads(linear(query, x));
+  auto k = heads(linear(key, x));
+  auto v = heads(linear(value, x));
   // Built once per forward in the dtype the projections come out in (the
   // autocast dtype under mixed precision), which SDPA requires of a float mask.
   if (key_mask.defined() && (!additive.defined() || additive.scalar_type() != q.scalar_type()))
@@ -85,7 +85,7 @@ BertResidualOutputImpl::BertResidualOutputImpl(int64_t in, const BertConfig& c) 
 }
 
 at::Tensor BertResidualOutputImpl::forward(const at::Tensor& x, const at::Tensor& residual) {
-  return LayerNorm(dropout(dense(x)) + residual);
+  return LayerNorm(dropout(linear(dense, x)) + residual);
 }
 
 BertAttentionImpl::BertAttentionImpl(const BertConfig& c) {
@@ -102,7 +102,7 @@ BertIntermediateImpl::BertIntermediateImpl(const BertConfig& c) : tanh_gelu_(c.h
 }
 
 at::Tensor BertIntermediateImpl::forward(const at::Tensor& x) {
-  return at::gelu(dense(x), tanh_gelu_ ? "tanh" : "none");
+  return at::gelu(linear(dense, x), tanh_gelu_ ? "tanh" : "none");
 }
 
 BertLayerImpl::BertLayerImpl(const BertConfig& c) {

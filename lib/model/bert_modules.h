@@ -86,6 +86,13 @@ class BertLayerImpl : public torch::nn::Module {
 };
 TORCH_MODULE(BertLayer);
 
+// x·Wᵀ + b through at::linear, as torch.nn.Linear computes it. The C++
+// frontend's Linear::forward multiplies 3-D inputs with matmul and adds the
+// bias separately, which costs an extra op forward and backward per layer.
+inline at::Tensor linear(const torch::nn::Linear& l, const at::Tensor& x) {
+  return at::linear(x, l->weight, l->bias);
+}
+
 // The [batch, 1, 1, seq] mask of keys to attend to, from a [batch, seq]
 // attention mask; undefined when no key is masked (a batch without padding),
 // so that attention runs unmasked and SDPA may take its fused kernels, as

@@ -388,7 +388,7 @@ at::Tensor Sharded::sharded_forward(model::BertForQuestionAnswering& model, cons
   at::Tensor additive;
   for (size_t i = 0; i < bert->layer->size(); ++i)
     h = run_unit(i + 1, [&] { return bert->layer[i]->as<model::BertLayer>()->forward(h, key_mask, additive); });
-  auto logits = run_unit(units_.size() - 1, [&] { return qa.forward(h); });
+  auto logits = run_unit(units_.size() - 1, [&] { return at::linear(h, qa.weight, qa.bias); });
   // The loss in fp32 whatever the compute dtype, as autocast computes it.
   logits = logits.to(at::kFloat);
   auto start_logits = logits.select(-1, 0).contiguous();

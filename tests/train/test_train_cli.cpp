@@ -62,6 +62,15 @@ TEST_CASE("bad input: clear error naming the thing, exit 2, nothing under result
       {"--train-data " + squad("dev-v1.1-sample.json"), "needs --vocab"},
       {"--train-data " + (dir.path / "missing.json").string() + " --vocab " + vocab(), "missing.json"},
       {"--strategy magic", "--strategy magic"},
+      {"--strategy zero --zero-stage 4", "--zero-stage 4"},
+      {"--strategy fsdp --sharding weird", "--sharding weird"},
+      {"--strategy fsdp --sharding full --shard-group-size 2", "--shard-group-size 2 applies to --sharding hybrid"},
+      {"--strategy fsdp --precision bf16 --reduce-dtype fp8", "--reduce-dtype fp8"},
+      {"--strategy ddp --reduce-dtype bf16", "--reduce-dtype bf16 applies to --strategy zero and fsdp"},
+      // Found by the ranks: the job ends with the rank's message.
+      {"--strategy fsdp --sharding hybrid --shard-group-size 3 --nproc-per-node 2",
+       "--shard-group-size 3: 2 ranks do not split into groups of 3"},
+      {"--strategy zero --reduce-dtype bf16 --nproc-per-node 2", "needs --precision bf16 or fp16"},
   };
   for (auto& c : cases) {
     INFO(c.args);

@@ -33,6 +33,7 @@ inline shard::ShardingPlan fsdp_plan(const StrategyOptions& o) {
   p.shard_group = o.shard_group_size;
   p.prefetch = o.prefetch;
   p.overlap = o.overlap;
+  shard::check_reduce_dtype(o.reduce_dtype);
   p.reduce_dtype = o.reduce_dtype;
   return p;
 }

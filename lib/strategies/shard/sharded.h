@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "dist/process_group.h"
 #include "strategies/shard/flat_param.h"
 #include "strategies/strategy.h"
@@ -39,6 +40,12 @@ struct ShardingPlan {
   bool overlap = true;        // a unit's gradient reduction runs during the next unit's backward
   std::string reduce_dtype;   // mixed precision: fp32, bf16, fp16; "": the compute dtype
 };
+
+// --reduce-dtype: "" (the compute dtype), fp32, bf16 or fp16; UserError else.
+inline void check_reduce_dtype(const std::string& name) {
+  if (!name.empty() && name != "fp32" && name != "bf16" && name != "fp16")
+    fail("--reduce-dtype {}: must be fp32, bf16 or fp16", name);
+}
 
 // fsdp hybrid's shard groups: `group_size` consecutive ranks when given,
 // else the ranks of each node (`hosts`, rank order; all ranks when empty).

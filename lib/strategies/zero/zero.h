@@ -21,6 +21,7 @@ inline shard::ShardingPlan zero_plan(const StrategyOptions& o) {
   p.shard_params = stage == 3;
   p.prefetch = o.prefetch;
   p.overlap = o.overlap;
+  shard::check_reduce_dtype(o.reduce_dtype);
   p.reduce_dtype = o.reduce_dtype;
   return p;
 }

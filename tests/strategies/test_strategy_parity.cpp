@@ -291,35 +291,38 @@ TEST_CASE("a checkpoint saved by a sharded run loads under another strategy and 
   CHECK(base.losses.front() < fresh.losses.front());
 }
 
-TEST_CASE("a rank killed during a sharded run's all-gathers ends the job, naming the rank, leaving no results") {
-  test::TempDir dir;
-  auto results = dir.path / "results";
-  auto t0 = std::chrono::steady_clock::now();
-  auto r = test::run_command("HPCBENCH_TEST_FAULT=1:2:kill " + bin() + " run" + kCommon +
-                             " --strategy zero --zero-stage 3 --nproc-per-node 2 --batch-size 2 --max-steps 50"
-                             " --collective-timeout 5 --results-dir " + results.string());
-  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  INFO(r.output);
-  CHECK(r.exit_code != 0);
-  CHECK(r.output.find("rank 1") != std::string::npos);
-  CHECK(s < 30);
-  CHECK(entries(results) == 0);
-}
+namespace {
 
-TEST_CASE("a rank hanging inside a hybrid shard group times out the job, naming the rank and the group") {
+// A job with HPCBENCH_TEST_FAULT=<fault> (rank:steps:mode) and a 5 s
+// collective timeout: it must fail, within `limit_s`, leaving no results.
+// Returns its output for the messages to check.
+std::string failing_job(const std::string& fault, const std::string& args, double limit_s) {
   test::TempDir dir;
   auto results = dir.path / "results";
   auto t0 = std::chrono::steady_clock::now();
-  auto r = test::run_command("HPCBENCH_TEST_FAULT=3:2:hang " + bin() + " run" + kCommon +
-                             " --strategy fsdp --sharding hybrid --shard-group-size 2 --nproc-per-node 4"
+  auto r = test::run_command("HPCBENCH_TEST_FAULT=" + fault + " " + bin() + " run" + kCommon + " " + args +
                              " --batch-size 2 --max-steps 50 --collective-timeout 5 --results-dir " + results.string());
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   INFO(r.output);
   CHECK(r.exit_code != 0);
+  CHECK(s < limit_s);
+  CHECK(entries(results) == 0);
+  return r.output;
+}
+
+}  // namespace
+
+TEST_CASE("a rank killed during a sharded run's all-gathers ends the job, naming the rank, leaving no results") {
+  auto out = failing_job("1:2:kill", "--strategy zero --zero-stage 3 --nproc-per-node 2", 30);
+  INFO(out);
+  CHECK(out.find("rank 1") != std::string::npos);
+}
+
+TEST_CASE("a rank hanging inside a hybrid shard group times out the job, naming the rank and the group") {
+  auto out = failing_job("3:2:hang", "--strategy fsdp --sharding hybrid --shard-group-size 2 --nproc-per-node 4", 60);
+  INFO(out);
   // Rank 2 shares rank 3's shard group: its gather or reduce-scatter there
   // is what times out.
-  CHECK(r.output.find("in group shard.1") != std::string::npos);
-  CHECK(r.output.find("timeout 5 s") != std::string::npos);
-  CHECK(s < 60);
-  CHECK(entries(results) == 0);
+  CHECK(out.find("in group shard.1") != std::string::npos);
+  CHECK(out.find("timeout 5 s") != std::string::npos);
 }

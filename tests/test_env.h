@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -22,7 +24,7 @@ inline std::filesystem::path hpcbench_bin() { return env_path("HPCBENCH_BIN"); }
 inline std::filesystem::path source_dir() { return env_path("HPCBENCH_SOURCE_DIR"); }
 
 struct CommandResult {
-  int exit_code = -1;  // -1 when killed by a signal
+  int exit_code = -1;  // 128 + N when killed by signal N, as the shell reports it
   std::string output;  // stdout and stderr together
 };
 
@@ -35,8 +37,24 @@ inline CommandResult run_command(const std::string& cmd) {
   size_t n;
   while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) r.output.append(buf, n);
   int status = ::pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   return r;
+}
+
+// A whole file as text ("" when it cannot be read).
+inline std::string slurp(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Entries directly inside `dir` (0 when it does not exist).
+inline size_t entries(const std::filesystem::path& dir) {
+  if (!std::filesystem::exists(dir)) return 0;
+  size_t n = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir)) (void)e, ++n;
+  return n;
 }
 
 // A fresh empty folder for one test, removed when it goes out of scope.

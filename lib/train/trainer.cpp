@@ -183,7 +183,9 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
         orders.push_back(block);
       }
       double exposed = strategy.finish_gradients(timer);
-      bool finite = strategy.all_finite(scaler.unscale(params));
+      // Only fp16's loss scaling can find overflows; sharded ranks then agree
+      // on the verdict (a collective), so without scaling nothing is asked.
+      bool finite = !scaler.enabled() || strategy.all_finite(scaler.unscale(params));
       double norm = 0;
       if (finite && cfg.max_grad_norm > 0)
         norm = sharded ? strategy.clip_grad_norm(cfg.max_grad_norm) : clip_grad_norm(params, cfg.max_grad_norm);
@@ -253,9 +255,8 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
 
   // Memory per rank: sharded ranks need not hold the same (padding, the
   // units a rank's partition cuts), and the job needs what the largest holds.
-  const double state_theory = strategy.theoretical_state_bytes() > 0
-                                  ? strategy.theoretical_state_bytes()
-                                  : 16.0 * static_cast<double>(mcfg.num_parameters());
+  double state_theory = strategy.theoretical_state_bytes();
+  if (state_theory <= 0) state_theory = 16.0 * static_cast<double>(mcfg.num_parameters());
   std::vector<int64_t> rank_state_bytes{static_cast<int64_t>(state_bytes)};
   std::vector<int64_t> rank_peak_bytes{static_cast<int64_t>(peak_memory_bytes(device))};
   if (ctx.comm && ctx.world_size > 1) {

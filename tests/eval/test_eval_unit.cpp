@@ -15,6 +15,26 @@
 
 using namespace hpcbench;
 
+namespace {
+
+// Question "q1" on the context "some context": one feature of 4 tokens whose
+// positions 1 and 2 are "some" [0,4) and "context" [5,12); 0 and 3 are not context.
+std::pair<std::vector<data::SquadExample>, data::Features> two_word_feature() {
+  std::vector<data::SquadExample> examples(1);
+  examples[0].id = "q1";
+  examples[0].context = "some context";
+  data::Features f;
+  f.seq_len = 4;
+  f.example_index = {0};
+  f.start_positions = {0};
+  f.end_positions = {0};
+  f.offset_begin = {-1, 0, 5, -1};
+  f.offset_end = {-1, 4, 12, -1};
+  return {examples, f};
+}
+
+}  // namespace
+
 TEST_CASE("substr_codepoints slices by code point, as Python does", "[eval]") {
   const std::string s = "a\xC3\xA9\xE6\x97\xA5\xF0\x9F\x98\x80z";  // a é 日 😀 z
   CHECK(eval::substr_codepoints(s, 0, 1) == "a");
@@ -59,16 +79,7 @@ TEST_CASE("bad prediction files and inputs give errors naming the problem", "[ev
   CHECK_THROWS_WITH(eval::read_predictions_json(path), Catch::Contains("not valid JSON"));
   CHECK_THROWS_AS(eval::read_predictions_json(dir.path / "missing.json"), UserError);
 
-  std::vector<data::SquadExample> examples(1);
-  examples[0].id = "q1";
-  examples[0].context = "some context";
-  data::Features f;
-  f.seq_len = 4;
-  f.example_index = {0};
-  f.start_positions = {0};
-  f.end_positions = {0};
-  f.offset_begin = {-1, 0, 5, -1};
-  f.offset_end = {-1, 4, 12, -1};
+  auto [examples, f] = two_word_feature();
   std::vector<float> ok(4, 0.f), short_logits(3, 0.f);
   CHECK_THROWS_AS(eval::postprocess_qa_predictions(examples, f, short_logits, ok, {}), UserError);
   auto train_features = f;
@@ -87,17 +98,7 @@ TEST_CASE("bad prediction files and inputs give errors naming the problem", "[ev
 }
 
 TEST_CASE("a tiny hand-checked post-processing", "[eval]") {
-  // context "some context": tokens "some" [0,4) and "context" [5,12).
-  std::vector<data::SquadExample> examples(1);
-  examples[0].id = "q1";
-  examples[0].context = "some context";
-  data::Features f;
-  f.seq_len = 4;
-  f.example_index = {0};
-  f.start_positions = {0};
-  f.end_positions = {0};
-  f.offset_begin = {-1, 0, 5, -1};
-  f.offset_end = {-1, 4, 12, -1};
+  auto [examples, f] = two_word_feature();
   std::vector<float> start{1.f, 3.f, 0.f, 9.f}, end{1.f, 0.f, 2.f, 9.f};  // position 3 is not context
   eval::PostprocessConfig cfg;
   CHECK(eval::postprocess_qa_predictions(examples, f, start, end, cfg).at("q1") == "some context");
@@ -114,16 +115,7 @@ TEST_CASE("a tiny hand-checked post-processing", "[eval]") {
 TEST_CASE("equal logits are ranked as utils_qa.py ranks them", "[eval]") {
   // With all logits 0, utils_qa.py (numpy argsort, reversed; stable sorted)
   // answers "context": the later index comes first among equals.
-  std::vector<data::SquadExample> examples(1);
-  examples[0].id = "q1";
-  examples[0].context = "some context";
-  data::Features f;
-  f.seq_len = 4;
-  f.example_index = {0};
-  f.start_positions = {0};
-  f.end_positions = {0};
-  f.offset_begin = {-1, 0, 5, -1};
-  f.offset_end = {-1, 4, 12, -1};
+  auto [examples, f] = two_word_feature();
   std::vector<float> zeros(4, 0.f);
   CHECK(eval::postprocess_qa_predictions(examples, f, zeros, zeros, {}).at("q1") == "context");
   // NaN logits (a diverged model) must not break the sorts.

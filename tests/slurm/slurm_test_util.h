@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "test_env.h"
+
 namespace hpcbench::test {
 
 struct Shell {
@@ -21,22 +23,8 @@ struct Shell {
 };
 
 inline Shell sh(const std::string& command) {
-  Shell r;
-  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  int st = ::pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return r;
-}
-
-inline std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  auto r = run_command(command);
+  return {r.exit_code, std::move(r.output)};
 }
 
 inline std::vector<std::string> lines_of(const std::string& text) {

@@ -28,20 +28,6 @@ const std::string kCommon =
     " --dropout 0 --seed 7 --precision fp32 --device cpu --threads 1 --lr 5e-4 --adam-eps 1e-6"
     " --warmup-ratio 0.2 --cache-dir none";
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-size_t entries(const fs::path& dir) {
-  if (!fs::exists(dir)) return 0;
-  size_t n = 0;
-  for (auto& e : fs::directory_iterator(dir)) (void)e, ++n;
-  return n;
-}
-
 struct Run {
   std::map<std::string, at::Tensor> params;
   std::vector<double> losses;
@@ -57,10 +43,10 @@ Run run(const fs::path& dir, const std::string& name, const std::string& args) {
                              results.string() + " --save-checkpoint " + ckpt.string());
   INFO(args << "\n" << r.output);
   REQUIRE(r.exit_code == 0);
-  CHECK(entries(results) == 1);  // rank 0 alone writes, once
+  CHECK(test::entries(results) == 1);  // rank 0 alone writes, once
   Run out;
   out.params = model::read_safetensors(ckpt);
-  out.json = nlohmann::json::parse(slurp(results / name / "run.json"));
+  out.json = nlohmann::json::parse(test::slurp(results / name / "run.json"));
   for (auto& s : out.json["steps"]) out.losses.push_back(s["loss"].get<double>());
   return out;
 }
@@ -161,7 +147,7 @@ TEST_CASE("dp with 2 and 4 replicas equals the baseline with 2x and 4x the batch
 
 TEST_CASE("ddp on 2 ranks equals PyTorch's DistributedDataParallel") {
   auto ref = test::reference_dir() / "ddp_reference";
-  auto meta = nlohmann::json::parse(slurp(ref / "torch.json"));
+  auto meta = nlohmann::json::parse(test::slurp(ref / "torch.json"));
   Run torch_run;
   torch_run.params = model::read_safetensors(ref / "torch_final.safetensors");
   for (auto& l : meta["losses"]) torch_run.losses.push_back(l.get<double>());
@@ -179,7 +165,7 @@ TEST_CASE("ddp on 2 ranks equals PyTorch's DistributedDataParallel") {
   REQUIRE(r.exit_code == 0);
   Run ours;
   ours.params = model::read_safetensors(ckpt);
-  auto ours_json = nlohmann::json::parse(slurp(results / "ours" / "run.json"));
+  auto ours_json = nlohmann::json::parse(test::slurp(results / "ours" / "run.json"));
   for (auto& s : ours_json["steps"]) ours.losses.push_back(s["loss"].get<double>());
   // torch's state_dict has the same Hugging Face names (position_ids is not
   // saved by transformers 5 and not compared).
@@ -223,7 +209,7 @@ TEST_CASE("a rank that dies or hangs ends the whole job promptly, names the rank
     CHECK(r.output.find("failed on rank 0 of 2") != std::string::npos);
     CHECK(s < 30);
   }
-  CHECK(entries(results) == 0);
+  CHECK(test::entries(results) == 0);
 }
 
 TEST_CASE("zero stages 1-3 and fsdp through hpcbench run equal the baseline and ddp with the same global batch") {
@@ -306,7 +292,7 @@ std::string failing_job(const std::string& fault, const std::string& args, doubl
   INFO(r.output);
   CHECK(r.exit_code != 0);
   CHECK(s < limit_s);
-  CHECK(entries(results) == 0);
+  CHECK(test::entries(results) == 0);
   return r.output;
 }
 

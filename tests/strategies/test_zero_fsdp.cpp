@@ -243,7 +243,7 @@ TEST_CASE("shard worker", "[.][shard_worker]") {
         loss += strategy->forward_backward(model, b, scaler.scale() / accum, a + 1 == accum, timer).to(at::kDouble) / accum;
       }
       strategy->finish_gradients(timer);
-      bool finite = strategy->all_finite(scaler.unscale(strategy->optimizer_params()));
+      bool finite = !scaler.enabled() || strategy->all_finite(scaler.unscale(strategy->optimizer_params()));
       if (finite) {
         norms.push_back(strategy->clip_grad_norm(kMaxNorm));
         opt->step();

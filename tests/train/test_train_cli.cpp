@@ -19,13 +19,6 @@ std::string bin() { return test::hpcbench_bin().string(); }
 std::string vocab() { return (test::shared_data() / "bert-base-uncased" / "vocab.txt").string(); }
 std::string squad(const char* name) { return (test::shared_data() / "squad" / name).string(); }
 
-size_t entries(const fs::path& dir) {
-  if (!fs::exists(dir)) return 0;
-  size_t n = 0;
-  for (auto& e : fs::directory_iterator(dir)) (void)e, ++n;
-  return n;
-}
-
 std::vector<double> losses(const fs::path& run) {
   std::ifstream in(run / "loss.csv");
   std::string line;
@@ -78,7 +71,7 @@ TEST_CASE("bad input: clear error naming the thing, exit 2, nothing under result
     INFO(r.output);
     CHECK(r.exit_code == 2);
     CHECK(r.output.find(c.expect) != std::string::npos);
-    CHECK(entries(results) == 0);
+    CHECK(test::entries(results) == 0);
   }
 }
 
@@ -99,7 +92,7 @@ TEST_CASE("a run folder is complete and an existing one is never overwritten") {
   CHECK(j["result"]["timed_steps"] == 1);
   CHECK(r.output.find("excluded as timing warm-up") != std::string::npos);
   CHECK(j["steps"].size() == 2);
-  CHECK(entries(results) == 2);
+  CHECK(test::entries(results) == 2);
 }
 
 TEST_CASE("training bert-tiny on the real SQuAD v1.1 sample lowers the loss clearly") {

@@ -21,8 +21,7 @@ inline shard::ShardingPlan fsdp_plan(const StrategyOptions& o) {
   if (o.shard_group_size < 0) fail("--shard-group-size {}: must be positive", o.shard_group_size);
   if (o.shard_group_size > 0 && sharding != "hybrid")
     fail("--shard-group-size {} applies to --sharding hybrid only (not {})", o.shard_group_size, sharding);
-  shard::ShardingPlan p;
-  p.name = "fsdp";
+  auto p = shard::shared_plan("fsdp", o);
   p.options = "sharding=" + sharding;
   p.stage = 3;
   p.sharding = sharding;
@@ -31,10 +30,6 @@ inline shard::ShardingPlan fsdp_plan(const StrategyOptions& o) {
   p.reshard_after_forward = sharding != "grad-op";
   p.hybrid = sharding == "hybrid";
   p.shard_group = o.shard_group_size;
-  p.prefetch = o.prefetch;
-  p.overlap = o.overlap;
-  shard::check_reduce_dtype(o.reduce_dtype);
-  p.reduce_dtype = o.reduce_dtype;
   return p;
 }
 

@@ -6,6 +6,7 @@
 #include <torch/csrc/autograd/variable.h>
 #include <torch/nn/modules/linear.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 
@@ -536,8 +537,7 @@ void Sharded::note_peak() { peak_transient_ = std::max(peak_transient_, current_
 size_t Sharded::model_state_bytes() const { return current_bytes(false) + peak_transient_; }
 
 bool Sharded::all_finite(bool local_finite) {
-  // Only fp16's loss scaling can find overflows; otherwise skip the collective.
-  if (!ctx_.comm || ctx_.precision != "fp16") return local_finite;
+  if (!ctx_.comm) return local_finite;
   auto bad = at::full({1}, local_finite ? 0.0f : 1.0f, at::TensorOptions().device(ctx_.device));
   ctx_.comm->allreduce(bad);
   return bad.item<float>() == 0.0f;
@@ -549,14 +549,19 @@ int64_t Sharded::parameters() const {
   return n;
 }
 
-int64_t Sharded::largest_unit() const {
-  int64_t best = 0;
+std::vector<int64_t> Sharded::unit_sizes() const {
+  std::vector<int64_t> sizes;
   for (auto& u : units_) {
     int64_t n = 0;
     for (auto i : u.flats) n += flats_[i].numel;
-    best = std::max(best, n);
+    sizes.push_back(n);
   }
-  return best;
+  return sizes;
+}
+
+int64_t Sharded::largest_unit() const {
+  auto sizes = unit_sizes();
+  return sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end());
 }
 
 int Sharded::shard_ranks() const { return shard_comm_ ? shard_comm_->size() : 1; }
@@ -567,11 +572,7 @@ double Sharded::theoretical_state_bytes() const {
   m.stage = plan_.stage;
   m.sharding = plan_.sharding;
   m.ranks = shard_ranks();
-  for (auto& u : units_) {
-    int64_t n = 0;
-    for (auto i : u.flats) n += flats_[i].numel;
-    m.units.push_back(n);
-  }
+  m.units = unit_sizes();
   m.compute_bytes = static_cast<int>(c10::elementSize(compute_dtype_));
   m.prefetch = plan_.prefetch;
   m.overlap = plan_.overlap;

@@ -41,10 +41,18 @@ struct ShardingPlan {
   std::string reduce_dtype;   // mixed precision: fp32, bf16, fp16; "": the compute dtype
 };
 
-// --reduce-dtype: "" (the compute dtype), fp32, bf16 or fp16; UserError else.
-inline void check_reduce_dtype(const std::string& name) {
-  if (!name.empty() && name != "fp32" && name != "bf16" && name != "fp16")
-    fail("--reduce-dtype {}: must be fp32, bf16 or fp16", name);
+// A plan named `name` with the settings zero and fsdp share (prefetch,
+// overlap, --reduce-dtype, checked here so that a bad value fails before any
+// rank starts); each strategy then sets what partitions.
+inline ShardingPlan shared_plan(const std::string& name, const StrategyOptions& o) {
+  if (!o.reduce_dtype.empty() && o.reduce_dtype != "fp32" && o.reduce_dtype != "bf16" && o.reduce_dtype != "fp16")
+    fail("--reduce-dtype {}: must be fp32, bf16 or fp16", o.reduce_dtype);
+  ShardingPlan p;
+  p.name = name;
+  p.prefetch = o.prefetch;
+  p.overlap = o.overlap;
+  p.reduce_dtype = o.reduce_dtype;
+  return p;
 }
 
 // fsdp hybrid's shard groups: `group_size` consecutive ranks when given,
@@ -87,6 +95,7 @@ class Sharded final : public Strategy {
   // Sizes for the memory model.
   int64_t parameters() const;
   int64_t largest_unit() const;
+  std::vector<int64_t> unit_sizes() const;  // elements per unit, forward order
   const ShardingPlan& plan() const { return plan_; }
   // The memory model's figure for this run (after setup).
   double theoretical_state_bytes() const override;

@@ -13,16 +13,11 @@ namespace hpcbench::strategies {
 inline shard::ShardingPlan zero_plan(const StrategyOptions& o) {
   const int stage = o.zero_stage;
   if (stage < 1 || stage > 3) fail("--zero-stage {}: must be 1, 2 or 3", stage);
-  shard::ShardingPlan p;
-  p.name = "zero";
+  auto p = shard::shared_plan("zero", o);
   p.options = "stage=" + std::to_string(stage);
   p.stage = stage;
   p.shard_grads = stage >= 2;
   p.shard_params = stage == 3;
-  p.prefetch = o.prefetch;
-  p.overlap = o.overlap;
-  shard::check_reduce_dtype(o.reduce_dtype);
-  p.reduce_dtype = o.reduce_dtype;
   return p;
 }
 

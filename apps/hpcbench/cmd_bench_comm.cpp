@@ -63,6 +63,9 @@ int run_bench_comm(BenchCommOptions o) {
   dist::CommOptions copts;
   copts.timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000));
   copts.connect_timeout = std::chrono::milliseconds(static_cast<long long>(o.connect_timeout_s * 1000));
+  // At one rank bench-comm times the backend's own single-rank path (a sanity
+  // figure for the event timing), where training skips the collective.
+  copts.elide_single_rank = false;
   dist::Comm comm(layout, device, copts);
 
   auto dd = describe(device);

@@ -90,6 +90,21 @@ std::string cuda_device_name(int index, size_t* total) {
 }
 }  // namespace
 
+std::string device_bus_id(const c10::Device& device) {
+  if (!device.is_cuda()) return "";
+  void* lib = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (!lib) lib = ::dlopen("libcuda.so.1", RTLD_LAZY);
+  if (!lib) return "";
+  using DeviceGet = int (*)(int*, int);
+  using BusId = int (*)(char*, int, int);
+  auto get = reinterpret_cast<DeviceGet>(::dlsym(lib, "cuDeviceGet"));
+  auto bus = reinterpret_cast<BusId>(::dlsym(lib, "cuDeviceGetPCIBusId"));
+  int dev = 0;
+  char buf[64] = {0};
+  if (!get || !bus || get(&dev, device.index()) != 0 || bus(buf, sizeof(buf) - 1, dev) != 0) return "";
+  return buf;
+}
+
 DeviceDescription describe(const c10::Device& device) {
   DeviceDescription d;
   d.kind = c10::DeviceTypeName(device.type(), true);

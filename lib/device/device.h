@@ -25,6 +25,11 @@ struct DeviceDescription {
 };
 DeviceDescription describe(const c10::Device& device);
 
+// The accelerator's PCI bus id ("0000:1B:00.0"), the same whatever
+// CUDA_VISIBLE_DEVICES calls it: two ranks of one host with the same id share
+// a GPU. Empty on CPU or when the driver cannot say.
+std::string device_bus_id(const c10::Device& device);
+
 // A warning for a run whose --precision this CPU has no native matmul
 // kernels for (fp16 without AVX512-FP16/AMX-FP16, bf16 without
 // AVX512-BF16/AMX-BF16): the run is correct but its times say little.

@@ -187,16 +187,27 @@ void check_layout(const RankLayout& l, const LayoutRequest& r) {
   if (r.uses_accelerator) {
     if (r.visible_devices == 0)
       fail("rank {} sees no accelerator (check CUDA_VISIBLE_DEVICES and the job's GPU request)", l.rank);
-    if (device_index_for(l, r.visible_devices) < 0)
-      fail("{} tasks per node need one GPU each but rank {} sees only {} (check --gpus-per-node, "
-           "CUDA_VISIBLE_DEVICES and --gpus-per-task/--gres)", l.local_world_size, l.rank, r.visible_devices);
+    if (device_index_for(l, r.visible_devices) < 0) {
+      if (l.source == "slurm")
+        fail("{} tasks per node need one GPU each but rank {} sees only {} (check --gpus-per-node, "
+             "CUDA_VISIBLE_DEVICES and --gpus-per-task/--gres)", l.local_world_size, l.rank, r.visible_devices);
+      fail("{} ranks on this node need one GPU each but {} {} visible: hpcbench runs one rank per GPU. Start "
+           "at most {} (--nproc-per-node {}){}, or make more GPUs visible (CUDA_VISIBLE_DEVICES)",
+           l.local_world_size, r.visible_devices, r.visible_devices == 1 ? "is" : "are", r.visible_devices,
+           r.visible_devices,
+           r.visible_devices == 1 ? "; a strategy at world size 1 measures its overhead against the baseline" : "");
+    }
   }
 }
 
 int device_index_for(const RankLayout& l, int visible_devices) {
   if (visible_devices >= l.local_world_size) return l.local_rank;
-  // SLURM's --gpus-per-task / --gpu-bind hand each task exactly its own GPU.
-  if (visible_devices == 1) return 0;
+  // SLURM's --gpus-per-task / --gpu-bind hand each task exactly its own GPU,
+  // which it sees as its only one. Anywhere else (our launcher, torchrun)
+  // every rank sees the same devices, and one GPU for several ranks would
+  // put them all on it. (Comm also compares the ranks' PCI bus ids, which
+  // catches a SLURM job whose tasks were not bound after all.)
+  if (visible_devices == 1 && l.source == "slurm") return 0;
   return -1;
 }
 

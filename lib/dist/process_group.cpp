@@ -9,11 +9,16 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 
 #include "core/error.h"
+#include "core/hostinfo.h"
 #include "device/device.h"
+#include "dist/hang_monitor.h"
 
 namespace hpcbench::dist {
 
@@ -67,14 +72,38 @@ c10::intrusive_ptr<c10d::Backend> make_nccl(const c10::intrusive_ptr<c10d::Store
                                             const RankLayout& layout, const CommOptions& options) {
 #ifdef HPCBENCH_DIST_NCCL
   auto opts = c10d::ProcessGroupNCCL::Options::create();
-  opts->timeout = options.timeout;
-  return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, layout.rank, layout.world_size, opts);
+  // The process group's watchdog is the backstop: Comm's HangMonitor, with
+  // the timeout itself, fires first and names the collective by its purpose.
+  opts->timeout = options.timeout + options.timeout / 10 + std::chrono::seconds(5);
+  auto pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, layout.rank, layout.world_size, opts);
+  // Start and end events on the NCCL stream around every collective, so that
+  // Work::getDuration() gives the time it took on the device.
+  pg->enableCollectivesTiming();
+  return pg;
 #else
   fail("this hpcbench was built without NCCL (c10d ProcessGroupNCCL): run on --device cpu");
 #endif
 }
 
 }  // namespace
+
+WaitMode wait_mode(const c10::Device& device) {
+  return device.is_cpu() ? WaitMode::HostBlocking : WaitMode::StreamOrdered;
+}
+
+void check_distinct_devices(const std::vector<std::string>& ids) {
+  std::map<std::string, int> first;
+  for (int r = 0; r < static_cast<int>(ids.size()); ++r) {
+    const auto& id = ids[size_t(r)];
+    if (id.empty() || id.back() == '/') continue;  // the driver could not say
+    auto [it, added] = first.emplace(id, r);
+    if (!added)
+      fail("ranks {} and {} would share the GPU {}: hpcbench runs one rank per GPU (NCCL refuses two on one "
+           "device). Start at most as many ranks per node as it has GPUs (--nproc-per-node, --gpus-per-node); "
+           "on a machine with one GPU run the strategy at world size 1 (--nproc-per-node 1), which measures "
+           "its overhead against the baseline", it->second, r, id);
+  }
+}
 
 c10::Device select_device(const std::string& spec, const RankLayout& layout) {
   if (spec == "auto" || spec == "cuda") {
@@ -113,6 +142,10 @@ Comm::Comm(const RankLayout& layout, c10::Device device, const CommOptions& opti
   }
   // Later lookups (exchange) may wait as long as a collective.
   store_->setTimeout(options.timeout);
+  if (!device.is_cpu() && size_ > 1) {
+    auto ids = exchange("device", hostname() + "/" + device_bus_id(device));
+    check_distinct_devices(ids);
+  }
   auto pg_store = c10::make_intrusive<c10d::PrefixStore>("hpcbench/pg", store_);
   try {
     backend_ = device.is_cpu() ? make_gloo(pg_store, layout, options) : make_nccl(pg_store, layout, options);
@@ -122,28 +155,61 @@ Comm::Comm(const RankLayout& layout, c10::Device device, const CommOptions& opti
     fail("rank {} of {} could not set up the {} process group: {}", rank_, size_,
          device.is_cpu() ? "Gloo" : "NCCL", message_of(e));
   }
+  start_monitor();
+}
+
+void Comm::start_monitor() {
+  if (wait_mode(device_) != WaitMode::StreamOrdered || elided()) return;
+  std::string where = this->where();
+  auto timeout = options_.timeout;
+  monitor_ = std::make_unique<HangMonitor>(timeout, [where, timeout](const std::string& what, double secs) {
+    // The issuing thread may sit in a device synchronisation that never
+    // returns: report from here and end the process, as a failed wait does.
+    spdlog::error("{} failed on {} after {:.1f} s (collective timeout {:.0f} s): it has not finished on the "
+                  "device; another rank probably died or hangs",
+                  what, where, secs, seconds(timeout));
+    std::fflush(nullptr);
+    std::_Exit(1);
+  });
 }
 
 Comm::~Comm() {
+  monitor_.reset();
   // A backend whose collective failed may still have a worker blocked on a
   // dead peer; destroying it would join that thread and hang the exit that
   // is meant to report the failure. The process is ending anyway.
   if (broken_) {
+    if (backend_ && !device_.is_cpu()) backend_->abort();
     (void)backend_.release();
     (void)store_.release();
+    return;
+  }
+  // ProcessGroupNCCL warns when destroyed without a shutdown, and only a
+  // shutdown waits for its watchdog to finish cleanly. Gloo's is a no-op.
+  if (backend_) {
+    try {
+      backend_->shutdown();
+    } catch (const std::exception& e) {
+      spdlog::warn("shutting down the {} process group: {}", backend_->getBackendName(), message_of(e));
+    }
   }
 }
 
+void Comm::set_observer(CommObserver* observer) { *observer_ = observer; }
+
 std::string Comm::backend_name() const { return backend_->getBackendName(); }
+
+std::string Comm::where() const {
+  return group_.empty() ? fmt::format("rank {} of {}", rank_, size_)
+                        : fmt::format("rank {} of {} (rank {} of {} in group {})", global_rank_, global_size_,
+                                      rank_, size_, group_);
+}
 
 void Comm::failed(std::string_view what, Clock::time_point t0, const std::string& reason) {
   broken_ = true;
   double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-  std::string where = group_.empty() ? fmt::format("rank {} of {}", rank_, size_)
-                                     : fmt::format("rank {} of {} (rank {} of {} in group {})", global_rank_,
-                                                   global_size_, rank_, size_, group_);
   fail("{} failed on {} after {:.1f} s (collective timeout {:.0f} s): {}; another rank probably died or hangs",
-       what, where, elapsed, seconds(options_.timeout), reason);
+       what, where(), elapsed, seconds(options_.timeout), reason);
 }
 
 std::unique_ptr<Comm> Comm::subgroup(const std::string& name, const std::vector<int>& members) {
@@ -162,6 +228,7 @@ std::unique_ptr<Comm> Comm::subgroup(const std::string& name, const std::vector<
   g->layout_ = layout_;
   g->layout_.rank = g->rank_;
   g->layout_.world_size = g->size_;
+  g->observer_ = observer_;
   g->store_ = c10::make_intrusive<c10d::PrefixStore>("hpcbench/group/" + g->group_, store_);
   auto pg_store = c10::make_intrusive<c10d::PrefixStore>("pg", g->store_);
   try {
@@ -172,86 +239,122 @@ std::unique_ptr<Comm> Comm::subgroup(const std::string& name, const std::vector<
     g->failed(fmt::format("setting up the {} process group", device_.is_cpu() ? "Gloo" : "NCCL"),
               Clock::now(), message_of(e));
   }
+  g->start_monitor();
   return g;
 }
 
-void Comm::wait(const c10::intrusive_ptr<c10d::Work>& work, std::string_view what) {
-  auto t0 = Clock::now();
-  try {
-    work->wait(options_.timeout);
-  } catch (const std::exception& e) {
-    failed(what, t0, message_of(e));
-  }
-}
-
 namespace {
-// Issues a c10d call, turning errors raised while enqueuing into the same
-// UserError as errors raised while waiting.
-template <typename F>
-c10::intrusive_ptr<c10d::Work> issue(F&& f, std::string& error) {
+std::string message_of_current() {
   try {
-    return f();
+    throw;
   } catch (const std::exception& e) {
-    error = message_of(e);
-    return {};
+    return message_of(e);
   }
 }
 }  // namespace
 
-c10::intrusive_ptr<c10d::Work> Comm::allreduce_async(at::Tensor& tensor) {
-  std::string error;
+// Errors raised while enqueuing become the same failure as errors raised
+// while waiting; the observer and the monitor see every collective issued.
+template <typename Issue>
+Pending Comm::issue(std::string what, Issue&& call) {
+  Pending p;
+  p.what = std::move(what);
+  CommObserver* obs = *observer_;
+  if (obs) {
+    p.handle = obs->issuing(backend_.get());
+    p.observed = true;
+  }
+  uint64_t watch = monitor_ ? monitor_->watch(p.what) : 0;
+  auto t0 = Clock::now();
+  try {
+    p.work = call();
+  } catch (...) {
+    failed(p.what, t0, message_of_current());
+  }
+  if (!p.work) failed(p.what, t0, "the backend returned no work");
+  if (monitor_) monitor_->attach(watch, p.work);
+  if (obs) obs->issued(p.handle, p.work);
+  return p;
+}
+
+void Comm::wait(Pending& p) {
+  if (!p.work) return;  // nothing ran
+  CommObserver* obs = p.observed ? *observer_ : nullptr;
+  if (obs) obs->waiting(p.handle);
+  auto t0 = Clock::now();
+  try {
+    if (wait_mode(device_) == WaitMode::HostBlocking) {
+      p.work->wait(options_.timeout);  // Gloo: the host blocks, with the deadline
+    } else {
+      p.work->wait();  // NCCL: the compute stream waits; the host does not
+    }
+  } catch (const std::exception& e) {
+    failed(p.what, t0, message_of(e));
+  }
+  if (obs) obs->waited(p.handle);
+  p.work.reset();
+}
+
+Pending Comm::allreduce_async(at::Tensor& tensor, std::string what) {
+  if (elided()) return {};
   std::vector<at::Tensor> ts{tensor};
-  auto work = issue([&] { return backend_->allreduce(ts); }, error);
-  if (!work) failed("all_reduce", Clock::now(), error);
-  return work;
+  return issue(std::move(what), [&] { return backend_->allreduce(ts); });
 }
 
-void Comm::allreduce(at::Tensor& tensor, bool average) {
-  wait(allreduce_async(tensor), "all_reduce");
-  if (average) tensor.div_(size_);
+void Comm::allreduce(at::Tensor& tensor, bool average, std::string_view what) {
+  auto p = allreduce_async(tensor, std::string(what));
+  wait(p);
+  if (average && size_ > 1) tensor.div_(size_);
 }
 
-c10::intrusive_ptr<c10d::Work> Comm::allgather_async(at::Tensor& out, const at::Tensor& input) {
+Pending Comm::allgather_async(at::Tensor& out, const at::Tensor& input, std::string what) {
   if (out.numel() != input.numel() * size_)
-    fail("all_gather: output has {} elements, expected {} x {}", out.numel(), size_, input.numel());
-  std::string error;
+    fail("{}: output has {} elements, expected {} x {}", what, out.numel(), size_, input.numel());
+  if (elided()) {
+    if (!out.is_same(input)) out.view(input.sizes()).copy_(input);
+    return {};
+  }
   at::Tensor in = input;
-  auto work = issue([&] { return backend_->_allgather_base(out, in); }, error);
-  if (!work) failed("all_gather", Clock::now(), error);
-  return work;
+  return issue(std::move(what), [&] { return backend_->_allgather_base(out, in); });
 }
 
-void Comm::allgather(at::Tensor& out, const at::Tensor& input) { wait(allgather_async(out, input), "all_gather"); }
+void Comm::allgather(at::Tensor& out, const at::Tensor& input, std::string_view what) {
+  auto p = allgather_async(out, input, std::string(what));
+  wait(p);
+}
 
-c10::intrusive_ptr<c10d::Work> Comm::reduce_scatter_async(at::Tensor& out, const at::Tensor& input) {
+Pending Comm::reduce_scatter_async(at::Tensor& out, const at::Tensor& input, std::string what) {
   if (input.numel() != out.numel() * size_)
-    fail("reduce_scatter: input has {} elements, expected {} x {}", input.numel(), size_, out.numel());
-  std::string error;
+    fail("{}: input has {} elements, expected {} x {}", what, input.numel(), size_, out.numel());
+  if (elided()) {
+    if (!out.is_same(input)) out.copy_(input.view(out.sizes()));
+    return {};
+  }
   at::Tensor in = input;
-  auto work = issue([&] { return backend_->_reduce_scatter_base(out, in); }, error);
-  if (!work) failed("reduce_scatter", Clock::now(), error);
-  return work;
+  return issue(std::move(what), [&] { return backend_->_reduce_scatter_base(out, in); });
 }
 
-void Comm::reduce_scatter(at::Tensor& out, const at::Tensor& input) {
-  wait(reduce_scatter_async(out, input), "reduce_scatter");
+void Comm::reduce_scatter(at::Tensor& out, const at::Tensor& input, std::string_view what) {
+  auto p = reduce_scatter_async(out, input, std::string(what));
+  wait(p);
 }
 
 void Comm::broadcast(at::Tensor& tensor, int root) {
-  std::string error;
+  if (elided()) return;
   std::vector<at::Tensor> ts{tensor};
   c10d::BroadcastOptions opts;
   opts.rootRank = root;
-  auto work = issue([&] { return backend_->broadcast(ts, opts); }, error);
-  if (!work) failed("broadcast", Clock::now(), error);
-  wait(work, "broadcast");
+  auto p = issue("broadcast", [&] { return backend_->broadcast(ts, opts); });
+  wait(p);
 }
 
 void Comm::barrier() {
-  std::string error;
-  auto work = issue([&] { return backend_->barrier(); }, error);
-  if (!work) failed("barrier", Clock::now(), error);
-  wait(work, "barrier");
+  if (elided()) return;
+  auto p = issue("barrier", [&] { return backend_->barrier(); });
+  wait(p);
+  // c10d's NCCL barrier is an all-reduce ordered on the current stream; a
+  // barrier is meant for the host.
+  if (!device_.is_cpu()) synchronize(device_);
 }
 
 std::vector<std::string> Comm::exchange(const std::string& key, const std::string& value) {

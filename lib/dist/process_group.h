@@ -1,8 +1,20 @@
 #pragma once
 // The job's communicator: c10d's TCPStore for the rendezvous and
 // ProcessGroupGloo (CPU) or ProcessGroupNCCL (CUDA) for the collectives,
-// behind a small interface in which every wait has a deadline and every
-// failure is a UserError naming the collective and the rank.
+// behind a small interface in which every collective has a deadline and every
+// failure names the collective and the rank.
+//
+// Waiting differs by backend, on purpose:
+// - Gloo (CPU tensors): a wait blocks the host until the collective is done
+//   or the timeout passes, then fails with a UserError.
+// - NCCL (CUDA tensors): a wait only makes the current (compute) stream wait
+//   for the collective's end event; the host runs on and queues more work.
+//   c10d's WorkNCCL::wait(timeout) with a timeout would instead poll with
+//   sleeps on the host, stalling every overlapped collective. Hangs are
+//   caught by this Comm's HangMonitor (which names the collective) and, as a
+//   backstop, by the process group's own watchdog and async error handling.
+// A job of one rank runs no collective at all: the results are what one rank
+// already holds, and a strategy at world size 1 measures its own overhead.
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -14,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dist/comm_observer.h"
 #include "dist/launch_env.h"
 
 namespace hpcbench::dist {
@@ -24,11 +37,36 @@ struct CommOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};
   // How long ranks wait for each other at the rendezvous.
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(120)};
+  // With one rank, collectives are skipped (see above). bench-comm turns this
+  // off to time the backend's own single-rank path.
+  bool elide_single_rank = true;
 };
+
+// A collective in flight; Comm::wait finishes it. Holds no work when nothing
+// had to run (one rank).
+struct Pending {
+  c10::intrusive_ptr<c10d::Work> work;
+  size_t handle = 0;  // the observer's, when there is one
+  bool observed = false;
+  std::string what;
+};
+
+// Whether a wait on `device`'s backend blocks the host (Gloo) or only orders
+// the compute stream (NCCL). Kept as a function so that a test can check the
+// choice without a GPU.
+enum class WaitMode { HostBlocking, StreamOrdered };
+WaitMode wait_mode(const c10::Device& device);
+
+// Ranks on one host must not share an accelerator (NCCL refuses, with a
+// "duplicate GPU" error that does not say what to change). `ids` holds each
+// rank's "host/bus id"; throws a UserError naming the ranks and what to do.
+void check_distinct_devices(const std::vector<std::string>& ids);
 
 // The device this rank computes on: "auto", "cpu", "cuda" take the local
 // rank's accelerator (or the one GPU a task was bound to) and make it current.
 c10::Device select_device(const std::string& spec, const RankLayout& layout);
+
+class HangMonitor;
 
 class Comm {
  public:
@@ -45,23 +83,31 @@ class Comm {
   std::chrono::milliseconds timeout() const { return options_.timeout; }
 
   // Sum (or mean when `average`) over ranks, in place.
-  void allreduce(at::Tensor& tensor, bool average = false);
+  void allreduce(at::Tensor& tensor, bool average = false, std::string_view what = "all_reduce");
   // `out` (contiguous, size() * input.numel() elements) receives every rank's
   // input in rank order.
-  void allgather(at::Tensor& out, const at::Tensor& input);
+  void allgather(at::Tensor& out, const at::Tensor& input, std::string_view what = "all_gather");
   // Sums `input` (size() * out.numel() elements) over ranks; rank r keeps
   // chunk r in `out`.
-  void reduce_scatter(at::Tensor& out, const at::Tensor& input);
+  void reduce_scatter(at::Tensor& out, const at::Tensor& input, std::string_view what = "reduce_scatter");
   void broadcast(at::Tensor& tensor, int root = 0);
   void barrier();
 
-  // Asynchronous all-reduce (sum) and all-gather for overlapping
-  // communication with computation; finish them with wait(). The tensors
-  // must stay alive and untouched until then.
-  c10::intrusive_ptr<c10d::Work> allreduce_async(at::Tensor& tensor);
-  c10::intrusive_ptr<c10d::Work> allgather_async(at::Tensor& out, const at::Tensor& input);
-  c10::intrusive_ptr<c10d::Work> reduce_scatter_async(at::Tensor& out, const at::Tensor& input);
-  void wait(const c10::intrusive_ptr<c10d::Work>& work, std::string_view what);
+  // Asynchronous all-reduce (sum), all-gather and reduce-scatter for
+  // overlapping communication with computation; finish them with wait().
+  // `what` names the collective in failure messages. The tensors must stay
+  // alive and untouched until the wait; after it they may be freed or
+  // reused by the compute stream (on NCCL the stream is then ordered after
+  // the collective, so the caching allocator cannot hand their blocks to
+  // anything that runs earlier).
+  Pending allreduce_async(at::Tensor& tensor, std::string what = "all_reduce");
+  Pending allgather_async(at::Tensor& out, const at::Tensor& input, std::string what = "all_gather");
+  Pending reduce_scatter_async(at::Tensor& out, const at::Tensor& input, std::string what = "reduce_scatter");
+  void wait(Pending& pending);
+
+  // Told of every collective this Comm and its subgroups issue (the step
+  // timer); null to stop. Not owned.
+  void set_observer(CommObserver* observer);
 
   // Every rank's `value` for `key`, in rank order, through the rendezvous
   // store (small metadata only: host names, device names).
@@ -81,6 +127,11 @@ class Comm {
   Comm() = default;
   [[noreturn]] void failed(std::string_view what, std::chrono::steady_clock::time_point t0,
                            const std::string& reason);
+  std::string where() const;
+  bool elided() const { return size_ == 1 && options_.elide_single_rank; }
+  template <typename Issue>
+  Pending issue(std::string what, Issue&& call);
+  void start_monitor();
 
   int rank_ = 0;
   int size_ = 1;
@@ -92,6 +143,9 @@ class Comm {
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::Backend> backend_;
   bool broken_ = false;
+  // Shared with subgroups, so that setting it on the job's Comm reaches them.
+  std::shared_ptr<CommObserver*> observer_ = std::make_shared<CommObserver*>(nullptr);
+  std::unique_ptr<HangMonitor> monitor_;  // NCCL only
 };
 
 }  // namespace hpcbench::dist

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "dist/launch_env.h"
+#include "dist/process_group.h"
 
 using namespace hpcbench;
 using dist::EnvMap;
@@ -129,4 +130,36 @@ TEST_CASE("requested nodes / GPUs per node are checked against the job") {
 
   auto single = dist::detect_layout(EnvMap{});
   CHECK_THROWS_WITH(dist::check_layout(single, {.nodes = 2}), Catch::Contains("--nproc-per-node"));
+}
+
+TEST_CASE("two local ranks on one visible GPU are refused with what to change") {
+  // What `hpcbench run --nproc-per-node 2` on a one-GPU machine gives each
+  // rank: torchrun's variables, the same single visible device.
+  auto l = dist::detect_layout(EnvMap{{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"},
+                                      {"LOCAL_WORLD_SIZE", "2"}});
+  CHECK(dist::device_index_for(l, 1) == -1);
+  CHECK(dist::device_index_for(l, 2) == 1);
+  CHECK_THROWS_WITH(dist::check_layout(l, {.uses_accelerator = true, .visible_devices = 1}),
+                    Catch::Contains("2 ranks on this node need one GPU each but 1 is visible") &&
+                        Catch::Contains("--nproc-per-node 1") && Catch::Contains("world size 1"));
+  CHECK_THROWS_WITH(dist::check_layout(dist::detect_layout(EnvMap{{"RANK", "0"}, {"WORLD_SIZE", "4"},
+                                                                  {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "4"}}),
+                                       {.uses_accelerator = true, .visible_devices = 2}),
+                    Catch::Contains("--nproc-per-node 2") && Catch::Contains("CUDA_VISIBLE_DEVICES"));
+  // A single process on one GPU is fine.
+  CHECK(dist::device_index_for(dist::detect_layout(EnvMap{}), 1) == 0);
+}
+
+TEST_CASE("ranks of one host that would share a GPU are named") {
+  CHECK_NOTHROW(dist::check_distinct_devices({"n1/0000:1B:00.0", "n1/0000:1C:00.0", "n2/0000:1B:00.0"}));
+  // The driver could not say: nothing to compare.
+  CHECK_NOTHROW(dist::check_distinct_devices({"n1/", "n1/"}));
+  CHECK_THROWS_WITH(dist::check_distinct_devices({"n1/0000:1B:00.0", "n2/0000:1B:00.0", "n1/0000:1B:00.0"}),
+                    Catch::Contains("ranks 0 and 2 would share the GPU n1/0000:1B:00.0") &&
+                        Catch::Contains("--nproc-per-node 1"));
+}
+
+TEST_CASE("waits block the host on Gloo and only order the stream on NCCL") {
+  CHECK(dist::wait_mode(c10::Device(c10::kCPU)) == dist::WaitMode::HostBlocking);
+  CHECK(dist::wait_mode(c10::Device(c10::kCUDA, 0)) == dist::WaitMode::StreamOrdered);
 }

@@ -63,36 +63,41 @@ class Strategy {
   virtual at::Tensor forward_backward(model::BertForQuestionAnswering& model, const train::Batch& batch,
                                       double scale, bool last_micro, train::StepTimer& timer) = 0;
   // After the last micro-step: wait for outstanding communication so the
-  // gradients are final. Returns the ms of communication not hidden behind
-  // computation (0 for strategies without any).
-  virtual double finish_gradients(train::StepTimer& timer) { return 0; }
-  // Total communication ms of the last step, hidden or not.
-  virtual double comm_ms() const { return 0; }
+  // gradients are final. Communication is timed by the step timer, which the
+  // job's Comm reports to (train/step_timer.h); strategies only issue and
+  // wait.
+  virtual void finish_gradients(train::StepTimer& timer) {}
   // Devices this process drives (known after setup): the trainer hands
   // forward_backward batch_size x devices() rows per micro-step, so that
   // --batch-size stays per device (dp scatters the rows over its replicas).
   virtual int devices() const { return 1; }
 
-  // Sharded strategies (zero, fsdp) own the optimizer step: the optimizer
-  // runs over their partitions, clipping needs the norm summed over ranks,
-  // and replicated parameters are re-gathered after the step. The others
-  // leave all of it to the trainer (owns_optimizer() false).
-  virtual bool owns_optimizer() const { return false; }
-  virtual std::unique_ptr<torch::optim::AdamW> make_optimizer(const train::OptimizerConfig&) { return nullptr; }
+  // The optimizer step. By default the optimizer is AdamW over the model's
+  // parameters; zero and fsdp step their partitions instead, sum the
+  // clipping norm over ranks and re-gather replicated parameters after the
+  // step. The trainer calls these the same way for every strategy.
+  virtual std::unique_ptr<torch::optim::AdamW> make_optimizer(model::BertForQuestionAnswering& model,
+                                                              const train::OptimizerConfig& cfg);
   // The tensors whose gradients the optimizer steps (for loss unscaling).
-  virtual std::vector<at::Tensor> optimizer_params() const { return {}; }
-  // clip_grad_norm_ over the whole model; returns the norm before clipping.
-  virtual double clip_grad_norm(double max_norm) { return 0; }
+  virtual std::vector<at::Tensor> optimizer_params(model::BertForQuestionAnswering& model) const;
+  // clip_grad_norm_ over the whole model; returns the norm before clipping
+  // (a tensor on the device: nothing waits for it).
+  virtual at::Tensor clip_grad_norm(model::BertForQuestionAnswering& model, double max_norm);
   virtual void after_optimizer_step() {}
+  // After the step: gradients released (set to none, as Hugging Face's
+  // Trainer does) unless the strategy keeps them in memory of its own.
+  virtual void zero_grad(torch::optim::Optimizer& optimizer) { optimizer.zero_grad(/*set_to_none=*/true); }
   // Every parameter whole in the model on every rank (before a checkpoint or
   // evaluation); collective for sharded strategies.
   virtual void unshard_model() {}
-  // Parameters + gradients + optimizer states held by this rank at its peak.
-  virtual size_t model_state_bytes() const { return 0; }
-  // What the memory model (lib/strategies/shard/memory.h) says this rank
-  // should hold; 0 for the replicating strategies, whose figure is 16 bytes
-  // per parameter (fp32 weights, gradients and Adam's two moments).
-  virtual double theoretical_state_bytes() const { return 0; }
+  // Parameters + gradients + optimizer states (and whatever else of the
+  // model's state the strategy holds) on this rank at its peak so far; the
+  // trainer asks after the first step the optimizer took. By default counted
+  // from the tensors themselves, each storage once.
+  virtual size_t model_state_bytes(model::BertForQuestionAnswering& model, const torch::optim::Optimizer& opt) const;
+  // What the memory model (lib/strategies/shard/memory.h, docs/memory.md)
+  // says this rank should hold at its peak.
+  virtual double theoretical_state_bytes() const = 0;
   // fp16 loss scaling: whether every rank found its gradients finite (ranks
   // holding different shards must skip or take the step together).
   virtual bool all_finite(bool local_finite) { return local_finite; }

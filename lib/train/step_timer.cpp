@@ -1,49 +1,223 @@
 #include "train/step_timer.h"
 
 #include <ATen/DeviceAccelerator.h>
+#include <ATen/core/ivalue.h>
+
+#include <algorithm>
+#include <atomic>
+#include <limits>
+#include <map>
 
 namespace hpcbench::train {
 
+namespace {
+constexpr size_t kBracket = std::numeric_limits<size_t>::max();
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
 const char* phase_name(Phase p) {
-  static constexpr const char* names[] = {"data", "forward", "backward", "comm", "optimizer"};
+  static constexpr const char* names[] = {"data", "forward", "backward", "grad_sync", "optimizer"};
   return names[static_cast<size_t>(p)];
+}
+
+double union_ms(std::vector<Interval> spans) {
+  std::sort(spans.begin(), spans.end());
+  double total = 0, cs = 0, ce = 0;
+  bool open = false;
+  for (auto [s, e] : spans) {
+    if (e <= s) continue;
+    if (!open || s > ce) {
+      if (open) total += ce - cs;
+      cs = s;
+      ce = e;
+      open = true;
+    } else {
+      ce = std::max(ce, e);
+    }
+  }
+  if (open) total += ce - cs;
+  return total;
+}
+
+std::vector<Interval> serialized(const std::vector<double>& ready, const std::vector<double>& duration) {
+  std::vector<Interval> out;
+  double prev_end = -std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < ready.size(); ++i) {
+    double s = std::max(ready[i], prev_end);
+    out.emplace_back(s, s + duration[i]);
+    prev_end = s + duration[i];
+  }
+  return out;
 }
 
 StepTimer::StepTimer(c10::Device device) : device_(device) {}
 
-void StepTimer::record(Mark& m) {
+StepTimer::Stamp StepTimer::stamp() {
+  Stamp s;
   if (device_.is_cpu()) {
-    m.t = std::chrono::steady_clock::now();
-    return;
+    s.t = Clock::now();
+  } else {
+    s.event = std::make_unique<c10::Event>(device_.type(), c10::EventFlag::BACKEND_DEFAULT);
+    s.event->record(at::accelerator::getCurrentStream(device_.index()));
   }
-  m.event = std::make_unique<c10::Event>(device_.type(), c10::EventFlag::BACKEND_DEFAULT);
-  m.event->record(at::accelerator::getCurrentStream(device_.index()));
+  return s;
+}
+
+double StepTimer::since_start(const Stamp& s) const {
+  if (device_.is_cpu()) return std::chrono::duration<double, std::milli>(s.t - start_.t).count();
+  return start_.event->elapsedTime(*s.event);
 }
 
 void StepTimer::begin() {
   marks_.clear();
-  record(start_);
-}
-
-void StepTimer::mark(Phase ended) {
-  marks_.push_back(Mark{ended, nullptr, {}});
-  record(marks_.back());
-}
-
-double StepTimer::end(std::array<double, kPhases>& phase_ms) {
-  phase_ms.fill(0);
-  if (!device_.is_cpu() && !marks_.empty()) marks_.back().event->synchronize();
-  const Mark* prev = &start_;
-  double total = 0;
-  for (const auto& m : marks_) {
-    double ms = device_.is_cpu()
-                    ? std::chrono::duration<double, std::milli>(m.t - prev->t).count()
-                    : prev->event->elapsedTime(*m.event);
-    phase_ms[static_cast<size_t>(m.phase)] += ms;
-    total += ms;
-    prev = &m;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    collectives_.clear();
+    waits_.clear();
+    active_ = true;
   }
-  return total;
+  start_ = stamp();
+}
+
+void StepTimer::mark(Phase ended) { marks_.emplace_back(ended, stamp()); }
+
+void StepTimer::comm_begin() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!active_) return;
+  waits_.push_back(Wait{kBracket, stamp(), {}});
+}
+
+void StepTimer::comm_end() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!active_) return;
+  for (auto it = waits_.rbegin(); it != waits_.rend(); ++it)
+    if (it->collective == kBracket && !it->end.event && it->end.t == Clock::time_point{}) {
+      it->end = stamp();
+      return;
+    }
+}
+
+size_t StepTimer::issuing(const void* queue) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!active_) return kBracket;  // outside a step (set-up, the end-of-run gathers): not timed
+  collectives_.push_back(Collective{queue, stamp(), {}, {}, {}});
+  return collectives_.size() - 1;
+}
+
+void StepTimer::issued(size_t handle, const c10::intrusive_ptr<c10d::Work>& work) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (handle >= collectives_.size()) return;
+  auto& c = collectives_[handle];
+  c.work = work;
+  if (device_.is_cpu()) {
+    c.issued = stamp();
+    // Gloo completes the work's future on its worker thread when the
+    // collective is done: that moment ends its interval.
+    // Some of Gloo's work types have no future (its all-gather and
+    // reduce-scatter into flat buffers): their interval ends when the wait
+    // on them returns, which is at most the wait's own overshoot later.
+    try {
+      auto future = work->getFuture();
+      auto done = std::make_shared<std::atomic<int64_t>>(0);
+      c.done_ns = done;
+      future->addCallback([done](c10::ivalue::Future&) { done->store(now_ns()); });
+    } catch (const std::exception&) {
+      c.done_ns.reset();
+    }
+  }
+}
+
+void StepTimer::waiting(size_t handle) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (handle >= collectives_.size()) return;
+  waits_.push_back(Wait{handle, stamp(), {}});
+}
+
+void StepTimer::waited(size_t handle) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (handle >= collectives_.size()) return;
+  for (auto it = waits_.rbegin(); it != waits_.rend(); ++it)
+    if (it->collective == handle) {
+      it->end = stamp();
+      return;
+    }
+}
+
+StepTimes StepTimer::end() {
+  StepTimes t;
+  std::lock_guard<std::mutex> lock(mutex_);
+  active_ = false;
+  if (!device_.is_cpu() && !marks_.empty()) marks_.back().second.event->synchronize();
+  double prev = 0;
+  for (const auto& [phase, s] : marks_) {
+    double at = since_start(s);
+    t.phase_ms[static_cast<size_t>(phase)] += at - prev;
+    prev = at;
+  }
+  t.ms = prev;
+  t.collectives = static_cast<int>(collectives_.size());
+
+  // Each wait's interval; a collective is done once its wait returns, which
+  // bounds a CPU collective whose completion callback had not yet run.
+  std::vector<Interval> waits;
+  std::vector<double> wait_end(collectives_.size(), -1);
+  for (auto& w : waits_) {
+    double b = since_start(w.begin);
+    bool ended = w.end.event || w.end.t != Clock::time_point{};
+    waits.emplace_back(b, ended ? since_start(w.end) : t.ms);
+    if (w.collective != kBracket) wait_end[w.collective] = std::max(wait_end[w.collective], waits.back().second);
+  }
+  std::vector<Interval> comm, exposed;
+  std::vector<double> done_at(collectives_.size(), t.ms);
+  if (device_.is_cpu()) {
+    const int64_t start_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(start_.t.time_since_epoch()).count();
+    for (size_t i = 0; i < collectives_.size(); ++i) {
+      auto& c = collectives_[i];
+      int64_t done = c.done_ns ? c.done_ns->load() : 0;
+      done_at[i] = done > 0 ? static_cast<double>(done - start_ns) / 1e6 : (wait_end[i] >= 0 ? wait_end[i] : t.ms);
+      comm.emplace_back(since_start(c.issue), done_at[i]);
+      if (c.issued.t != Clock::time_point{}) exposed.emplace_back(since_start(c.issue), since_start(c.issued));
+    }
+  } else {
+    // Collectives of one process group run in issue order on its stream.
+    std::map<const void*, std::pair<std::vector<double>, std::vector<double>>> queues;
+    for (auto& c : collectives_) {
+      if (!c.work) continue;
+      double duration = 0;
+      try {
+        duration = c.work->getDuration();
+      } catch (const std::exception&) {
+        continue;  // not finished or not timed: nothing to attribute
+      }
+      auto& q = queues[c.queue];
+      q.first.push_back(since_start(c.issue));
+      q.second.push_back(duration);
+    }
+    for (auto& [queue, q] : queues)
+      for (auto& span : serialized(q.first, q.second)) comm.push_back(span);
+  }
+  for (size_t k = 0; k < waits_.size(); ++k) {
+    auto span = waits[k];
+    size_t c = waits_[k].collective;
+    if (c == kBracket) {
+      comm.push_back(span);
+    } else if (device_.is_cpu()) {
+      // The host's wait returns a moment after Gloo finished: the time
+      // computation waited ends with the collective.
+      span.second = std::min(span.second, done_at[c]);
+    }
+    exposed.push_back(span);
+  }
+  t.comm_ms = union_ms(comm);
+  t.comm_exposed_ms = union_ms(exposed);
+  collectives_.clear();
+  waits_.clear();
+  return t;
 }
 
 }  // namespace hpcbench::train

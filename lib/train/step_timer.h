@@ -1,40 +1,110 @@
 #pragma once
-// Phase timing within one training step without per-phase synchronisation:
-// on an accelerator every boundary records an event on the current stream and
-// the step synchronises once at its end; on CPU work is synchronous, so a
-// steady clock at each boundary is exact.
+// The one timing model of a training step, for every strategy.
+//
+// Phases: each boundary records a mark; on an accelerator an event on the
+// current (compute) stream, on CPU a steady clock (work there is synchronous,
+// so the clock is exact). The step synchronises once, at its end.
+//
+// Communication: the job's Comm reports to this timer (it is the Comm's
+// observer) where each collective was issued and where computation waited
+// for one; strategies only issue and wait. Per step:
+// - comm_ms: the time during which at least one collective was running on
+//   the device: the union of the collectives' intervals. On NCCL a
+//   collective's interval starts when its stream reaches it (not before the
+//   compute stream issued it, not before the previous collective of its group
+//   ended) and lasts Work::getDuration(), the time between the start and end
+//   events c10d records around it on the NCCL stream. On CPU (Gloo) it runs
+//   from the call to the completion of its work, on host clocks.
+// - comm_exposed_ms: the time during which computation waited for
+//   communication: the union of the waits' intervals, each an event pair on
+//   the compute stream around the stream-ordered wait (the compute stream's
+//   stall) or, on CPU, host clocks around the blocking wait and around the
+//   call that issued the collective (the host, which is the computation
+//   there, runs nothing else meanwhile).
+// Synchronous communication that is not a c10d collective (dp's copies
+// between replicas) is bracketed with comm_begin()/comm_end() and counts
+// fully as both.
 #include <c10/core/Device.h>
 #include <c10/core/Event.h>
 
 #include <array>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <vector>
+
+#include "dist/comm_observer.h"
 
 namespace hpcbench::train {
 
-enum class Phase { Data = 0, Forward, Backward, Comm, Optimizer, Count };
+// GradSync: from the end of backward until the gradients are final (the
+// strategy's finish_gradients: its last waits, dp's reduction). Its time is
+// not comm_ms, which is defined below.
+enum class Phase { Data = 0, Forward, Backward, GradSync, Optimizer, Count };
 inline constexpr size_t kPhases = static_cast<size_t>(Phase::Count);
 const char* phase_name(Phase p);
 
-class StepTimer {
+struct StepTimes {
+  double ms = 0;
+  std::array<double, kPhases> phase_ms{};
+  double comm_ms = 0;
+  double comm_exposed_ms = 0;
+  int collectives = 0;  // collectives issued this step
+};
+
+// [begin, end) in ms since the step began.
+using Interval = std::pair<double, double>;
+// Length of the union of `spans`.
+double union_ms(std::vector<Interval> spans);
+// Intervals of collectives that run one after another on one stream, from
+// when each could start (`ready`, ms since the step began) and how long it
+// ran on the device: each starts when it is ready and its predecessor ended.
+std::vector<Interval> serialized(const std::vector<double>& ready, const std::vector<double>& duration);
+
+class StepTimer final : public dist::CommObserver {
  public:
   explicit StepTimer(c10::Device device);
   void begin();             // start of a step
   void mark(Phase ended);   // the phase that just ended (phases may repeat: accumulation)
-  // Synchronises; returns the step's total ms and fills per-phase ms.
-  double end(std::array<double, kPhases>& phase_ms);
+  // Synchronous non-c10d communication (see above).
+  void comm_begin();
+  void comm_end();
+  // Synchronises; the step's figures.
+  StepTimes end();
+
+  // dist::CommObserver
+  size_t issuing(const void* queue) override;
+  void issued(size_t handle, const c10::intrusive_ptr<c10d::Work>& work) override;
+  void waiting(size_t handle) override;
+  void waited(size_t handle) override;
 
  private:
-  struct Mark {
-    Phase phase;
-    std::unique_ptr<c10::Event> event;
-    std::chrono::steady_clock::time_point t;
+  using Clock = std::chrono::steady_clock;
+  struct Stamp {
+    std::unique_ptr<c10::Event> event;  // accelerator
+    Clock::time_point t;                // CPU
   };
-  void record(Mark& m);
+  struct Collective {
+    const void* queue = nullptr;
+    Stamp issue, issued;  // issued: CPU only, when the backend call returned
+    c10::intrusive_ptr<c10d::Work> work;
+    // CPU: when the work completed (its future's callback), ns since epoch.
+    std::shared_ptr<std::atomic<int64_t>> done_ns;
+  };
+  struct Wait {
+    size_t collective;  // SIZE_MAX: a comm_begin/comm_end bracket
+    Stamp begin, end;
+  };
+  Stamp stamp();
+  double since_start(const Stamp& s) const;
+
   c10::Device device_;
-  Mark start_;
-  std::vector<Mark> marks_;
+  bool active_ = false;
+  Stamp start_;
+  std::vector<std::pair<Phase, Stamp>> marks_;
+  std::mutex mutex_;  // the lists below: hooks issue from autograd's threads
+  std::vector<Collective> collectives_;
+  std::vector<Wait> waits_;
 };
 
 }  // namespace hpcbench::train

@@ -38,6 +38,7 @@ struct StepRecord {
   std::array<double, kPhases> phase_ms;
   double comm_ms;
   double comm_exposed_ms;
+  int collectives;
   double grad_norm;
   bool skipped;  // fp16 overflow: the optimizer step was skipped
 };
@@ -106,10 +107,9 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   const int64_t micro_rows = cfg.batch_size * devices_per_process;
 
   OptimizerConfig ocfg{cfg.lr, cfg.weight_decay, cfg.adam_beta1, cfg.adam_beta2, cfg.adam_eps};
-  // Sharded strategies step their partitions; the others the whole model.
-  const bool sharded = strategy.owns_optimizer();
-  auto optimizer = sharded ? strategy.make_optimizer(ocfg) : make_adamw(*model, ocfg);
-  auto params = sharded ? strategy.optimizer_params() : model->parameters();
+  // The whole model's parameters, or (zero, fsdp) this rank's partitions.
+  auto optimizer = strategy.make_optimizer(model, ocfg);
+  auto params = strategy.optimizer_params(model);
 
   // Samples each rank sees per epoch, with DistributedSampler's padding rule.
   const int64_t per_rank = (n + ctx.world_size - 1) / ctx.world_size;
@@ -143,6 +143,16 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
 
   reset_peak_memory(device);
   StepTimer timer(device);
+  // The job's Comm reports every collective to the step timer (one timing
+  // model for every strategy, train/step_timer.h), and stops before the
+  // timer goes, whichever way train() ends.
+  struct ObserverScope {
+    dist::Comm* comm;
+    ~ObserverScope() {
+      if (comm) comm->set_observer(nullptr);
+    }
+  } observer_scope{ctx.comm.get()};
+  if (ctx.comm) ctx.comm->set_observer(&timer);
   std::vector<StepRecord> records;
   records.reserve(static_cast<size_t>(total_steps));
   Progress progress(leader, total_steps);
@@ -182,35 +192,40 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
           }
         orders.push_back(block);
       }
-      double exposed = strategy.finish_gradients(timer);
-      // Only fp16's loss scaling can find overflows; sharded ranks then agree
-      // on the verdict (a collective), so without scaling nothing is asked.
+      strategy.finish_gradients(timer);
+      // Only fp16's loss scaling can find overflows (one host sync a step to
+      // read the verdict, as torch's GradScaler); sharded ranks then agree
+      // on it (a collective), so without scaling nothing is asked.
       bool finite = !scaler.enabled() || strategy.all_finite(scaler.unscale(params));
-      double norm = 0;
+      at::Tensor norm;
       if (finite && cfg.max_grad_norm > 0)
-        norm = sharded ? strategy.clip_grad_norm(cfg.max_grad_norm) : clip_grad_norm(params, cfg.max_grad_norm);
+        norm = strategy.clip_grad_norm(model, cfg.max_grad_norm);
       if (finite) {
         optimizer->step();
         strategy.after_optimizer_step();
       }
       // Model-state bytes are measured where they peak: gradients and the
-      // optimizer's states both alive, right after the first update.
-      if (sharded) state_bytes = strategy.model_state_bytes();
-      else if (state_bytes == 0) state_bytes = model_state_bytes(params, *optimizer);
+      // optimizer's states both alive, right after the first update (not a
+      // skipped fp16 step, which creates no optimizer states).
+      if (finite && state_bytes == 0) state_bytes = strategy.model_state_bytes(model, *optimizer);
       scaler.update(!finite);
       double lr = schedule.lr();  // the rate this step used
       schedule.step();
-      optimizer->zero_grad(/*set_to_none=*/true);
+      strategy.zero_grad(*optimizer);
       timer.mark(Phase::Optimizer);
+      auto times = timer.end();  // the step's one synchronisation
       StepRecord r{};
-      r.ms = timer.end(r.phase_ms);
+      r.ms = times.ms;
+      r.phase_ms = times.phase_ms;
       r.step = ++step;
       r.epoch = epoch;
+      // Read after the step's synchronisation: these cost no extra wait.
       r.loss = loss_sum.item<double>() / static_cast<double>(cfg.grad_accum);
       r.lr = lr;
-      r.comm_ms = strategy.comm_ms();
-      r.comm_exposed_ms = exposed;
-      r.grad_norm = norm;
+      r.comm_ms = times.comm_ms;
+      r.comm_exposed_ms = times.comm_exposed_ms;
+      r.collectives = times.collectives;
+      r.grad_norm = norm.defined() ? norm.item<double>() : 0.0;
       r.skipped = !finite;
       records.push_back(r);
       progress.update(step, r.loss, r.ms);
@@ -255,8 +270,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
 
   // Memory per rank: sharded ranks need not hold the same (padding, the
   // units a rank's partition cuts), and the job needs what the largest holds.
-  double state_theory = strategy.theoretical_state_bytes();
-  if (state_theory <= 0) state_theory = 16.0 * static_cast<double>(mcfg.num_parameters());
+  const double state_theory = strategy.theoretical_state_bytes();
   std::vector<int64_t> rank_state_bytes{static_cast<int64_t>(state_bytes)};
   std::vector<int64_t> rank_peak_bytes{static_cast<int64_t>(peak_memory_bytes(device))};
   if (ctx.comm && ctx.world_size > 1) {
@@ -354,6 +368,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   for (auto& r : records) {
     nlohmann::json j = {{"step", r.step}, {"epoch", r.epoch}, {"loss", r.loss}, {"lr", r.lr},
                         {"ms", r.ms}, {"comm_ms", r.comm_ms}, {"comm_exposed_ms", r.comm_exposed_ms},
+                        {"collectives", r.collectives},
                         {"grad_norm", r.grad_norm}, {"skipped", r.skipped}};
     for (size_t p = 0; p < kPhases; ++p) j[std::string(phase_name(Phase(p))) + "_ms"] = r.phase_ms[p];
     steps.push_back(std::move(j));

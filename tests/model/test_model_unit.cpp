@@ -337,9 +337,9 @@ TEST_CASE("clip_grad_norm scales to the max norm and returns the norm before", "
   auto a = at::zeros({2}).requires_grad_(true), b = at::zeros({1}).requires_grad_(true);
   a.mutable_grad() = at::tensor({3.0f, 0.0f});
   b.mutable_grad() = at::tensor({4.0f});
-  CHECK(train::clip_grad_norm({a, b}, 1.0) == Approx(5.0));
+  CHECK(train::clip_grad_norm({a, b}, 1.0).item<double>() == Approx(5.0));
   CHECK(a.grad()[0].item<double>() == Approx(0.6).epsilon(1e-5));
   CHECK(b.grad()[0].item<double>() == Approx(0.8).epsilon(1e-5));
-  CHECK(train::clip_grad_norm({a, b}, 10.0) == Approx(1.0).epsilon(1e-5));
+  CHECK(train::clip_grad_norm({a, b}, 10.0).item<double>() == Approx(1.0).epsilon(1e-5));
   CHECK(b.grad()[0].item<double>() == Approx(0.8).epsilon(1e-5));
 }

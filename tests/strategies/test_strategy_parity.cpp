@@ -240,7 +240,7 @@ TEST_CASE("zero stages 1-3 and fsdp through hpcbench run equal the baseline and 
   CHECK(hy.json["result"]["strategy_options"] == "sharding=hybrid,shard-group=2");
   // Each run reports the memory model's figure beside its measured state,
   // and every rank's own figures.
-  for (auto* r : {&z3, &hy, &base8}) {
+  for (auto* r : {&z3, &hy, &base8, &ddp4}) {
     auto& res = r->json["result"];
     double got = res["model_state_bytes"].get<double>(), theory = res["model_state_theory_bytes"].get<double>();
     INFO(res["strategy"] << " " << res["strategy_options"] << ": " << got << " bytes, memory model " << theory);

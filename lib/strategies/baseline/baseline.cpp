@@ -3,12 +3,15 @@
 #include <ATen/ATen.h>
 
 #include "core/error.h"
+#include "strategies/shard/memory.h"
 #include "train/amp.h"
 
 namespace hpcbench::strategies {
 
-void Baseline::setup(model::BertForQuestionAnswering&, const StrategyContext& ctx) {
+void Baseline::setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) {
   ctx_ = ctx;
+  parameters_ = 0;
+  for (auto& p : model->parameters()) parameters_ += p.numel();
   if (ctx.world_size != 1)
     fail("--strategy baseline runs on one device, but the job has {} ranks", ctx.world_size);
 }
@@ -26,5 +29,7 @@ at::Tensor Baseline::forward_backward(model::BertForQuestionAnswering& model, co
   timer.mark(train::Phase::Backward);
   return out.loss.detach();
 }
+
+double Baseline::theoretical_state_bytes() const { return shard::replicated_state_bytes("baseline", parameters_); }
 
 }  // namespace hpcbench::strategies

@@ -2,14 +2,15 @@
 
 #include <ATen/ATen.h>
 #include <ATen/DeviceAccelerator.h>
-#include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/grad_mode.h>
-#include <torch/csrc/autograd/variable.h>
 
 #include <algorithm>
 
 #include "core/error.h"
 #include "dist/process_group.h"
+#include "strategies/shard/memory.h"
+#include "strategies/support.h"
+#include "train/setup.h"
 #include "train/amp.h"
 
 namespace hpcbench::strategies {
@@ -20,18 +21,6 @@ namespace {
 // gradients, ready first) so that communication starts early in backward.
 constexpr int64_t kFirstBucketBytes = 1024 * 1024;
 
-struct GradReadyHook final : torch::autograd::PostAccumulateGradHook {
-  GradReadyHook(Ddp* ddp, size_t index) : ddp(ddp), index(index) {}
-  void operator()(const torch::autograd::Variable&) override { ddp->on_grad_ready(index); }
-  Ddp* ddp;
-  size_t index;
-};
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace
 
 Ddp::Ddp(const StrategyOptions& options) : opts_(options) {
@@ -40,12 +29,27 @@ Ddp::Ddp(const StrategyOptions& options) : opts_(options) {
 
 Ddp::~Ddp() {
   // The hooks point at this object; the model may outlive it.
-  for (auto& p : params_) torch::autograd::impl::set_post_acc_grad_hooks(p, nullptr);
+  clear_grad_hooks(params_);
 }
 
 std::string Ddp::options() const {
   return fmt::format("bucket_mb={:g},overlap={},buckets={}", opts_.bucket_mb, opts_.overlap ? "on" : "off",
                      buckets_.size());
+}
+
+size_t Ddp::model_state_bytes(model::BertForQuestionAnswering& model, const torch::optim::Optimizer& opt) const {
+  std::vector<at::Tensor> flats;
+  for (auto& b : buckets_) flats.push_back(b.flat);
+  return train::model_state_bytes(model->parameters(), opt, flats);
+}
+
+double Ddp::theoretical_state_bytes() const {
+  shard::MemoryPlan m;
+  m.strategy = "ddp";
+  int64_t n = 0;
+  for (auto& p : params_) n += p.numel();
+  m.units = {n};
+  return shard::theoretical_state(m).total();
 }
 
 // Reverse parameter order approximates the order in which backward produces
@@ -99,41 +103,65 @@ void Ddp::setup(model::BertForQuestionAnswering& model, const StrategyContext& c
   // and the all-reduces would mix unrelated tensors.
   int64_t numel = 0;
   for (auto& p : params_) numel += p.numel();
-  auto shapes = comm.exchange("ddp/model", fmt::format("{} tensors, {} elements", params_.size(), numel));
-  for (size_t r = 0; r < shapes.size(); ++r)
-    if (shapes[r] != shapes[0])
-      fail("ddp: rank {} has a different model ({}) from rank 0 ({}): every rank must use the same --model",
-           r, shapes[r], shapes[0]);
+  check_same_model(comm, "ddp", fmt::format("{} tensors, {} elements", params_.size(), numel));
 
   assign_buckets();
 
-  // Rank 0's initial state wins, whatever each rank drew.
+  // Rank 0's initial state wins, whatever each rank drew. The model holds
+  // no buffers (BertEmbeddings computes its position ids), so the
+  // parameters are all there is to send.
   {
     at::NoGradGuard no_grad;
     for (auto& b : buckets_) {
+      if (ctx.world_size == 1) break;
       for (size_t pos = 0; pos < b.params.size(); ++pos) b.views[pos].copy_(params_[b.params[pos]]);
       comm.broadcast(b.flat, 0);
       for (size_t pos = 0; pos < b.params.size(); ++pos) params_[b.params[pos]].copy_(b.views[pos]);
     }
-    for (auto& buf : model->buffers()) {
-      auto t = buf.contiguous();
-      comm.broadcast(t, 0);
-      if (!t.is_same(buf)) buf.copy_(t);
+    // The gradients are the buckets' views from now on: backward
+    // accumulates into them in place.
+    for (auto& b : buckets_) {
+      b.flat.zero_();
+      for (size_t pos = 0; pos < b.params.size(); ++pos) params_[b.params[pos]].mutable_grad() = b.views[pos];
     }
   }
   ready_.assign(params_.size(), 0);
-  for (size_t k = 0; k < params_.size(); ++k)
-    torch::autograd::impl::set_post_acc_grad_hooks(params_[k], std::make_unique<GradReadyHook>(this, k));
+  install_grad_ready_hooks(params_, [this](size_t k) { on_grad_ready(k); });
 }
 
+// DDP's Reducer::mark_variable_ready_dense with gradient_as_bucket_view: a
+// gradient that is the bucket's view is divided in place (so that the sum is
+// the mean); one that is not (the optimizer or a user set it to none) is
+// copied in, divided, and replaced by the view.
 void Ddp::copy_in(size_t index) {
   auto [bi, pos] = slot_[index];
   auto& view = buckets_[bi].views[pos];
-  const auto& grad = params_[index].grad();
-  // Divided while copied in, as DDP does, so the sum is already the mean.
+  auto& p = params_[index];
+  const auto& grad = p.grad();
+  at::NoGradGuard no_grad;
+  const bool is_view = grad.defined() && grad.is_alias_of(view);
+  if (is_view) {
+    if (ctx_.world_size > 1) view.mul_(1.0 / ctx_.world_size);
+    return;
+  }
   if (!grad.defined()) view.zero_();
   else if (ctx_.world_size == 1) view.copy_(grad);
   else at::mul_out(view, grad, at::scalar_tensor(1.0 / ctx_.world_size, grad.options()));
+  p.mutable_grad() = view;
+}
+
+void Ddp::zero_grad(torch::optim::Optimizer&) {
+  // The buckets are the gradients: zeroed in place, one fill per bucket,
+  // so that they stay the gradients' memory (set_to_none would make
+  // backward allocate fresh ones every step).
+  at::NoGradGuard no_grad;
+  for (auto& b : buckets_) {
+    b.flat.zero_();
+    for (size_t pos = 0; pos < b.params.size(); ++pos) {
+      auto& p = params_[b.params[pos]];
+      if (!p.grad().defined() || !p.grad().is_alias_of(b.views[pos])) p.mutable_grad() = b.views[pos];
+    }
+  }
 }
 
 void Ddp::on_grad_ready(size_t index) {
@@ -146,19 +174,15 @@ void Ddp::on_grad_ready(size_t index) {
   if (--b.pending == 0) launch_ready();
 }
 
-void Ddp::launch(Bucket& b) {
-  b.started = Clock::now();
-  b.finished_ns = std::make_shared<std::atomic<int64_t>>(0);
-  b.work = ctx_.comm->allreduce_async(b.flat);
-  b.launched = true;
-  auto done = b.finished_ns;
-  b.work->getFuture()->addCallback([done](c10::ivalue::Future&) { done->store(now_ns()); });
-}
-
 // Buckets start in index order only: every rank must issue the same
 // collectives in the same order, whatever order its hooks fire in.
 void Ddp::launch_ready() {
-  while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].pending == 0) launch(buckets_[next_bucket_++]);
+  while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].pending == 0) {
+    auto& b = buckets_[next_bucket_];
+    b.work = ctx_.comm->allreduce_async(
+        b.flat, fmt::format("ddp all_reduce of gradient bucket {} of {}", next_bucket_, buckets_.size()));
+    ++next_bucket_;
+  }
 }
 
 at::Tensor Ddp::forward_backward(model::BertForQuestionAnswering& model, const train::Batch& b, double scale,
@@ -168,8 +192,7 @@ at::Tensor Ddp::forward_backward(model::BertForQuestionAnswering& model, const t
     std::fill(ready_.begin(), ready_.end(), 0);
     for (auto& bk : buckets_) {
       bk.pending = bk.params.size();
-      bk.launched = false;
-      bk.work.reset();
+      bk.work = {};
     }
     next_bucket_ = 0;
   }
@@ -185,13 +208,12 @@ at::Tensor Ddp::forward_backward(model::BertForQuestionAnswering& model, const t
   return out.loss.detach();
 }
 
-double Ddp::finish_gradients(train::StepTimer& timer) {
-  auto t0 = Clock::now();
+void Ddp::finish_gradients(train::StepTimer& timer) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    // Without overlap every gradient is copied in now; with it, only those
-    // whose hook did not fire (a parameter unused in this forward) are: they
-    // take part as zeros, as with find_unused_parameters.
+    // Without overlap every gradient is divided (or copied) in now; with it,
+    // only those whose hook did not fire (a parameter unused in this
+    // forward) are: they take part as zeros, as with find_unused_parameters.
     for (size_t k = 0; k < params_.size(); ++k) {
       if (ready_[k]) continue;
       ready_[k] = 1;
@@ -200,47 +222,11 @@ double Ddp::finish_gradients(train::StepTimer& timer) {
     }
     launch_ready();
   }
-  for (size_t bi = 0; bi < buckets_.size(); ++bi) {
-    auto& b = buckets_[bi];
-    ctx_.comm->wait(b.work, fmt::format("ddp all_reduce of gradient bucket {} of {}", bi, buckets_.size()));
-    at::NoGradGuard no_grad;
-    for (size_t pos = 0; pos < b.params.size(); ++pos) {
-      auto& p = params_[b.params[pos]];
-      if (p.grad().defined()) p.mutable_grad().copy_(b.views[pos]);
-      else p.mutable_grad() = b.views[pos].clone();
-    }
-  }
-  // On an accelerator the waits only order streams; the exposed time is
-  // real only once the device has caught up.
-  if (!ctx_.device.is_cpu()) at::accelerator::synchronizeDevice(ctx_.device.index());
-  auto t1 = Clock::now();
-  timer.mark(train::Phase::Comm);
-
-  // Communication time: the union of the buckets' in-flight intervals.
-  std::vector<std::pair<int64_t, int64_t>> spans;
-  const int64_t end_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t1.time_since_epoch()).count();
-  for (auto& b : buckets_) {
-    int64_t s = std::chrono::duration_cast<std::chrono::nanoseconds>(b.started.time_since_epoch()).count();
-    int64_t e = b.finished_ns ? b.finished_ns->load() : 0;
-    spans.emplace_back(s, e > 0 ? std::min(e, end_ns) : end_ns);
-  }
-  std::sort(spans.begin(), spans.end());
-  int64_t total = 0, cs = 0, ce = -1;
-  for (auto [s, e] : spans) {
-    if (s > ce) {
-      if (ce > cs) total += ce - cs;
-      cs = s;
-      ce = e;
-    } else {
-      ce = std::max(ce, e);
-    }
-  }
-  if (ce > cs) total += ce - cs;
-  // The exposed part also counts the copies back into .grad, which belong
-  // to the communication too: the total is never below it.
-  const double exposed = std::chrono::duration<double, std::milli>(t1 - t0).count();
-  comm_ms_ = std::max(static_cast<double>(total) / 1e6, exposed);
-  return exposed;
+  // On NCCL these waits only order the compute stream after each bucket's
+  // all-reduce; the buckets stay allocated (they are the gradients), so no
+  // memory a collective still uses is ever freed here.
+  for (auto& b : buckets_) ctx_.comm->wait(b.work);
+  timer.mark(train::Phase::GradSync);
 }
 
 }  // namespace hpcbench::strategies

@@ -1,10 +1,10 @@
 #pragma once
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
-#include <atomic>
-#include <chrono>
 #include <mutex>
 #include <vector>
+
+#include "dist/process_group.h"
 
 #include "strategies/strategy.h"
 
@@ -13,7 +13,9 @@ namespace hpcbench::strategies {
 // PyTorch's DistributedDataParallel: one replica per rank, initial state
 // broadcast from rank 0, gradients averaged by all-reduce in buckets that
 // start during backward as soon as their gradients are accumulated, so that
-// communication hides behind the rest of the backward pass.
+// communication hides behind the rest of the backward pass. Gradients live
+// in the buckets (DDP's gradient_as_bucket_view=True): no second copy of
+// them exists, and nothing is copied back after the all-reduce.
 class Ddp final : public Strategy {
  public:
   explicit Ddp(const StrategyOptions& options);
@@ -23,23 +25,23 @@ class Ddp final : public Strategy {
   void setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) override;
   at::Tensor forward_backward(model::BertForQuestionAnswering& model, const train::Batch& batch,
                               double scale, bool last_micro, train::StepTimer& timer) override;
-  double finish_gradients(train::StepTimer& timer) override;
-  double comm_ms() const override { return comm_ms_; }
+  void finish_gradients(train::StepTimer& timer) override;
+  void zero_grad(torch::optim::Optimizer& optimizer) override;
+  // The buckets are counted with the parameters, gradients and Adam's
+  // states (the gradients are their views: each storage once).
+  size_t model_state_bytes(model::BertForQuestionAnswering& model, const torch::optim::Optimizer& opt) const override;
+  double theoretical_state_bytes() const override;
 
   // Called by the post-accumulate-grad hook of parameter `index`.
   void on_grad_ready(size_t index);
 
  private:
-  using Clock = std::chrono::steady_clock;
   struct Bucket {
-    at::Tensor flat;                 // the all-reduce buffer
+    at::Tensor flat;                 // the all-reduce buffer, and the gradients' memory
     std::vector<size_t> params;      // indices into params_
     std::vector<at::Tensor> views;   // views of flat, shaped as each parameter
     size_t pending = 0;              // gradients still to come this step
-    bool launched = false;
-    c10::intrusive_ptr<c10d::Work> work;
-    Clock::time_point started;
-    std::shared_ptr<std::atomic<int64_t>> finished_ns;  // set by the work's completion callback
+    dist::Pending work;
   };
   void assign_buckets();
   void copy_in(size_t index);
@@ -55,7 +57,6 @@ class Ddp final : public Strategy {
   size_t next_bucket_ = 0;   // buckets launch in index order on every rank
   bool syncing_ = false;     // this backward reduces (the last micro-step)
   std::mutex mutex_;         // hooks may run on autograd's device threads
-  double comm_ms_ = 0;
 };
 
 }  // namespace hpcbench::strategies

@@ -12,17 +12,12 @@
 
 #include "core/error.h"
 #include "device/device.h"
+#include "strategies/shard/memory.h"
 #include "train/amp.h"
 
 namespace hpcbench::strategies {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 // Runs f(i) for every i, i > 0 on its own thread, i == 0 on this one, as
 // DataParallel's parallel_apply does; the first exception wins.
@@ -92,13 +87,6 @@ void Dp::setup(model::BertForQuestionAnswering& model, const StrategyContext& ct
     replicas_.push_back(std::move(r));
   }
   gen.set_state(state);
-  // Buffers (position ids) never change: copied once.
-  at::NoGradGuard no_grad;
-  auto bufs = model->buffers();
-  for (auto& r : replicas_) {
-    auto rb = r->buffers();
-    for (size_t k = 0; k < rb.size(); ++k) rb[k].copy_(bufs[k]);
-  }
 }
 
 at::Tensor Dp::forward_backward(model::BertForQuestionAnswering& model, const train::Batch& b, double scale,
@@ -110,14 +98,16 @@ at::Tensor Dp::forward_backward(model::BertForQuestionAnswering& model, const tr
   const int64_t chunk = (rows + n_dev - 1) / n_dev;
   const auto used = static_cast<size_t>((rows + chunk - 1) / chunk);
 
-  // replicate: the parameters as they are now, every call, as DataParallel does.
-  auto t0 = Clock::now();
+  // replicate: the parameters as they are now, every call, as DataParallel
+  // does. The copies and the reduction below are dp's communication; nothing
+  // overlaps them, so the step timer counts them as exposed.
+  timer.comm_begin();
   {
     at::NoGradGuard no_grad;
     for (size_t i = 1; i < used; ++i)
       for (size_t k = 0; k < params_.size(); ++k) replica_params_[i - 1][k].copy_(params_[k], /*non_blocking=*/true);
   }
-  step_comm_ms_ += ms_since(t0);
+  timer.comm_end();
 
   auto module = [&](size_t i) -> model::BertForQuestionAnsweringImpl& {
     return i == 0 ? *model : *replicas_[i - 1];
@@ -143,7 +133,7 @@ at::Tensor Dp::forward_backward(model::BertForQuestionAnswering& model, const tr
   timer.mark(train::Phase::Backward);
 
   // reduce onto the first device (DataParallel's Broadcast backward).
-  t0 = Clock::now();
+  timer.comm_begin();
   {
     at::NoGradGuard no_grad;
     for (size_t i = 1; i < used; ++i) {
@@ -158,18 +148,18 @@ at::Tensor Dp::forward_backward(model::BertForQuestionAnswering& model, const tr
       }
     }
   }
-  step_comm_ms_ += ms_since(t0);
-  timer.mark(train::Phase::Comm);
+  timer.comm_end();
+  timer.mark(train::Phase::GradSync);
 
   at::Tensor loss = outs[0].loss.detach() * weight[0];
   for (size_t i = 1; i < used; ++i) loss = loss + outs[i].loss.detach().to(devices_[0]) * weight[i];
   return loss;
 }
 
-double Dp::finish_gradients(train::StepTimer&) {
-  comm_ms_ = step_comm_ms_;
-  step_comm_ms_ = 0;
-  return comm_ms_;  // nothing overlaps: replication and reduction are all exposed
+double Dp::theoretical_state_bytes() const {
+  int64_t n = 0;
+  for (auto& p : params_) n += p.numel();
+  return shard::replicated_state_bytes("dp", n);
 }
 
 }  // namespace hpcbench::strategies

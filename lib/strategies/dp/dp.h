@@ -19,8 +19,7 @@ class Dp final : public Strategy {
   void setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) override;
   at::Tensor forward_backward(model::BertForQuestionAnswering& model, const train::Batch& batch,
                               double scale, bool last_micro, train::StepTimer& timer) override;
-  double finish_gradients(train::StepTimer& timer) override;
-  double comm_ms() const override { return comm_ms_; }
+  double theoretical_state_bytes() const override;
   int devices() const override { return static_cast<int>(devices_.size()); }
 
  private:
@@ -30,8 +29,6 @@ class Dp final : public Strategy {
   std::vector<model::BertForQuestionAnswering> replicas_;  // for devices_[1..]
   std::vector<at::Tensor> params_;                         // the model's, in order
   std::vector<std::vector<at::Tensor>> replica_params_;
-  double step_comm_ms_ = 0;
-  double comm_ms_ = 0;
 };
 
 }  // namespace hpcbench::strategies

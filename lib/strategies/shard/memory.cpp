@@ -88,4 +88,11 @@ StateBytes theoretical_state(const MemoryPlan& p) {
   return s;
 }
 
+double replicated_state_bytes(const std::string& strategy, int64_t parameters) {
+  MemoryPlan m;
+  m.strategy = strategy;
+  m.units = {parameters};
+  return theoretical_state(m).total();
+}
+
 }  // namespace hpcbench::strategies::shard

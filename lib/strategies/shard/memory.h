@@ -28,7 +28,11 @@ struct StateBytes {
 };
 
 // With Ψ parameters, N ranks, c compute bytes, u_i the units:
-//   ddp / baseline / dp:  16Ψ (fp32 weights under autocast too)
+//   baseline / dp:  16Ψ (fp32 weights under autocast too; dp: on its first
+//                   device, the replicas hold parameters and gradients on theirs)
+//   ddp:            16Ψ: the gradients are the buckets' views (DDP's
+//                   gradient_as_bucket_view), so the all-reduce buffers are
+//                   not a second copy of them (20Ψ if they were)
 //   zero 1:   cΨ + 4Ψ + (8 + m)Ψ/N  + c·max u
 //   zero 2:   cΨ + (12 + m)Ψ/N      + c·max u
 //   zero 3, fsdp full, fsdp hybrid:
@@ -43,5 +47,8 @@ struct StateBytes {
 // all-reduce, r the reduce dtype's bytes. Throws UserError for an unknown
 // strategy.
 StateBytes theoretical_state(const MemoryPlan& plan);
+
+// The replicating strategies' figure for a model of `parameters` elements.
+double replicated_state_bytes(const std::string& strategy, int64_t parameters);
 
 }  // namespace hpcbench::strategies::shard

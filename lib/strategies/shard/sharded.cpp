@@ -2,9 +2,6 @@
 
 #include <ATen/ATen.h>
 #include <c10/core/StorageImpl.h>
-#include <torch/csrc/autograd/function_hook.h>
-#include <torch/csrc/autograd/variable.h>
-#include <torch/nn/modules/linear.h>
 
 #include <algorithm>
 #include <chrono>
@@ -12,8 +9,9 @@
 
 #include "core/error.h"
 #include "dist/process_group.h"
-#include "model/bert_modules.h"
+#include "model/sharding_units.h"
 #include "strategies/shard/memory.h"
+#include "strategies/support.h"
 #include <fmt/format.h>
 #include "train/amp.h"
 
@@ -21,31 +19,17 @@ namespace hpcbench::strategies::shard {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-struct GradReadyHook final : torch::autograd::PostAccumulateGradHook {
-  GradReadyHook(Sharded* s, size_t index) : s(s), index(index) {}
-  void operator()(const torch::autograd::Variable&) override { s->on_grad_ready(index); }
-  Sharded* s;
-  size_t index;
-};
-
-// "bert.encoder.layer.3.attention..." -> "layer.3"; the embeddings and the
-// head are units of their own.
-std::string unit_name(const std::string& param) {
-  const std::string layer = "bert.encoder.layer.";
-  if (param.starts_with(layer)) {
-    auto dot = param.find('.', layer.size());
-    return "layer." + param.substr(layer.size(), dot - layer.size());
-  }
-  if (param.starts_with("bert.embeddings.")) return "embeddings";
-  return "head";
-}
-
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-
 }  // namespace
 
+// Frees a gathered unit's memory while its tensors (and the views autograd
+// saved) stay valid objects. The rule that makes this safe once waits no
+// longer block the host (NCCL): only storage whose collective was waited for
+// is freed (reshard() finishes the gather first; a reduction's buffers are
+// dropped only after their wait). The wait puts the compute stream behind
+// the collective, and the caching allocator hands a freed block only to work
+// queued on that stream later, so the collective never sees its memory
+// reused. c10d's own guard would not suffice here: it keeps the tensors
+// (their StorageImpl) alive until the wait, not the DataPtr swapped out below.
 void free_storage(const at::Tensor& t) {
   auto* s = t.storage().unsafeGetStorageImpl();
   s->set_data_ptr_noswap(at::DataPtr(nullptr, s->device()));
@@ -66,7 +50,8 @@ size_t storage_bytes(const at::Tensor& t) { return t.defined() ? t.storage().nby
 Sharded::Sharded(ShardingPlan plan) : plan_(std::move(plan)) {}
 
 Sharded::~Sharded() {
-  for (auto& p : params_) torch::autograd::impl::set_post_acc_grad_hooks(p, nullptr);
+  clear_grad_hooks(params_);
+  if (model_) model_->set_unit_hooks(nullptr);
 }
 
 namespace {
@@ -151,55 +136,49 @@ void Sharded::setup(model::BertForQuestionAnswering& model, const StrategyContex
   if (!plan_.overlap) plan_.options += ",no-overlap";
   const int parts = shard_comm_->size(), part = shard_comm_->rank();
 
-  // Units in forward order; within a unit, decayed then non-decayed.
-  std::map<std::string, size_t> unit_index;
-  auto bert = std::dynamic_pointer_cast<model::BertModelImpl>(model->named_children()["bert"]);
-  auto add_unit = [&](const std::string& name, torch::nn::Module* m) {
-    unit_index[name] = units_.size();
-    Unit u;
-    u.name = name;
-    u.module = m;
-    units_.push_back(std::move(u));
-  };
-  add_unit("embeddings", bert->embeddings.get());
-  for (size_t i = 0; i < bert->layer->size(); ++i) add_unit("layer." + std::to_string(i), bert->layer[i].get());
-  add_unit("head", model->named_children()["qa_outputs"].get());
-
+  // Units in forward order, as the model's wrap policy gives them; within a
+  // unit, decayed then non-decayed.
   std::map<std::pair<size_t, bool>, size_t> flat_of;
-  for (auto& np : model->named_parameters(true)) {
-    auto& p = np.value();
-    if (!p.requires_grad()) continue;
-    auto it = unit_index.find(unit_name(np.key()));
-    if (it == unit_index.end()) fail("{}: parameter {} belongs to no unit", plan_.name, np.key());
-    size_t u = it->second;
-    bool decay = train::decays(np.key());
-    auto key = std::make_pair(u, decay);
-    if (!flat_of.count(key)) {
-      flat_of[key] = flats_.size();
-      FlatParam f;
-      f.decay = decay;
-      f.unit = u;
-      flats_.push_back(std::move(f));
-      units_[u].flats.push_back(flat_of[key]);
+  auto policy = model::sharding_units(*model);
+  for (size_t u = 0; u < policy.size(); ++u) {
+    Unit unit;
+    unit.name = policy[u].name;
+    unit.module = policy[u].module;
+    units_.push_back(std::move(unit));
+    for (auto& np : policy[u].module->named_parameters(true)) {
+      auto& p = np.value();
+      if (!p.requires_grad()) continue;
+      const std::string name = policy[u].prefix + np.key();
+      bool decay = train::decays(name);
+      auto key = std::make_pair(u, decay);
+      if (!flat_of.count(key)) {
+        flat_of[key] = flats_.size();
+        FlatParam f;
+        f.decay = decay;
+        f.unit = u;
+        flats_.push_back(std::move(f));
+        units_[u].flats.push_back(flat_of[key]);
+      }
+      auto& f = flats_[flat_of[key]];
+      f.params.push_back(p);
+      f.names.push_back(name);
+      f.offsets.push_back(f.numel);
+      f.numel += p.numel();
+      units_[u].params.push_back(params_.size());
+      unit_of_.push_back(u);
+      params_.push_back(p);
     }
-    auto& f = flats_[flat_of[key]];
-    f.params.push_back(p);
-    f.names.push_back(np.key());
-    f.offsets.push_back(f.numel);
-    f.numel += p.numel();
-    units_[u].params.push_back(params_.size());
-    unit_of_.push_back(u);
-    params_.push_back(p);
   }
+  size_t in_model = 0;
+  for (auto& p : model->parameters())
+    if (p.requires_grad()) ++in_model;
+  if (in_model != params_.size())
+    fail("{}: the model's sharding units hold {} of its {} parameters", plan_.name, params_.size(), in_model);
   // Decayed flats first, as make_adamw orders its groups.
   for (auto& u : units_)
     std::stable_sort(u.flats.begin(), u.flats.end(), [&](size_t a, size_t b) { return flats_[a].decay > flats_[b].decay; });
 
-  auto shapes = comm.exchange(plan_.name + "/model", fmt::format("{} tensors in {} flat parameters", params_.size(), flats_.size()));
-  for (size_t r = 0; r < shapes.size(); ++r)
-    if (shapes[r] != shapes[0])
-      fail("{}: rank {} has a different model ({}) from rank 0 ({}): every rank must use the same --model", plan_.name,
-           r, shapes[r], shapes[0]);
+  check_same_model(comm, plan_.name, fmt::format("{} tensors in {} flat parameters", params_.size(), flats_.size()));
 
   at::NoGradGuard no_grad;
   for (auto& f : flats_) {
@@ -217,15 +196,13 @@ void Sharded::setup(model::BertForQuestionAnswering& model, const StrategyContex
     f.full = mixed_ ? master.to(compute_dtype_) : master;
   }
   use_compute_views();
-  for (auto& buf : model->buffers()) {
-    auto t = buf.contiguous();
-    comm.broadcast(t, 0);
-    if (!t.is_same(buf)) buf.copy_(t);
-  }
   if (plan_.shard_params)
     for (auto& u : units_) reshard(u);
-  for (size_t k = 0; k < params_.size(); ++k)
-    torch::autograd::impl::set_post_acc_grad_hooks(params_[k], std::make_unique<GradReadyHook>(this, k));
+  install_grad_ready_hooks(params_, [this](size_t k) { on_grad_ready(k); });
+  // Partitioned parameters are gathered around each unit's forward by the
+  // model's own forward calling these hooks.
+  model_ = model.ptr().get();
+  if (plan_.shard_params) model_->set_unit_hooks(this);
 }
 
 // The module's parameters become views of the flat buffers the model
@@ -252,27 +229,26 @@ void Sharded::gather(Unit& u) {
 
 void Sharded::start_gather(Unit& u) {
   if (u.gathered || !u.inflight.empty()) return;
-  auto t0 = Clock::now();
   at::NoGradGuard no_grad;
+  // Inputs first, collectives after: nothing computes between a unit's
+  // all-gathers and the wait that may follow them.
   for (auto i : u.flats) {
-    auto& f = flats_[i];
-    alloc_storage(f.full);
+    alloc_storage(flats_[i].full);
     // Written behind autograd's back: the parameters' version counters are
     // their own (set_data), so tensors saved for backward stay valid.
-    u.inflight_inputs.push_back(gather_input(f));
-    u.inflight.push_back(shard_comm_->allgather_async(f.full, u.inflight_inputs.back()));
+    u.inflight_inputs.push_back(gather_input(flats_[i]));
   }
-  comm_ms_ += ms_since(t0);
+  for (size_t k = 0; k < u.flats.size(); ++k)
+    u.inflight.push_back(
+        shard_comm_->allgather_async(flats_[u.flats[k]].full, u.inflight_inputs[k], "all_gather of " + u.name));
 }
 
 void Sharded::finish_gather(Unit& u) {
   if (u.gathered) return;
-  auto t0 = Clock::now();
-  for (auto& w : u.inflight) shard_comm_->wait(w, "all_gather of " + u.name);
+  for (auto& w : u.inflight) shard_comm_->wait(w);
   u.inflight.clear();
   u.inflight_inputs.clear();
   u.gathered = true;
-  comm_ms_ += ms_since(t0);
   note_peak();
 }
 
@@ -296,10 +272,11 @@ void Sharded::reshard(Unit& u) {
 void Sharded::reduce(Unit& u) {
   note_peak();
   complete_reductions();
-  auto t0 = Clock::now();
   auto& comm = *ctx_.comm;
   const int world = comm.size(), parts = shard_comm_->size();
   at::NoGradGuard no_grad;
+  // Every send buffer first, collectives after (as for gathers).
+  const size_t first = reductions_.size();
   for (auto i : u.flats) {
     auto& f = flats_[i];
     Reduction r;
@@ -314,29 +291,27 @@ void Sharded::reduce(Unit& u) {
     // Divided before the sum, as DDP and FSDP do, so that the sum is the
     // mean and fp16 sums do not overflow.
     if (world > 1) r.send.mul_(1.0 / world);
-    if (plan_.shard_grads) {
-      r.part = at::empty({f.shard_numel}, r.send.options());
-      r.work = shard_comm_->reduce_scatter_async(r.part, r.send);
-    } else {
-      r.work = comm.allreduce_async(r.send);
-    }
+    if (plan_.shard_grads) r.part = at::empty({f.shard_numel}, r.send.options());
     reductions_.push_back(std::move(r));
   }
-  comm_ms_ += ms_since(t0);
+  for (size_t k = first; k < reductions_.size(); ++k) {
+    auto& r = reductions_[k];
+    r.work = plan_.shard_grads ? shard_comm_->reduce_scatter_async(r.part, r.send, r.what)
+                               : comm.allreduce_async(r.send, r.what);
+  }
   if (!plan_.overlap) complete_reductions();
   if (plan_.shard_params) reshard(u);
 }
 
 void Sharded::complete_reductions() {
   if (reductions_.empty()) return;
-  auto t0 = Clock::now();
   auto& comm = *ctx_.comm;
   at::NoGradGuard no_grad;
   for (auto& r : reductions_) {
     auto& f = flats_[r.flat];
-    (plan_.shard_grads ? *shard_comm_ : comm).wait(r.work, r.what);
+    (plan_.shard_grads ? *shard_comm_ : comm).wait(r.work);
     if (plan_.shard_grads) {
-      if (replicate_group_) replicate_group_->allreduce(r.part);
+      if (replicate_group_) replicate_group_->allreduce(r.part, false, "all_reduce across shard groups of " + r.what);
       if (f.shard.grad().defined()) f.shard.mutable_grad().add_(r.part);
       else f.shard.mutable_grad() = r.part.to(at::kFloat);
     } else {
@@ -352,8 +327,8 @@ void Sharded::complete_reductions() {
       f.grad_full.add_(r.send);
     }
   }
+  // Dropped only now, after their waits (see free_storage).
   reductions_.clear();
-  comm_ms_ += ms_since(t0);
 }
 
 void Sharded::on_grad_ready(size_t index) {
@@ -361,49 +336,27 @@ void Sharded::on_grad_ready(size_t index) {
   if (u.pending > 0 && --u.pending == 0) reduce(u);
 }
 
-at::Tensor Sharded::sharded_forward(model::BertForQuestionAnswering& model, const train::Batch& b) {
-  // BertForQuestionAnswering::forward, unit by unit, so that each unit is
-  // gathered just before it runs and freed after.
-  auto bert = std::dynamic_pointer_cast<model::BertModelImpl>(model->named_children()["bert"]);
-  auto& qa = *model->named_children()["qa_outputs"]->as<torch::nn::Linear>();
-  const int64_t seq = b.input_ids.size(1);
-  auto run_unit = [&](size_t i, auto&& f) {
-    auto& u = units_[i];
-    gather(u);
-    prefetch(i + 1);
-    at::Tensor out = f();
-    if (plan_.reshard_after_forward) {
-      reshard(u);
-      // Gathered again as soon as backward reaches this unit's output; the
-      // unit before it (the next to run backward) is prefetched then.
-      if (out.requires_grad())
-        out.register_hook([this, i](const at::Tensor&) {
-          gather(units_[i]);
-          if (i > 0) prefetch(i - 1);
-        });
-    }
-    return out;
-  };
-  auto h = run_unit(0, [&] { return bert->embeddings->forward(b.input_ids, b.token_type_ids); });
-  auto key_mask = model::key_mask_of(b.attention_mask);
-  at::Tensor additive;
-  for (size_t i = 0; i < bert->layer->size(); ++i)
-    h = run_unit(i + 1, [&] { return bert->layer[i]->as<model::BertLayer>()->forward(h, key_mask, additive); });
-  auto logits = run_unit(units_.size() - 1, [&] { return at::linear(h, qa.weight, qa.bias); });
-  // The loss in fp32 whatever the compute dtype, as autocast computes it.
-  logits = logits.to(at::kFloat);
-  auto start_logits = logits.select(-1, 0).contiguous();
-  auto end_logits = logits.select(-1, 1).contiguous();
-  auto prep = [seq](const at::Tensor& p) { return (p.dim() > 1 ? p.squeeze(-1) : p).to(at::kLong).clamp(0, seq); };
-  auto ce = [seq](const at::Tensor& l, const at::Tensor& t) {
-    return at::cross_entropy_loss(l, t, {}, at::Reduction::Mean, seq);
-  };
-  return (ce(start_logits, prep(b.start_positions)) + ce(end_logits, prep(b.end_positions))) / 2;
+void Sharded::before(size_t unit) {
+  gather(units_[unit]);
+  prefetch(unit + 1);
+}
+
+void Sharded::after(size_t unit, const at::Tensor& output) {
+  if (!plan_.reshard_after_forward) return;
+  reshard(units_[unit]);
+  // Gathered again as soon as backward reaches this unit's output; the unit
+  // before it (the next to run backward) is prefetched then.
+  if (output.requires_grad()) {
+    auto out = output;
+    out.register_hook([this, unit](const at::Tensor&) {
+      gather(units_[unit]);
+      if (unit > 0) prefetch(unit - 1);
+    });
+  }
 }
 
 at::Tensor Sharded::forward_backward(model::BertForQuestionAnswering& model, const train::Batch& b, double scale,
                                      bool, train::StepTimer& timer) {
-  if (new_step_) comm_ms_ = 0;
   new_step_ = false;
   if (master_views_) use_compute_views();
   for (auto& u : units_) {
@@ -414,8 +367,7 @@ at::Tensor Sharded::forward_backward(model::BertForQuestionAnswering& model, con
   at::Tensor loss;
   {
     train::AutocastGuard autocast(ctx_.device.type(), ctx_.precision);
-    if (plan_.shard_params) loss = sharded_forward(model, b);
-    else loss = model->forward(b.input_ids, b.token_type_ids, b.attention_mask, b.start_positions, b.end_positions).loss;
+    loss = model->forward(b.input_ids, b.token_type_ids, b.attention_mask, b.start_positions, b.end_positions).loss;
   }
   timer.mark(train::Phase::Forward);
   (loss * scale).backward();
@@ -423,7 +375,7 @@ at::Tensor Sharded::forward_backward(model::BertForQuestionAnswering& model, con
   return loss.detach();
 }
 
-double Sharded::finish_gradients(train::StepTimer& timer) {
+void Sharded::finish_gradients(train::StepTimer& timer) {
   // Units whose hooks did not all fire (a parameter unused in this forward)
   // are reduced now, in unit order on every rank.
   for (auto& u : units_)
@@ -433,13 +385,11 @@ double Sharded::finish_gradients(train::StepTimer& timer) {
       reduce(u);
     }
   complete_reductions();
-  timer.mark(train::Phase::Comm);
-  // Every collective so far this step waited on the critical path; what
-  // prefetch hid is not in it.
-  return comm_ms_;
+  timer.mark(train::Phase::GradSync);
 }
 
-std::unique_ptr<torch::optim::AdamW> Sharded::make_optimizer(const train::OptimizerConfig& cfg) {
+std::unique_ptr<torch::optim::AdamW> Sharded::make_optimizer(model::BertForQuestionAnswering&,
+                                                             const train::OptimizerConfig& cfg) {
   std::vector<at::Tensor> decay, no_decay;
   for (auto& f : flats_) (f.decay ? decay : no_decay).push_back(f.shard);
   auto options = [&](double wd) {
@@ -453,37 +403,33 @@ std::unique_ptr<torch::optim::AdamW> Sharded::make_optimizer(const train::Optimi
   return opt;
 }
 
-std::vector<at::Tensor> Sharded::optimizer_params() const {
+std::vector<at::Tensor> Sharded::optimizer_params(model::BertForQuestionAnswering&) const {
   std::vector<at::Tensor> out;
   for (auto& f : flats_) out.push_back(f.shard);
   return out;
 }
 
-double Sharded::clip_grad_norm(double max_norm) {
+at::Tensor Sharded::clip_grad_norm(model::BertForQuestionAnswering&, double max_norm) {
   at::NoGradGuard no_grad;
   auto sq = at::zeros({1}, flats_.front().full.options().dtype(at::kFloat));
   for (auto& f : flats_)
     if (f.shard.grad().defined()) sq += f.shard.grad().to(at::kFloat).pow(2).sum();
-  auto t0 = Clock::now();
   // Over the partitions of one copy: hybrid's other groups hold the same.
-  shard_comm_->allreduce(sq);
-  comm_ms_ += ms_since(t0);
+  shard_comm_->allreduce(sq, false, "all_reduce of the gradient norm");
   auto norm = sq.sqrt();
   // torch.nn.utils.clip_grad_norm_: scaled by min(1, max_norm / (norm + 1e-6)).
   auto coef = (at::full_like(norm, max_norm) / (norm + 1e-6)).clamp_max(1.0);
   for (auto& f : flats_)
     if (f.shard.grad().defined()) f.shard.mutable_grad().mul_(coef.to(f.shard.grad().dtype()));
-  return norm.item<double>();
+  return norm.squeeze();
 }
 
 void Sharded::after_optimizer_step() {
   note_peak();
   new_step_ = true;
   if (plan_.shard_params) return;  // the partitions are the parameters
-  auto t0 = Clock::now();
   at::NoGradGuard no_grad;
-  for (auto& f : flats_) shard_comm_->allgather(f.full, gather_input(f));
-  comm_ms_ += ms_since(t0);
+  for (auto& f : flats_) shard_comm_->allgather(f.full, gather_input(f), "all_gather of the updated parameters");
 }
 
 void Sharded::unshard_model() {
@@ -534,12 +480,17 @@ size_t Sharded::current_bytes(bool transient) const {
 
 void Sharded::note_peak() { peak_transient_ = std::max(peak_transient_, current_bytes(true)); }
 
-size_t Sharded::model_state_bytes() const { return current_bytes(false) + peak_transient_; }
+size_t Sharded::model_state_bytes(model::BertForQuestionAnswering&, const torch::optim::Optimizer&) const {
+  return current_bytes(false) + peak_transient_;
+}
 
 bool Sharded::all_finite(bool local_finite) {
   if (!ctx_.comm) return local_finite;
   auto bad = at::full({1}, local_finite ? 0.0f : 1.0f, at::TensorOptions().device(ctx_.device));
-  ctx_.comm->allreduce(bad);
+  ctx_.comm->allreduce(bad, false, "all_reduce of the fp16 overflow verdict");
+  // A host sync, once per step and only under fp16 loss scaling: every rank
+  // must skip or take the step on the same verdict (torch's GradScaler reads
+  // found_inf on the host as well).
   return bad.item<float>() == 0.0f;
 }
 

@@ -20,6 +20,7 @@
 
 #include "core/error.h"
 #include "dist/process_group.h"
+#include "model/sharding_units.h"
 #include "strategies/shard/flat_param.h"
 #include "strategies/strategy.h"
 #include "train/optimizer.h"
@@ -60,7 +61,7 @@ inline ShardingPlan shared_plan(const std::string& name, const StrategyOptions& 
 // Throws UserError when the groups cannot have equal sizes.
 std::vector<std::vector<int>> shard_groups(int group_size, const std::vector<std::string>& hosts, int world);
 
-class Sharded final : public Strategy {
+class Sharded final : public Strategy, public model::UnitHooks {
  public:
   explicit Sharded(ShardingPlan plan);
   ~Sharded() override;
@@ -69,27 +70,26 @@ class Sharded final : public Strategy {
   void setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) override;
   at::Tensor forward_backward(model::BertForQuestionAnswering& model, const train::Batch& batch, double scale,
                               bool last_micro, train::StepTimer& timer) override;
-  double finish_gradients(train::StepTimer& timer) override;
-  double comm_ms() const override { return comm_ms_; }
+  void finish_gradients(train::StepTimer& timer) override;
 
-  // What the trainer needs besides the Strategy interface:
   // AdamW (ATen's fused kernel) over this rank's partitions, in a decayed
   // and a non-decayed group as make_adamw builds them.
-  bool owns_optimizer() const override { return true; }
-  std::unique_ptr<torch::optim::AdamW> make_optimizer(const train::OptimizerConfig& cfg) override;
+  std::unique_ptr<torch::optim::AdamW> make_optimizer(model::BertForQuestionAnswering& model,
+                                                      const train::OptimizerConfig& cfg) override;
   // The gradients the optimizer steps (the partitions'), for unscaling.
-  std::vector<at::Tensor> optimizer_params() const override;
+  std::vector<at::Tensor> optimizer_params(model::BertForQuestionAnswering& model) const override;
   // clip_grad_norm_ over the whole model: the partial squared norms of the
   // partitions summed over ranks. Returns the norm before clipping.
-  double clip_grad_norm(double max_norm) override;
+  at::Tensor clip_grad_norm(model::BertForQuestionAnswering& model, double max_norm) override;
   // After optimizer->step(): replicated parameters (zero 1/2) are all-gathered.
   void after_optimizer_step() override;
   // Every parameter gathered into the model (checkpoints, evaluation); the
   // next forward_backward reshards.
   void unshard_model() override;
   // Parameters, gradients and optimizer states this rank held at its peak so
-  // far (the current state included).
-  size_t model_state_bytes() const override;
+  // far (the current state included): its partitions, and the largest set of
+  // gathered units and full gradients it held at once.
+  size_t model_state_bytes(model::BertForQuestionAnswering& model, const torch::optim::Optimizer& opt) const override;
   bool all_finite(bool local_finite) override;
 
   // Sizes for the memory model.
@@ -106,6 +106,9 @@ class Sharded final : public Strategy {
 
   // Called by the post-accumulate-grad hook of parameter `index`.
   void on_grad_ready(size_t index);
+  // model::UnitHooks: gather a unit before its forward, free it after.
+  void before(size_t unit) override;
+  void after(size_t unit, const at::Tensor& output) override;
 
  private:
   struct Unit {
@@ -116,7 +119,7 @@ class Sharded final : public Strategy {
     bool gathered = true;
     torch::nn::Module* module = nullptr;
     // An all-gather in flight (prefetch): its works and the inputs they read.
-    std::vector<c10::intrusive_ptr<c10d::Work>> inflight;
+    std::vector<dist::Pending> inflight;
     std::vector<at::Tensor> inflight_inputs;
   };
   // A unit's gradient reduction in flight: the buffer sent (full gradients
@@ -125,7 +128,7 @@ class Sharded final : public Strategy {
     size_t flat = 0;
     std::string what;
     at::Tensor send, part;
-    c10::intrusive_ptr<c10d::Work> work;
+    dist::Pending work;
   };
   void complete_reductions();
   void gather(Unit& u);
@@ -138,7 +141,6 @@ class Sharded final : public Strategy {
   void reduce(Unit& u);
   void note_peak();
   size_t current_bytes(bool transient) const;
-  at::Tensor sharded_forward(model::BertForQuestionAnswering& model, const train::Batch& b);
 
   ShardingPlan plan_;
   StrategyContext ctx_;
@@ -156,8 +158,7 @@ class Sharded final : public Strategy {
   std::vector<size_t> unit_of_;  // param -> unit
   std::vector<Reduction> reductions_;
   torch::optim::Optimizer* optimizer_ = nullptr;
-  double comm_ms_ = 0;
-  double exposed_ms_ = 0;
+  model::BertForQuestionAnsweringImpl* model_ = nullptr;
   size_t peak_transient_ = 0;
   bool resharded_ = false;  // unshard_model() left every unit gathered
 };

@@ -1,0 +1,27 @@
+#pragma once
+// What several strategies need from the same place: gradient-ready hooks
+// (ddp's buckets and the sharded engine's units start their reduction when
+// the last gradient of a group has been accumulated) and the check that every
+// rank holds the same model before collectives pair tensors up by position.
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace hpcbench::dist {
+class Comm;
+}
+
+namespace hpcbench::strategies {
+
+// Calls ready(k) after backward has accumulated params[k]'s gradient (a
+// post-accumulate-grad hook, which may run on autograd's device threads).
+void install_grad_ready_hooks(const std::vector<at::Tensor>& params, std::function<void(size_t)> ready);
+void clear_grad_hooks(const std::vector<at::Tensor>& params);
+
+// Fails on every rank, naming the odd one, when the ranks' `identity` of
+// their model (tensor counts, sizes) differ.
+void check_same_model(dist::Comm& comm, const std::string& strategy, const std::string& identity);
+
+}  // namespace hpcbench::strategies

@@ -29,10 +29,8 @@ int main(int argc, char** argv) {
   add(hpcbench::cli::add_bench_comm);
   add(hpcbench::cli::add_sweep);
   add(hpcbench::cli::add_report);
-#ifdef HPCBENCH_HAVE_TRAIN
   add(hpcbench::cli::add_run);
   add(hpcbench::cli::add_main);
-#endif
 
   try {
     app.parse(argc, argv);

@@ -10,6 +10,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "model/bert_modules.h"
+#include "model/sharding_units.h"
 
 namespace hpcbench::model {
 
@@ -175,7 +176,11 @@ QAOutput BertForQuestionAnsweringImpl::forward(const at::Tensor& input_ids, cons
   const int64_t seq = input_ids.size(1);
   if (seq > config_.max_position_embeddings)
     fail("sequence length {} exceeds the model's {} positions", seq, config_.max_position_embeddings);
-  auto logits = linear(qa_outputs_, bert_->forward(input_ids, token_type_ids, attention_mask));
+  auto hidden = bert_->forward(input_ids, token_type_ids, attention_mask, hooks_);
+  const size_t head = static_cast<size_t>(config_.num_hidden_layers) + 1;
+  if (hooks_) hooks_->before(head);
+  auto logits = linear(qa_outputs_, hidden);
+  if (hooks_) hooks_->after(head, logits);
   QAOutput out;
   out.start_logits = logits.select(-1, 0).contiguous();
   out.end_logits = logits.select(-1, 1).contiguous();

@@ -51,6 +51,7 @@ struct QAOutput {
 };
 
 class BertModelImpl;  // embeddings + encoder, defined in bert_modules.h
+class UnitHooks;      // sharding_units.h
 
 // Hugging Face's _init_weights on `root` and every module below it: normal(0,
 // std) weights of Linear and Embedding (an embedding's padding row zeroed),
@@ -75,8 +76,13 @@ class BertForQuestionAnsweringImpl : public torch::nn::Module {
   const BertConfig& config() const { return config_; }
   // Draws a fresh QA head (a checkpoint without one: a pre-trained encoder).
   void init_qa_head();
+  // Called around each sharding unit in forward (null: none). Not owned.
+  void set_unit_hooks(UnitHooks* hooks) { hooks_ = hooks; }
+  const std::shared_ptr<BertModelImpl>& bert() const { return bert_; }
+  const torch::nn::Linear& qa_outputs() const { return qa_outputs_; }
 
  private:
+  UnitHooks* hooks_ = nullptr;
   BertConfig config_;
   std::shared_ptr<BertModelImpl> bert_;
   torch::nn::Linear qa_outputs_{nullptr};

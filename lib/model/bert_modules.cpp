@@ -1,4 +1,5 @@
 #include "model/bert_modules.h"
+#include "model/sharding_units.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Half.h>
@@ -119,7 +120,11 @@ at::Tensor BertLayerImpl::forward(const at::Tensor& x, const at::Tensor& key_mas
 at::Tensor key_mask_of(const at::Tensor& attention_mask) {
   if (!attention_mask.defined()) return {};
   auto keep = attention_mask.ne(0);
-  if (keep.all().item<bool>()) return {};
+  // An all-ones mask is dropped, as Hugging Face does, so that attention can
+  // use its fused kernels. Checked on CPU only: on a device the check would
+  // wait for it in every forward, so the caller decides there (train::Batch
+  // sends no mask for a batch without padding).
+  if (keep.is_cpu() && keep.all().item<bool>()) return {};
   return keep.view({attention_mask.size(0), 1, 1, attention_mask.size(1)});
 }
 
@@ -131,12 +136,18 @@ BertModelImpl::BertModelImpl(const BertConfig& c) {
 }
 
 at::Tensor BertModelImpl::forward(const at::Tensor& input_ids, const at::Tensor& token_type_ids,
-                                  const at::Tensor& attention_mask) {
+                                  const at::Tensor& attention_mask, UnitHooks* hooks) {
+  if (hooks) hooks->before(0);
   auto h = embeddings(input_ids, token_type_ids);
+  if (hooks) hooks->after(0, h);
   // [batch, 1, 1, seq]: the same key mask for every head and every query.
   auto key_mask = key_mask_of(attention_mask);
   at::Tensor additive;
-  for (auto& m : *layer) h = m->as<BertLayer>()->forward(h, key_mask, additive);
+  for (size_t i = 0; i < layer->size(); ++i) {
+    if (hooks) hooks->before(i + 1);
+    h = layer[i]->as<BertLayer>()->forward(h, key_mask, additive);
+    if (hooks) hooks->after(i + 1, h);
+  }
   return h;
 }
 

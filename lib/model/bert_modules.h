@@ -104,7 +104,10 @@ class BertModelImpl : public torch::nn::Module {
  public:
   explicit BertModelImpl(const BertConfig& c);
   // Returns the last hidden states [batch, seq, hidden].
-  at::Tensor forward(const at::Tensor& input_ids, const at::Tensor& token_type_ids, const at::Tensor& attention_mask);
+  // `hooks` (may be null) are called around the embeddings (unit 0) and
+  // each layer (unit 1 + i), as sharding_units() numbers them.
+  at::Tensor forward(const at::Tensor& input_ids, const at::Tensor& token_type_ids, const at::Tensor& attention_mask,
+                     UnitHooks* hooks = nullptr);
 
   BertEmbeddings embeddings{nullptr};
   std::shared_ptr<torch::nn::Module> encoder;  // holds "layer", a ModuleList, as Hugging Face's BertEncoder

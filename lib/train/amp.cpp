@@ -39,7 +39,10 @@ GradScaler::GradScaler(c10::Device device, bool enabled) : enabled_(enabled) {
   found_inf_ = at::zeros({}, opts.dtype(at::kFloat));
 }
 
-double GradScaler::scale() const { return enabled_ ? scale_.item<double>() : 1.0; }
+// The scale changes only in update(), on a verdict the host already holds,
+// so a host copy follows _amp_update_scale_'s rule exactly (powers of two:
+// no rounding) and reading it never waits for the device.
+double GradScaler::scale() const { return enabled_ ? scale_host_ : 1.0; }
 
 bool GradScaler::unscale(const std::vector<at::Tensor>& params) {
   if (!enabled_) return true;
@@ -57,7 +60,14 @@ void GradScaler::update(bool found_inf) {
   // The caller's verdict, not this rank's own check: sharded ranks skip a
   // step together when any of them overflowed, and their scales must agree.
   found_inf_.fill_(found_inf ? 1.0 : 0.0);
-  at::_amp_update_scale_(scale_, growth_tracker_, found_inf_, 2.0, 0.5, 2000);
+  at::_amp_update_scale_(scale_, growth_tracker_, found_inf_, kGrowth, kBackoff, kInterval);
+  if (found_inf) {
+    scale_host_ *= kBackoff;
+    growth_host_ = 0;
+  } else if (++growth_host_ == kInterval) {
+    scale_host_ *= kGrowth;
+    growth_host_ = 0;
+  }
 }
 
 }  // namespace hpcbench::train

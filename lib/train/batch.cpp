@@ -28,13 +28,22 @@ Batch FeatureTensors::gather(const at::Tensor& idx) const {
 
 Batch Batch::to(c10::Device device) const {
   if (device.is_cpu()) return *this;
-  auto mv = [&](const at::Tensor& t) { return t.pin_memory().to(device, /*non_blocking=*/true); };
-  return Batch{mv(input_ids), mv(token_type_ids), mv(attention_mask), mv(start_positions), mv(end_positions)};
+  auto mv = [&](const at::Tensor& t) {
+    if (!t.defined()) return t;
+    return (t.is_cpu() ? t.pin_memory() : t).to(device, /*non_blocking=*/true);
+  };
+  // Whether the batch has padding is decided on the host copy, where it
+  // costs nothing; an all-ones mask is not sent, so the model never asks
+  // the device (a synchronisation in every forward) and attention may take
+  // its fused kernels, as Hugging Face does when it drops such a mask.
+  bool padded = attention_mask.defined() && (!attention_mask.is_cpu() || !attention_mask.ne(0).all().item<bool>());
+  return Batch{mv(input_ids), mv(token_type_ids), padded ? mv(attention_mask) : at::Tensor(), mv(start_positions),
+               mv(end_positions)};
 }
 
 Batch Batch::slice(int64_t b, int64_t e) const {
-  return Batch{input_ids.slice(0, b, e), token_type_ids.slice(0, b, e), attention_mask.slice(0, b, e),
-               start_positions.slice(0, b, e), end_positions.slice(0, b, e)};
+  auto cut = [&](const at::Tensor& t) { return t.defined() ? t.slice(0, b, e) : t; };
+  return Batch{cut(input_ids), cut(token_type_ids), cut(attention_mask), cut(start_positions), cut(end_positions)};
 }
 
 }  // namespace hpcbench::train

@@ -97,17 +97,17 @@ double LinearSchedule::step() {
 // torch.nn.utils.clip_grad_norm_ with foreach=True (its default on every
 // device): one _foreach_norm and one _foreach_mul_ instead of LibTorch's
 // per-tensor loop, the same arithmetic.
-double clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm) {
+at::Tensor clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm) {
   std::vector<at::Tensor> grads;
   for (const auto& p : params)
     if (p.grad().defined()) grads.push_back(p.grad());
-  if (grads.empty()) return 0.0;
+  if (grads.empty()) return at::zeros({}, at::kFloat);
   at::NoGradGuard no_grad;
   auto norms = at::_foreach_norm(grads, 2);
   auto total = at::linalg_vector_norm(at::stack(norms), 2);
   auto coef = (max_norm / (total + 1e-6)).clamp_max(1.0);
   at::_foreach_mul_(grads, coef);
-  return total.item<double>();
+  return total;
 }
 
 }  // namespace hpcbench::train

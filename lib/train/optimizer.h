@@ -63,7 +63,9 @@ class LinearSchedule {
 };
 
 // torch.nn.utils.clip_grad_norm_(params, max_norm): scales all gradients so
-// that their global L2 norm is at most max_norm; returns the norm before.
-double clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm);
+// that their global L2 norm is at most max_norm; returns the norm before, as
+// a tensor on the gradients' device, so that clipping never waits for the
+// device (the trainer reads it after the step's one synchronisation).
+at::Tensor clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm);
 
 }  // namespace hpcbench::train

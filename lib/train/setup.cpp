@@ -1,5 +1,7 @@
 #include "train/setup.h"
 
+#include <set>
+
 #include <spdlog/spdlog.h>
 
 #include <ATen/ATen.h>
@@ -63,16 +65,27 @@ at::Tensor epoch_indices(int64_t n, int64_t epoch, int64_t seed, int rank, int w
   return at::tensor(idx, at::TensorOptions().dtype(at::kLong));
 }
 
-size_t model_state_bytes(const std::vector<at::Tensor>& params, const torch::optim::Optimizer& opt) {
+size_t model_state_bytes(const std::vector<at::Tensor>& params, const torch::optim::Optimizer& opt,
+                         const std::vector<at::Tensor>& held) {
+  // Counted by storage, once each: ddp's gradients are views of its buckets,
+  // and a tensor counted twice would flatter nobody but mislead everyone.
+  std::set<const void*> seen;
   size_t bytes = 0;
+  auto add = [&](const at::Tensor& t) {
+    if (!t.defined() || !t.has_storage()) return;
+    const void* key = t.storage().unsafeGetStorageImpl();
+    if (seen.insert(key).second) bytes += t.storage().nbytes();
+  };
   for (const auto& p : params) {
-    bytes += p.nbytes();
-    if (p.grad().defined()) bytes += p.grad().nbytes();
+    add(p);
+    add(p.grad());
   }
+  for (const auto& t : held) add(t);
   for (const auto& [key, state] : opt.state()) {
     if (auto* s = dynamic_cast<const torch::optim::AdamWParamState*>(state.get())) {
-      bytes += s->exp_avg().nbytes() + s->exp_avg_sq().nbytes();
-      if (s->max_exp_avg_sq().defined()) bytes += s->max_exp_avg_sq().nbytes();
+      add(s->exp_avg());
+      add(s->exp_avg_sq());
+      add(s->max_exp_avg_sq());
     }
   }
   return bytes;

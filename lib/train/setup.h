@@ -42,8 +42,10 @@ std::string data_identity(const TrainConfig& cfg, int64_t num_features);
 // is a seeded shuffle of all samples.
 at::Tensor epoch_indices(int64_t n, int64_t epoch, int64_t seed, int rank, int world_size);
 
-// Bytes of parameters, gradients and optimizer states held by this process.
-size_t model_state_bytes(const std::vector<at::Tensor>& params, const torch::optim::Optimizer& opt);
+// Bytes of parameters, gradients, optimizer states and what the strategy
+// holds besides (`held`: ddp's buckets) in this process, each storage once.
+size_t model_state_bytes(const std::vector<at::Tensor>& params, const torch::optim::Optimizer& opt,
+                         const std::vector<at::Tensor>& held = {});
 
 // Validation loss and, for SQuAD files, predictions and EM/F1 into out.
 void evaluate_into(const TrainConfig& cfg, model::BertForQuestionAnswering& model, c10::Device device,

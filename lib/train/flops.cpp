@@ -2,10 +2,21 @@
 
 #include <array>
 
+#include "model/bert.h"
+
 namespace hpcbench::train {
 
-double training_flops_per_sequence(double n, double layers, double hidden, double seq) {
-  return 6.0 * n * seq + 12.0 * layers * hidden * seq * seq;
+int64_t matmul_weights(const model::BertConfig& c) {
+  const int64_t h = c.hidden_size, i = c.intermediate_size;
+  return c.num_hidden_layers * (4 * h * h + 2 * h * i) + 2 * h;
+}
+
+double training_flops_per_sequence(const model::BertConfig& c, int64_t seq) {
+  // In doubles: bert-large at s = 512 is already 1e12, and every term is an
+  // integer far below 2^53, so the products stay exact.
+  const double s = static_cast<double>(seq);
+  return 6.0 * static_cast<double>(matmul_weights(c)) * s +
+         12.0 * static_cast<double>(c.num_hidden_layers) * static_cast<double>(c.hidden_size) * s * s;
 }
 
 namespace {

@@ -121,9 +121,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   GradScaler scaler(device, cfg.precision == "fp16");
 
   const int64_t global_batch = micro_rows * cfg.grad_accum * ctx.world_size;
-  const double flops_per_sample = training_flops_per_sequence(
-      static_cast<double>(mcfg.num_parameters()), static_cast<double>(mcfg.num_hidden_layers),
-      static_cast<double>(mcfg.hidden_size), static_cast<double>(cfg.max_seq_length));
+  const double flops_per_sample = training_flops_per_sequence(mcfg, cfg.max_seq_length);
   const double peak = cfg.peak_tflops > 0 ? cfg.peak_tflops : peak_tflops(dev_desc.name, cfg.precision);
 
   if (leader) {

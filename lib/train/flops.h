@@ -47,9 +47,13 @@ namespace hpcbench::train {
 int64_t matmul_weights(const model::BertConfig& config);
 double training_flops_per_sequence(const model::BertConfig& config, int64_t seq);
 
-// Dense peak TFLOP/s of a device for a precision ("fp32", "tf32", "fp16",
-// "bf16"), matched on the device's name (A100, H100, H200); 0 when unknown
-// (CPUs, other GPUs): then MFU is not reported unless --peak-tflops is given.
+// Dense (no 2:4 sparsity) peak TFLOP/s of a device for a precision ("fp32",
+// "tf32", "bf16", "fp16"), looked up by the exact CUDA device name
+// (cuDeviceGetName, as torch.cuda.get_device_name() prints it). 0 when the
+// name is not in the table (CPUs, other GPUs, a new variant: a near-miss is
+// not guessed, because a wrong peak gives a plausible but wrong MFU), or the
+// device has no rate for that precision: then MFU is n/a unless
+// --peak-tflops is given.
 double peak_tflops(const std::string& device_name, const std::string& precision);
 
 }  // namespace hpcbench::train

@@ -129,9 +129,11 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
                  mcfg.num_hidden_layers, mcfg.hidden_size);
     spdlog::info("data: {} training features of {} tokens; {} optimizer steps ({} per epoch), global batch {}",
                  n, cfg.max_seq_length, total_steps, steps_per_epoch, global_batch);
-    spdlog::info("device {} ({}), precision {}, {} intra-op threads, peak {} TFLOP/s{}", device.str(),
-                 dev_desc.name, cfg.precision, at::get_num_threads(), peak,
-                 peak > 0 ? "" : " (unknown: MFU not reported; set --peak-tflops)");
+    spdlog::info("device {} ({}), precision {}, {} intra-op threads, {}", device.str(), dev_desc.name,
+                 cfg.precision, at::get_num_threads(),
+                 peak > 0 ? fmt::format("peak {} TFLOP/s", peak)
+                          : fmt::format("MFU n/a: no dense {} peak known for this device name; set --peak-tflops",
+                                        cfg.precision));
     if (auto w = slow_precision_warning(device, cfg.precision); !w.empty()) spdlog::warn("{}", w);
     spdlog::info("strategy {}{}: {} process(es) x {} device(s)", strategy.name(),
                  strategy.options().empty() ? "" : " (" + strategy.options() + ")", ctx.world_size,

@@ -65,13 +65,49 @@ TEST_CASE("the training FLOP formula matches a count over the model's own layers
   }
 }
 
-TEST_CASE("peak rates come from the device name and precision") {
-  CHECK(train::peak_tflops("NVIDIA A100-SXM4-80GB", "bf16") == 312.0);
-  CHECK(train::peak_tflops("NVIDIA A100-PCIE-40GB", "tf32") == 156.0);
-  CHECK(train::peak_tflops("NVIDIA H100 80GB HBM3", "fp16") == Approx(989.4));
-  CHECK(train::peak_tflops("NVIDIA H100 PCIe", "bf16") == Approx(756.0));
-  CHECK(train::peak_tflops("NVIDIA H200", "tf32") == Approx(494.7));
-  CHECK(train::peak_tflops("AMD EPYC", "fp32") == 0);
+TEST_CASE("peak rates are looked up by the exact CUDA device name") {
+  // Transcribed again from the datasheets (dense: half the "with sparsity"
+  // figures), so that a swapped column or a mistyped name in the table fails.
+  struct Row {
+    const char* name;
+    double fp32, tf32, bf16, fp16;
+  };
+  const Row rows[] = {
+      {"NVIDIA A100-SXM4-40GB", 19.5, 156, 312, 312},
+      {"NVIDIA A100-SXM4-80GB", 19.5, 156, 312, 312},
+      {"NVIDIA A100-PCIE-40GB", 19.5, 156, 312, 312},
+      {"NVIDIA A100 80GB PCIe", 19.5, 156, 312, 312},
+      {"NVIDIA H100 80GB HBM3", 67, 494.7, 989.4, 989.4},
+      {"NVIDIA H100 PCIe", 51, 378, 756, 756},
+      {"NVIDIA H100 NVL", 60, 417.5, 835.5, 835.5},
+      {"NVIDIA H200", 67, 494.7, 989.4, 989.4},
+      {"NVIDIA H200 NVL", 60, 417.5, 835.5, 835.5},
+      {"NVIDIA L40S", 91.6, 183, 362.05, 362.05},
+      // Volta: tf32 runs as fp32; no bf16 rate (MFU n/a).
+      {"Tesla V100-SXM2-16GB", 15.7, 15.7, 0, 125},
+      {"Tesla V100-SXM2-32GB", 15.7, 15.7, 0, 125},
+      {"Tesla V100-PCIE-16GB", 14, 14, 0, 112},
+      {"Tesla V100-PCIE-32GB", 14, 14, 0, 112},
+      {"Tesla V100S-PCIE-32GB", 16.4, 16.4, 0, 130},
+  };
+  for (const auto& r : rows) {
+    INFO(r.name);
+    CHECK(train::peak_tflops(r.name, "fp32") == r.fp32);
+    CHECK(train::peak_tflops(r.name, "tf32") == r.tf32);
+    CHECK(train::peak_tflops(r.name, "bf16") == r.bf16);
+    CHECK(train::peak_tflops(r.name, "fp16") == r.fp16);
+    CHECK(train::peak_tflops(r.name, "fp8") == 0);
+  }
+  // Near-misses are not guessed: the substring match this replaced gave an
+  // H100 NVL the SXM's peak (989.4 instead of 835.5), and would give any
+  // future H100 variant one too.
+  for (const char* name : {"NVIDIA A100", "H100", "NVIDIA H100", "NVIDIA A10", "NVIDIA A100-PCIE-40GB ",
+                           "nvidia h100 pcie", "NVIDIA H100 PCIe MIG 1g.10gb", "NVIDIA H20", "Tesla V100",
+                           "AMD EPYC 7763 64-Core Processor", "cpu", ""}) {
+    INFO(name);
+    CHECK(train::peak_tflops(name, "bf16") == 0);
+    CHECK(train::peak_tflops(name, "fp32") == 0);
+  }
 }
 
 TEST_CASE("a CPU without native fp16/bf16 matrix kernels gets a warning that says what to use") {

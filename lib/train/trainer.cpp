@@ -121,9 +121,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   GradScaler scaler(device, cfg.precision == "fp16");
 
   const int64_t global_batch = micro_rows * cfg.grad_accum * ctx.world_size;
-  const double flops_per_sample = training_flops_per_sequence(
-      static_cast<double>(mcfg.num_parameters()), static_cast<double>(mcfg.num_hidden_layers),
-      static_cast<double>(mcfg.hidden_size), static_cast<double>(cfg.max_seq_length));
+  const double flops_per_sample = training_flops_per_sequence(mcfg, cfg.max_seq_length);
   const double peak = cfg.peak_tflops > 0 ? cfg.peak_tflops : peak_tflops(dev_desc.name, cfg.precision);
 
   if (leader) {
@@ -131,9 +129,11 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
                  mcfg.num_hidden_layers, mcfg.hidden_size);
     spdlog::info("data: {} training features of {} tokens; {} optimizer steps ({} per epoch), global batch {}",
                  n, cfg.max_seq_length, total_steps, steps_per_epoch, global_batch);
-    spdlog::info("device {} ({}), precision {}, {} intra-op threads, peak {} TFLOP/s{}", device.str(),
-                 dev_desc.name, cfg.precision, at::get_num_threads(), peak,
-                 peak > 0 ? "" : " (unknown: MFU not reported; set --peak-tflops)");
+    spdlog::info("device {} ({}), precision {}, {} intra-op threads, {}", device.str(), dev_desc.name,
+                 cfg.precision, at::get_num_threads(),
+                 peak > 0 ? fmt::format("peak {} TFLOP/s", peak)
+                          : fmt::format("MFU n/a: no dense {} peak known for this device name; set --peak-tflops",
+                                        cfg.precision));
     if (auto w = slow_precision_warning(device, cfg.precision); !w.empty()) spdlog::warn("{}", w);
     spdlog::info("strategy {}{}: {} process(es) x {} device(s)", strategy.name(),
                  strategy.options().empty() ? "" : " (" + strategy.options() + ")", ctx.world_size,

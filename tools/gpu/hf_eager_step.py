@@ -3,7 +3,8 @@ the reference for the baseline figures of tools/gpu/baseline-gpu.sh: same
 model configuration, sequence length, batch, precision (autocast), AdamW
 and step count as the hpcbench run; CUDA-event step times, warm-up steps
 excluded, median. Prints samples/s and MFU with hpcbench's FLOP count
-(6*N*s + 12*L*h*s^2) and, given --hpcbench-run, the ratio."""
+(6*M*s + 12*L*h*s^2, M the weights of the model's Linear layers: see
+lib/train/flops.h) and, given --hpcbench-run, the ratio."""
 import argparse
 import csv
 import json
@@ -17,15 +18,38 @@ PRESETS = {
     "bert-large-uncased": dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096),
     "bert-tiny": dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512),
 }
-PEAK = {"H100 PCIe": (51.0, 378.0, 756.0), "H100": (67.0, 494.7, 989.4), "H200": (67.0, 494.7, 989.4),
-        "A100": (19.5, 156.0, 312.0)}
+# Dense fp32, tf32, bf16, fp16 TFLOP/s by exact CUDA device name: lib/train/flops.cpp's
+# table (with its datasheet sources), so that both sides divide by the same peak.
+A100 = (19.5, 156.0, 312.0, 312.0)
+H100_SXM = (67.0, 494.7, 989.4, 989.4)
+H100_NVL = (60.0, 417.5, 835.5, 835.5)
+PEAK = {
+    "NVIDIA A100-SXM4-40GB": A100,
+    "NVIDIA A100-SXM4-80GB": A100,
+    "NVIDIA A100-PCIE-40GB": A100,
+    "NVIDIA A100 80GB PCIe": A100,
+    "NVIDIA H100 80GB HBM3": H100_SXM,
+    "NVIDIA H100 PCIe": (51.0, 378.0, 756.0, 756.0),
+    "NVIDIA H100 NVL": H100_NVL,
+    "NVIDIA H200": H100_SXM,
+    "NVIDIA H200 NVL": H100_NVL,
+    "NVIDIA L40S": (91.6, 183.0, 362.05, 362.05),
+    "Tesla V100-SXM2-16GB": (15.7, 15.7, 0.0, 125.0),
+    "Tesla V100-SXM2-32GB": (15.7, 15.7, 0.0, 125.0),
+    "Tesla V100-PCIE-16GB": (14.0, 14.0, 0.0, 112.0),
+    "Tesla V100-PCIE-32GB": (14.0, 14.0, 0.0, 112.0),
+    "Tesla V100S-PCIE-32GB": (16.4, 16.4, 0.0, 130.0),
+}
 
 
 def peak_tflops(name, precision):
-    for key, (fp32, tf32, half) in PEAK.items():
-        if key in name:
-            return {"fp32": fp32, "tf32": tf32}.get(precision, half)
-    return 0.0
+    rates = PEAK.get(name)
+    return rates[("fp32", "tf32", "bf16", "fp16").index(precision)] if rates else 0.0
+
+
+def mfu_text(mfu):
+    """0 means no known peak for the device and precision, not an idle GPU."""
+    return f"{100 * mfu:.1f}%" if mfu > 0 else "n/a"
 
 
 def main():
@@ -76,9 +100,9 @@ def main():
         t1.synchronize()
         if step >= a.warmup:
             times.append(t0.elapsed_time(t1))
-    n_params = sum(p.numel() for p in model.parameters())
+    matmul_weights = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
     L, h, s = cfg.num_hidden_layers, cfg.hidden_size, a.seq
-    flops = 6 * n_params * s + 12 * L * h * s * s
+    flops = 6 * matmul_weights * s + 12 * L * h * s * s
     med = statistics.median(times)
     sps = a.batch * 1000.0 / med
     name = torch.cuda.get_device_name()
@@ -87,13 +111,13 @@ def main():
     res = {"device": name, "model": a.model, "seq": s, "batch": a.batch, "precision": a.precision,
            "step_ms_median": med, "samples_per_s": sps, "mfu": mfu}
     print(f"HF eager   {name}: {a.model} seq {s} batch {a.batch} {a.precision}: "
-          f"{med:.2f} ms/step, {sps:.1f} samples/s, MFU {100 * mfu:.1f}%")
+          f"{med:.2f} ms/step, {sps:.1f} samples/s, MFU {mfu_text(mfu)}")
     if a.hpcbench_run:
         with open(f"{a.hpcbench_run}/summary.csv") as f:
             row = next(csv.DictReader(f))
         ours = float(row["samples_per_s"])
         print(f"hpcbench   {row['device_name']}: {float(row['step_ms_median']):.2f} ms/step, {ours:.1f} samples/s, "
-              f"MFU {100 * float(row['mfu']):.1f}%")
+              f"MFU {mfu_text(float(row['mfu']))}")
         print(f"ratio hpcbench / HF eager (samples/s): {ours / sps:.3f}")
         res["hpcbench_samples_per_s"] = ours
         res["ratio"] = ours / sps

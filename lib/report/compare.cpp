@@ -22,8 +22,23 @@ void check(std::vector<std::string>& why, const char* what, const T& run, const 
   if (run != base) why.push_back(fmt::format("{} {} vs baseline {}", what, show(run), show(base)));
 }
 
+// A throughput measured on an H100 divided by one measured on an A100 (or a
+// CPU) measures the hardware, not the strategy, so runs on another device
+// type or model are refused like other work. An empty device name is
+// unknown, not a different device: results of schema 0 and published figures
+// may leave it out, and refusing on that alone would refuse every old run.
+// The device type has been recorded since the first schema, so it is checked
+// as strictly as the other settings. Names of different types always differ:
+// the type alone says why.
+void check_device(std::vector<std::string>& why, const RunResult& run, const RunResult& base) {
+  if (run.device != base.device) check(why, "device", run.device, base.device);
+  else if (!run.device_name.empty() && !base.device_name.empty())
+    check(why, "device name", run.device_name, base.device_name);
+}
+
 std::vector<std::string> common_mismatch(const RunResult& run, const RunResult& base) {
   std::vector<std::string> why;
+  check_device(why, run, base);
   check(why, "model", run.model, base.model);
   check(why, "precision", run.precision, base.precision);
   check(why, "seq length", run.seq_length, base.seq_length);
@@ -41,6 +56,12 @@ int strategy_rank(const std::string& s) {
 }
 
 }  // namespace
+
+bool same_device(const RunResult& a, const RunResult& b) {
+  std::vector<std::string> why;
+  check_device(why, a, b);
+  return why.empty();
+}
 
 std::string strong_mismatch(const RunResult& run, const RunResult& base) {
   auto why = common_mismatch(run, base);

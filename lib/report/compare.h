@@ -2,10 +2,11 @@
 // Scaling figures of runs against one baseline run: the Comparison that
 // every report exporter (terminal, Markdown, CSV, plots) renders.
 //
-// Strong scaling (speedup, efficiency) needs the same work: model,
-// precision, sequence length, data and global batch must match the
-// baseline's. Weak scaling and memory compare the work of one device, so
-// they need the same per-device batch instead of the same global batch. A
+// Strong scaling (speedup, efficiency) needs the same work on the same
+// hardware: device type and name, model, precision, sequence length, data
+// and global batch must match the baseline's. Weak scaling and memory
+// compare the work of one device, so they need the same per-device batch
+// instead of the same global batch. A
 // run that does not qualify is shown with the reason and "n/c" cells; its
 // figures are never divided silently.
 #include <optional>
@@ -39,9 +40,13 @@ struct Comparison {
 
 // The reasons, joined by "; " ("global batch 32 vs baseline 8"); "" when
 // the runs compare. A value unknown on one side ("?") differs from any
-// known one; unknown on both sides counts as the same.
+// known one; unknown on both sides counts as the same. The exception is the
+// device name: unknown on either side is not a difference (see same_device).
 std::string strong_mismatch(const RunResult& run, const RunResult& base);
 std::string weak_mismatch(const RunResult& run, const RunResult& base);
+
+// Same device type, and the same device name where both runs state one.
+bool same_device(const RunResult& a, const RunResult& b);
 
 // run's throughput over base's: samples/s when both have it, otherwise the
 // inverse ratio of training times when both processed the same samples
@@ -50,8 +55,9 @@ std::optional<double> throughput_ratio(const RunResult& run, const RunResult& ba
 
 // spec "auto": the status-ok run with world size 1 and strategy baseline
 // that the most runs compare with (same model, precision, sequence length
-// and data); among equals the newest. Otherwise spec is a run id, and an
-// unknown one throws UserError listing the ids read. nullopt: auto found none.
+// and data, on the same device); among equals the newest. Otherwise spec is
+// a run id, and an unknown one throws UserError listing the ids read.
+// nullopt: auto found none.
 std::optional<size_t> choose_baseline(const std::vector<RunResult>& runs, const std::string& spec);
 
 // Strategy order of the tables: the documented strategies in the README's

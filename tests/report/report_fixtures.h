@@ -2,7 +2,7 @@
 // Hand-made runs whose figures are easy to check by hand: a baseline at
 // 100 seq/s, strong-scaling ddp and zero runs (global batch 8), a weak-
 // scaling ddp run (batch 8 per device), a run in another precision and a
-// failed run.
+// failed run, all on one GPU model of unknown name.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -30,6 +30,17 @@ inline report::RunResult make_run(const std::string& id, const std::string& stra
   r.samples_per_s_per_device = samples_per_s / static_cast<double>(world);
   r.peak_memory_bytes = memory_mib << 20;
   r.model_state_bytes = int64_t{64} << 20;
+  return r;
+}
+
+// Device names as the trainer records them, for the device rules.
+inline constexpr const char* kA100 = "NVIDIA A100-SXM4-80GB";
+inline constexpr const char* kH100 = "NVIDIA H100 80GB HBM3";
+inline constexpr const char* kXeon = "Intel(R) Xeon(R) Platinum 8480+";
+
+inline report::RunResult on_device(report::RunResult r, const std::string& device, const std::string& name) {
+  r.device = device;
+  r.device_name = name;
   return r;
 }
 

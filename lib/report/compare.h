@@ -1,6 +1,7 @@
 #pragma once
-// Scaling figures of runs against one baseline run: the Comparison that
-// every report exporter (terminal, Markdown, CSV, plots) renders.
+// Scaling figures of runs against a baseline run (one per device): the
+// Comparison that every report exporter (terminal, Markdown, CSV, plots)
+// renders.
 //
 // Strong scaling (speedup, efficiency) needs the same work on the same
 // hardware: device type and name, model, precision, sequence length, data
@@ -22,6 +23,9 @@ struct ComparisonRow {
   RunResult run;
   std::string origin;  // file it was read from
   std::string source;  // for published figures: where they come from
+  // What this row is divided by: Comparison::baseline, or for a run on
+  // another device the baseline of its own device when the runs hold one.
+  std::optional<RunResult> baseline;
   bool is_baseline = false;
   // Empty optionals: not computed (status not ok, no baseline, not comparable).
   std::optional<double> speedup;          // T_base / T for the same samples
@@ -33,7 +37,8 @@ struct ComparisonRow {
 };
 
 struct Comparison {
-  std::optional<RunResult> baseline;
+  std::optional<RunResult> baseline;  // the one chosen (auto or --baseline)
+  std::vector<RunResult> device_baselines;  // the other devices' baselines some rows use, in row order
   std::vector<ComparisonRow> rows;  // by strategy, then world size
   std::vector<std::string> warnings;
 };
@@ -58,12 +63,17 @@ std::optional<double> throughput_ratio(const RunResult& run, const RunResult& ba
 // and data, on the same device); among equals the newest. Otherwise spec is
 // a run id, and an unknown one throws UserError listing the ids read.
 // nullopt: auto found none.
+// Either way, compare() gives the runs on other devices their own device's
+// baseline by the auto rule when there is one.
 std::optional<size_t> choose_baseline(const std::vector<RunResult>& runs, const std::string& spec);
 
 // Strategy order of the tables: the documented strategies in the README's
 // order, then the others alphabetically.
 bool row_before(const RunResult& a, const RunResult& b);
 
+// `baseline` serves the runs on its device; runs on another device are
+// compared with the auto baseline of their device among `runs`, or, where
+// there is none, refused against `baseline` with the device as the reason.
 Comparison compare(const std::vector<LoadedRun>& runs, const std::optional<RunResult>& baseline);
 
 }  // namespace hpcbench::report

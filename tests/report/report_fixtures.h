@@ -62,4 +62,21 @@ inline std::vector<report::LoadedRun> fixture_runs() {
   return out;
 }
 
+// One folder with runs on two devices, each with its own baseline (the
+// CPU's newer, but serving fewer runs), and an H100 run with none.
+inline std::vector<report::LoadedRun> device_runs() {
+  std::vector<report::RunResult> rs = {
+      on_device(make_run("gpu-base", "baseline", 1, 8, 100, 512), "cuda", kA100),
+      on_device(make_run("gpu-ddp", "ddp", 2, 8, 180, 384), "cuda", kA100),
+      on_device(make_run("gpu-ddp4", "ddp", 4, 8, 300, 328), "cuda", kA100),
+      on_device(make_run("cpu-base", "baseline", 1, 8, 10, 1024), "cpu", kXeon),
+      on_device(make_run("cpu-ddp", "ddp", 2, 8, 15, 600), "cpu", kXeon),
+      on_device(make_run("h100-ddp", "ddp", 2, 8, 400, 300), "cuda", kH100),
+  };
+  rs[3].started_at = "2025-06-01T00:00:00Z";
+  std::vector<report::LoadedRun> out;
+  for (auto& r : rs) out.push_back({r, "runs/" + r.run_id + "/run.json"});
+  return out;
+}
+
 }  // namespace hpcbench::test

@@ -125,6 +125,7 @@ TEST_CASE("device: a CPU run is not divided by a GPU baseline, nor an H100 run b
     CHECK_FALSE(r.efficiency);
     CHECK_FALSE(r.weak_efficiency);
     CHECK_FALSE(r.memory_ratio);
+    CHECK(r.baseline->run_id == "b");
   }
   CHECK(row(c, "cpu").strong_mismatch == "device cpu vs baseline cuda");
   CHECK(row(c, "cpu").weak_mismatch == "device cpu vs baseline cuda; batch per device 4 vs baseline 8");
@@ -138,6 +139,7 @@ TEST_CASE("device: a CPU run is not divided by a GPU baseline, nor an H100 run b
   CHECK(same.strong_mismatch.empty());
   CHECK(*same.speedup == Approx(1.8));
   CHECK(*same.memory_ratio == Approx(384.0 / 512.0));
+  CHECK(c.device_baselines.empty());
 }
 
 TEST_CASE("device: an unknown name is no difference, an unknown or other type is") {
@@ -153,6 +155,38 @@ TEST_CASE("device: an unknown name is no difference, an unknown or other type is
         fmt::format("device name AMD EPYC 9654 96-Core Processor vs baseline {}", kXeon));
   CHECK(report::same_device(on_device(base, "cuda", ""), on_device(base, "cuda", kH100)));
   CHECK_FALSE(report::same_device(on_device(base, "cuda", kA100), on_device(base, "cuda", kH100)));
+}
+
+TEST_CASE("device: a CPU baseline and a GPU baseline in one folder each serve their own runs") {
+  auto runs = test::device_runs();
+  std::vector<report::RunResult> results;
+  for (auto& r : runs) results.push_back(r.result);
+  auto i = report::choose_baseline(results, "auto");
+  REQUIRE(i);
+  CHECK(results[*i].run_id == "gpu-base");
+
+  auto c = report::compare(runs, results[*i]);
+  CHECK(*row(c, "gpu-ddp").speedup == Approx(1.8));
+  CHECK(row(c, "gpu-ddp").baseline->run_id == "gpu-base");
+  auto& cpu = row(c, "cpu-ddp");
+  CHECK(cpu.baseline->run_id == "cpu-base");
+  CHECK(*cpu.speedup == Approx(1.5));
+  CHECK(*cpu.efficiency == Approx(0.75));
+  CHECK(*cpu.memory_ratio == Approx(600.0 / 1024.0));
+  CHECK(row(c, "cpu-base").is_baseline);
+  CHECK(*row(c, "cpu-base").speedup == 1.0);
+  REQUIRE(c.device_baselines.size() == 1);
+  CHECK(c.device_baselines[0].run_id == "cpu-base");
+  // No H100 baseline: refused against the chosen one, not against the CPU's.
+  CHECK(row(c, "h100-ddp").baseline->run_id == "gpu-base");
+  CHECK(row(c, "h100-ddp").strong_mismatch == fmt::format("device name {} vs baseline {}", kH100, kA100));
+  CHECK(c.warnings.size() == 1);
+
+  // A baseline given by id serves its own device; the others keep theirs.
+  auto by_id = report::compare(runs, results[*report::choose_baseline(results, "cpu-base")]);
+  CHECK(row(by_id, "cpu-ddp").baseline->run_id == "cpu-base");
+  CHECK(*row(by_id, "gpu-ddp4").speedup == Approx(3.0));
+  CHECK(row(by_id, "gpu-ddp4").baseline->run_id == "gpu-base");
 }
 
 TEST_CASE("runs that did not finish get no figures") {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -22,8 +23,23 @@ void check(std::vector<std::string>& why, const char* what, const T& run, const 
   if (run != base) why.push_back(fmt::format("{} {} vs baseline {}", what, show(run), show(base)));
 }
 
+// A throughput measured on an H100 divided by one measured on an A100 (or a
+// CPU) measures the hardware, not the strategy, so runs on another device
+// type or model are refused like other work. An empty device name is
+// unknown, not a different device: results of schema 0 and published figures
+// may leave it out, and refusing on that alone would refuse every old run.
+// The device type has been recorded since the first schema, so it is checked
+// as strictly as the other settings. Names of different types always differ:
+// the type alone says why.
+void check_device(std::vector<std::string>& why, const RunResult& run, const RunResult& base) {
+  if (run.device != base.device) check(why, "device", run.device, base.device);
+  else if (!run.device_name.empty() && !base.device_name.empty())
+    check(why, "device name", run.device_name, base.device_name);
+}
+
 std::vector<std::string> common_mismatch(const RunResult& run, const RunResult& base) {
   std::vector<std::string> why;
+  check_device(why, run, base);
   check(why, "model", run.model, base.model);
   check(why, "precision", run.precision, base.precision);
   check(why, "seq length", run.seq_length, base.seq_length);
@@ -40,7 +56,31 @@ int strategy_rank(const std::string& s) {
   return static_cast<int>(order.size());
 }
 
+// The auto rule of choose_baseline among the runs that `eligible` admits.
+template <typename Eligible>
+std::optional<size_t> auto_baseline(const std::vector<RunResult>& runs, Eligible eligible) {
+  std::optional<size_t> best;
+  std::tuple<size_t, std::string> best_key;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const auto& c = runs[i];
+    if (c.status != "ok" || devices(c) != 1 || c.strategy != "baseline" || !eligible(c)) continue;
+    size_t followers = 0;
+    for (auto& r : runs) followers += common_mismatch(r, c).empty();
+    std::tuple<size_t, std::string> key{followers, c.started_at};
+    if (!best || key >= best_key) best = i, best_key = key;
+  }
+  return best;
+}
+
+bool same_run(const RunResult& a, const RunResult& b) { return a.run_id == b.run_id && a.started_at == b.started_at; }
+
 }  // namespace
+
+bool same_device(const RunResult& a, const RunResult& b) {
+  std::vector<std::string> why;
+  check_device(why, a, b);
+  return why.empty();
+}
 
 std::string strong_mismatch(const RunResult& run, const RunResult& base) {
   auto why = common_mismatch(run, base);
@@ -77,30 +117,35 @@ std::optional<size_t> choose_baseline(const std::vector<RunResult>& runs, const 
     for (auto& r : runs) ids.push_back(r.run_id);
     fail("--baseline {}: no such run among those read ({})", spec, fmt::join(ids, ", "));
   }
-  std::optional<size_t> best;
-  std::tuple<size_t, std::string> best_key;
-  for (size_t i = 0; i < runs.size(); ++i) {
-    const auto& c = runs[i];
-    if (c.status != "ok" || devices(c) != 1 || c.strategy != "baseline") continue;
-    size_t followers = 0;
-    for (auto& r : runs) followers += common_mismatch(r, c).empty();
-    std::tuple<size_t, std::string> key{followers, c.started_at};
-    if (!best || key >= best_key) best = i, best_key = key;
-  }
-  return best;
+  return auto_baseline(runs, [](const RunResult&) { return true; });
 }
 
 Comparison compare(const std::vector<LoadedRun>& runs, const std::optional<RunResult>& baseline) {
   Comparison out;
   out.baseline = baseline;
+  std::vector<RunResult> results;
+  for (auto& lr : runs) results.push_back(lr.result);
+  // The choice depends on the device alone, and costs runs² comparisons.
+  std::map<std::pair<std::string, std::string>, std::optional<size_t>> device_baseline;
   for (auto& lr : runs) {
     ComparisonRow row;
     row.run = lr.result;
     row.origin = lr.origin.string();
     const RunResult& r = row.run;
-    if (baseline && r.status == "ok") {
-      const RunResult& b = *baseline;
-      row.is_baseline = r.run_id == b.run_id && row.run.started_at == b.started_at;
+    if (baseline) {
+      row.baseline = baseline;
+      // A CPU baseline and a GPU baseline in one folder each serve their
+      // own device's runs; a run whose device has none is refused against
+      // the chosen one, with the device as the reason.
+      if (!same_device(r, *baseline)) {
+        auto [it, added] = device_baseline.try_emplace({r.device, r.device_name});
+        if (added) it->second = auto_baseline(results, [&](const RunResult& c) { return same_device(c, r); });
+        if (it->second) row.baseline = results[*it->second];
+      }
+    }
+    if (row.baseline && r.status == "ok") {
+      const RunResult& b = *row.baseline;
+      row.is_baseline = same_run(r, b);
       row.strong_mismatch = strong_mismatch(r, b);
       row.weak_mismatch = weak_mismatch(r, b);
       auto ratio = throughput_ratio(r, b);
@@ -131,10 +176,16 @@ Comparison compare(const std::vector<LoadedRun>& runs, const std::optional<RunRe
   }
   std::stable_sort(out.rows.begin(), out.rows.end(),
                    [](const ComparisonRow& a, const ComparisonRow& b) { return row_before(a.run, b.run); });
+  for (auto& row : out.rows) {
+    if (!row.baseline || same_run(*row.baseline, *baseline)) continue;
+    auto& listed = out.device_baselines;
+    if (std::none_of(listed.begin(), listed.end(), [&](auto& b) { return same_run(b, *row.baseline); }))
+      listed.push_back(*row.baseline);
+  }
   for (auto& row : out.rows)
     if (!row.strong_mismatch.empty())
       out.warnings.push_back(fmt::format("{}: no speedup against baseline {}: {}", row.run.run_id,
-                                         baseline->run_id, row.strong_mismatch));
+                                         row.baseline->run_id, row.strong_mismatch));
   if (!baseline && !out.rows.empty())
     out.warnings.push_back(
         "no baseline: no run with world size 1, strategy baseline and status ok among those read; "

@@ -1,11 +1,13 @@
 #pragma once
-// Scaling figures of runs against one baseline run: the Comparison that
-// every report exporter (terminal, Markdown, CSV, plots) renders.
+// Scaling figures of runs against a baseline run (one per device): the
+// Comparison that every report exporter (terminal, Markdown, CSV, plots)
+// renders.
 //
-// Strong scaling (speedup, efficiency) needs the same work: model,
-// precision, sequence length, data and global batch must match the
-// baseline's. Weak scaling and memory compare the work of one device, so
-// they need the same per-device batch instead of the same global batch. A
+// Strong scaling (speedup, efficiency) needs the same work on the same
+// hardware: device type and name, model, precision, sequence length, data
+// and global batch must match the baseline's. Weak scaling and memory
+// compare the work of one device, so they need the same per-device batch
+// instead of the same global batch. A
 // run that does not qualify is shown with the reason and "n/c" cells; its
 // figures are never divided silently.
 #include <optional>
@@ -21,6 +23,9 @@ struct ComparisonRow {
   RunResult run;
   std::string origin;  // file it was read from
   std::string source;  // for published figures: where they come from
+  // What this row is divided by: Comparison::baseline, or for a run on
+  // another device the baseline of its own device when the runs hold one.
+  std::optional<RunResult> baseline;
   bool is_baseline = false;
   // Empty optionals: not computed (status not ok, no baseline, not comparable).
   std::optional<double> speedup;          // T_base / T for the same samples
@@ -32,16 +37,21 @@ struct ComparisonRow {
 };
 
 struct Comparison {
-  std::optional<RunResult> baseline;
+  std::optional<RunResult> baseline;  // the one chosen (auto or --baseline)
+  std::vector<RunResult> device_baselines;  // the other devices' baselines some rows use, in row order
   std::vector<ComparisonRow> rows;  // by strategy, then world size
   std::vector<std::string> warnings;
 };
 
 // The reasons, joined by "; " ("global batch 32 vs baseline 8"); "" when
 // the runs compare. A value unknown on one side ("?") differs from any
-// known one; unknown on both sides counts as the same.
+// known one; unknown on both sides counts as the same. The exception is the
+// device name: unknown on either side is not a difference (see same_device).
 std::string strong_mismatch(const RunResult& run, const RunResult& base);
 std::string weak_mismatch(const RunResult& run, const RunResult& base);
+
+// Same device type, and the same device name where both runs state one.
+bool same_device(const RunResult& a, const RunResult& b);
 
 // run's throughput over base's: samples/s when both have it, otherwise the
 // inverse ratio of training times when both processed the same samples
@@ -50,14 +60,20 @@ std::optional<double> throughput_ratio(const RunResult& run, const RunResult& ba
 
 // spec "auto": the status-ok run with world size 1 and strategy baseline
 // that the most runs compare with (same model, precision, sequence length
-// and data); among equals the newest. Otherwise spec is a run id, and an
-// unknown one throws UserError listing the ids read. nullopt: auto found none.
+// and data, on the same device); among equals the newest. Otherwise spec is
+// a run id, and an unknown one throws UserError listing the ids read.
+// nullopt: auto found none.
+// Either way, compare() gives the runs on other devices their own device's
+// baseline by the auto rule when there is one.
 std::optional<size_t> choose_baseline(const std::vector<RunResult>& runs, const std::string& spec);
 
 // Strategy order of the tables: the documented strategies in the README's
 // order, then the others alphabetically.
 bool row_before(const RunResult& a, const RunResult& b);
 
+// `baseline` serves the runs on its device; runs on another device are
+// compared with the auto baseline of their device among `runs`, or, where
+// there is none, refused against `baseline` with the device as the reason.
 Comparison compare(const std::vector<LoadedRun>& runs, const std::optional<RunResult>& baseline);
 
 }  // namespace hpcbench::report

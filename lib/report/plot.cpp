@@ -27,17 +27,23 @@ constexpr const char* kScript = "plots.gp";
 
 // The rows that can be drawn, one series per strategy in table order; a
 // strategy run at several global batches or precisions (a strong- and a
-// weak-scaling sweep side by side) gets one series for each, so that no line
-// joins runs of different work. Each series starts at the baseline, the
-// common origin of the scaling curves.
+// weak-scaling sweep side by side) or on several devices gets one series for
+// each, so that no line joins runs of different work or hardware. Each series
+// starts at its baseline, the common origin of the scaling curves.
 std::vector<std::pair<std::string, std::vector<const ComparisonRow*>>> series(const Comparison& c) {
-  const ComparisonRow* base = nullptr;
-  for (auto& row : c.rows)
-    if (row.is_baseline) base = &row;
-  std::map<std::string, std::set<std::string>> batches, precisions;
+  auto baseline_row = [&](const ComparisonRow& of) -> const ComparisonRow* {
+    for (auto& row : c.rows)
+      if (row.is_baseline && of.baseline && row.run.run_id == of.baseline->run_id &&
+          row.run.started_at == of.baseline->started_at)
+        return &row;
+    return nullptr;
+  };
+  auto device = [](const RunResult& r) { return r.device_name.empty() ? r.device : r.device_name; };
+  std::map<std::string, std::set<std::string>> batches, precisions, device_names;
   for (auto& row : c.rows) {
     batches[row.run.strategy].insert(std::to_string(row.run.global_batch));
     precisions[row.run.strategy].insert(row.run.precision);
+    device_names[row.run.strategy].insert(device(row.run));
   }
   std::vector<std::pair<std::string, std::vector<const ComparisonRow*>>> out;
   for (auto& row : c.rows) {
@@ -46,10 +52,12 @@ std::vector<std::pair<std::string, std::vector<const ComparisonRow*>>> series(co
     std::string label = r.strategy;
     if (batches[r.strategy].size() > 1) label += fmt::format(" gb {}", r.global_batch);
     if (precisions[r.strategy].size() > 1) label += " " + r.precision;
+    if (device_names[r.strategy].size() > 1) label += fmt::format(" {}", device(r));
     auto it = std::find_if(out.begin(), out.end(), [&](auto& s) { return s.first == label; });
     if (it == out.end()) {
       out.push_back({label, {}});
       it = out.end() - 1;
+      const ComparisonRow* base = baseline_row(row);
       if (base && &row != base && devices(base->run) < devices(r) && !row.strong_mismatch.size())
         it->second.push_back(base);
     }

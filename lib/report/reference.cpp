@@ -15,7 +15,8 @@ namespace fs = std::filesystem;
 namespace {
 
 bool same_setup(const RunResult& a, const RunResult& b) {
-  return a.model == b.model && a.precision == b.precision && a.seq_length == b.seq_length && a.data == b.data;
+  return same_device(a, b) && a.model == b.model && a.precision == b.precision && a.seq_length == b.seq_length &&
+         a.data == b.data;
 }
 
 // The group's one-device row, preferring the plain baseline strategy.
@@ -39,8 +40,8 @@ Comparison compare_within(const std::vector<LoadedRun>& rows, const std::vector<
     ComparisonRow row = std::move(one.rows.front());
     row.source = sources.at(i);
     if (!base)
-      out.warnings.push_back(fmt::format("{}: no one-device row with the same model, precision, seq length "
-                                         "and data in the file to compare with",
+      out.warnings.push_back(fmt::format("{}: no one-device row with the same device, model, precision, seq "
+                                         "length and data in the file to compare with",
                                          row.run.run_id));
     else if (!row.strong_mismatch.empty())
       out.warnings.push_back(

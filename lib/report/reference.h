@@ -3,7 +3,8 @@
 // (results/reference/*.csv): rows in the results schema (a subset of its
 // columns) plus `source`, saying where each figure was published. Each row
 // is compared with the one-device row of its own file that has the same
-// model, precision, sequence length and data, by the rules of compare.h.
+// device, model, precision, sequence length and data, by the rules of
+// compare.h.
 #include <filesystem>
 #include <string>
 #include <vector>

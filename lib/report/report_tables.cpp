@@ -32,6 +32,11 @@ std::string figure_csv(const Comparison& c, const ComparisonRow& row, const std:
 std::string measured_csv(double v) { return v > 0 ? fmt::format("{:.6g}", v) : ""; }
 std::string measured_csv(int64_t v) { return v > 0 ? std::to_string(v) : ""; }
 
+std::string device_text(const RunResult& r) {
+  std::string type = r.device.empty() ? "?" : r.device;
+  return r.device_name.empty() ? type : type + " " + r.device_name;
+}
+
 }  // namespace
 
 Table comparison_table(const Comparison& c) {
@@ -59,7 +64,9 @@ Table comparison_table(const Comparison& c) {
         figure(c, row, row.memory_ratio, 1, "{:.2f}"),
         ok ? positive(static_cast<double>(r.model_state_bytes), kMiB, "{:.1f}") : "-",
     });
+    if (!c.device_baselines.empty()) t.rows.back().push_back(row.baseline ? row.baseline->run_id : "-");
   }
+  if (!c.device_baselines.empty()) t.columns.push_back({"baseline", "", false});
   return t;
 }
 
@@ -87,7 +94,7 @@ Table comparison_csv_table(const Comparison& c) {
         ok ? measured_csv(r.peak_memory_bytes) : "",
         figure_csv(c, row, row.memory_ratio),
         ok ? measured_csv(r.model_state_bytes) : "",
-        c.baseline ? c.baseline->run_id : "",
+        row.baseline ? row.baseline->run_id : "",
         has_figures(c, row) ? row.strong_mismatch : "",
     });
   }
@@ -120,17 +127,22 @@ Table reference_table(const Comparison& c) {
   return t;
 }
 
-std::string baseline_line(const Comparison& c) {
-  if (!c.baseline) return "baseline: none";
-  const RunResult& b = *c.baseline;
-  return fmt::format("baseline: {} ({}, {} GPU, model {}, {}, seq {}, global batch {}, data {})", b.run_id,
-                     b.strategy, devices(b), b.model, b.precision, b.seq_length, b.global_batch, b.data);
+std::vector<std::string> baseline_lines(const Comparison& c) {
+  if (!c.baseline) return {"baseline: none"};
+  auto line = [](const RunResult& b) {
+    return fmt::format("baseline: {} ({}, {} GPU, {}, model {}, {}, seq {}, global batch {}, data {})", b.run_id,
+                       b.strategy, devices(b), device_text(b), b.model, b.precision, b.seq_length,
+                       b.global_batch, b.data);
+  };
+  std::vector<std::string> out = {line(*c.baseline)};
+  for (auto& b : c.device_baselines) out.push_back(line(b) + ", for the runs on its device");
+  return out;
 }
 
 std::string terminal_report(const Comparison& c, const std::vector<ReferenceSet>& references) {
   std::string out;
   if (!c.rows.empty()) {
-    out += baseline_line(c) + "\n\n" + render_terminal(comparison_table(c));
+    out += fmt::format("{}\n\n", fmt::join(baseline_lines(c), "\n")) + render_terminal(comparison_table(c));
     if (!c.warnings.empty()) out += "\n";
     for (auto& w : c.warnings) out += "warning: " + w + "\n";
   }
@@ -148,10 +160,13 @@ std::string markdown_report(const Comparison& c, const std::vector<ReferenceSet>
                             const std::vector<std::string>& plots) {
   std::string out = "# hpcbench report\n\n";
   if (c.rows.empty()) out += "No measured runs.\n";
-  else out += baseline_line(c) + "\n\n";
+  else out += fmt::format("{}\n\n", fmt::join(baseline_lines(c), "\n\n"));
   if (!c.rows.empty()) out += "Speedup: baseline time / time for the same samples; efficiency: speedup / GPUs relative to the "
          "baseline (strong scaling); weak scaling: throughput per GPU / the baseline's. n/c: not comparable "
          "with the baseline (see the warnings).\n\n";
+  if (!c.device_baselines.empty())
+    out += "Runs on another device than the first baseline are divided by the baseline of their own device "
+           "(column baseline).\n\n";
   if (!c.rows.empty()) out += render_markdown(comparison_table(c));
   if (!c.warnings.empty()) {
     out += "\nWarnings:\n\n";

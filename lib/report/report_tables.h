@@ -13,15 +13,17 @@ namespace hpcbench::report {
 
 // Human cells: rounded, memory in MiB, efficiencies in percent, "n/c" where
 // the run does not compare with the baseline, "-" where there is no figure
-// (status not ok, no baseline, not measured).
+// (status not ok, no baseline, not measured). With baselines for several
+// devices a "baseline" column says which one each row is divided by.
 Table comparison_table(const Comparison& c);
 // Machine cells: full precision, bytes, fractions; "n/c" and "" as above.
 Table comparison_csv_table(const Comparison& c);
 // Published figures, with their source.
 Table reference_table(const Comparison& c);
 
-// One line naming the baseline and what it fixes, or saying there is none.
-std::string baseline_line(const Comparison& c);
+// One line per baseline naming it and what it fixes (the chosen one first,
+// then those of other devices), or one saying there is none.
+std::vector<std::string> baseline_lines(const Comparison& c);
 
 // Baseline line, table, then one "warning: ..." line per warning.
 std::string terminal_report(const Comparison& c, const std::vector<ReferenceSet>& references);

@@ -2,7 +2,7 @@
 // Hand-made runs whose figures are easy to check by hand: a baseline at
 // 100 seq/s, strong-scaling ddp and zero runs (global batch 8), a weak-
 // scaling ddp run (batch 8 per device), a run in another precision and a
-// failed run.
+// failed run, all on one GPU model of unknown name.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -33,6 +33,17 @@ inline report::RunResult make_run(const std::string& id, const std::string& stra
   return r;
 }
 
+// Device names as the trainer records them, for the device rules.
+inline constexpr const char* kA100 = "NVIDIA A100-SXM4-80GB";
+inline constexpr const char* kH100 = "NVIDIA H100 80GB HBM3";
+inline constexpr const char* kXeon = "Intel(R) Xeon(R) Platinum 8480+";
+
+inline report::RunResult on_device(report::RunResult r, const std::string& device, const std::string& name) {
+  r.device = device;
+  r.device_name = name;
+  return r;
+}
+
 inline std::vector<report::LoadedRun> fixture_runs() {
   std::vector<report::RunResult> rs;
   rs.push_back(make_run("zero-2x", "zero", 2, 8, 160, 256));
@@ -46,6 +57,23 @@ inline std::vector<report::LoadedRun> fixture_runs() {
   rs.back().precision = "fp16";
   rs.push_back(make_run("fsdp-2x", "fsdp", 2, 8, 0, 0));
   rs.back().status = "failed";
+  std::vector<report::LoadedRun> out;
+  for (auto& r : rs) out.push_back({r, "runs/" + r.run_id + "/run.json"});
+  return out;
+}
+
+// One folder with runs on two devices, each with its own baseline (the
+// CPU's newer, but serving fewer runs), and an H100 run with none.
+inline std::vector<report::LoadedRun> device_runs() {
+  std::vector<report::RunResult> rs = {
+      on_device(make_run("gpu-base", "baseline", 1, 8, 100, 512), "cuda", kA100),
+      on_device(make_run("gpu-ddp", "ddp", 2, 8, 180, 384), "cuda", kA100),
+      on_device(make_run("gpu-ddp4", "ddp", 4, 8, 300, 328), "cuda", kA100),
+      on_device(make_run("cpu-base", "baseline", 1, 8, 10, 1024), "cpu", kXeon),
+      on_device(make_run("cpu-ddp", "ddp", 2, 8, 15, 600), "cpu", kXeon),
+      on_device(make_run("h100-ddp", "ddp", 2, 8, 400, 300), "cuda", kH100),
+  };
+  rs[3].started_at = "2025-06-01T00:00:00Z";
   std::vector<report::LoadedRun> out;
   for (auto& r : rs) out.push_back({r, "runs/" + r.run_id + "/run.json"});
   return out;

@@ -1,5 +1,7 @@
 #include "test_catch.h"
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 #include "report/compare.h"
 #include "report/reference.h"
@@ -8,6 +10,8 @@
 
 using namespace hpcbench;
 using test::make_run;
+using test::on_device;
+using test::kA100, test::kH100, test::kXeon;
 
 namespace {
 const report::ComparisonRow& row(const report::Comparison& c, const std::string& id) {
@@ -99,12 +103,90 @@ TEST_CASE("comparability: each differing setting says why") {
   r.model = "bert-base";
   r.seq_length = 0;
   CHECK(report::strong_mismatch(r, base) == "model bert-base vs baseline bert-tiny; seq length ? vs baseline 128");
-  // The strategy, world size and device never prevent a comparison.
+  // The strategy and world size never prevent a comparison, nor a device
+  // name known on one side only (older results lack it).
   r = base;
   r.strategy = "fsdp";
   r.world_size = 8;
   r.device_name = "other";
   CHECK(report::strong_mismatch(r, base).empty());
+}
+
+TEST_CASE("device: a CPU run is not divided by a GPU baseline, nor an H100 run by an A100 one") {
+  auto base = on_device(make_run("b", "baseline", 1, 8, 100, 512), "cuda", kA100);
+  auto cpu = on_device(make_run("cpu", "ddp", 2, 8, 37, 300), "cpu", kXeon);
+  auto h100 = on_device(make_run("h100", "ddp", 2, 8, 400, 300), "cuda", kH100);
+  auto a100 = on_device(make_run("a100", "ddp", 2, 8, 180, 384), "cuda", kA100);
+  auto c = report::compare({{base, ""}, {cpu, ""}, {h100, ""}, {a100, ""}}, base);
+  for (auto id : {"cpu", "h100"}) {
+    INFO(id);
+    auto& r = row(c, id);
+    CHECK_FALSE(r.speedup);
+    CHECK_FALSE(r.efficiency);
+    CHECK_FALSE(r.weak_efficiency);
+    CHECK_FALSE(r.memory_ratio);
+    CHECK(r.baseline->run_id == "b");
+  }
+  CHECK(row(c, "cpu").strong_mismatch == "device cpu vs baseline cuda");
+  CHECK(row(c, "cpu").weak_mismatch == "device cpu vs baseline cuda; batch per device 4 vs baseline 8");
+  CHECK(row(c, "h100").strong_mismatch == fmt::format("device name {} vs baseline {}", kH100, kA100));
+  CHECK(c.warnings == std::vector<std::string>{
+                          "cpu: no speedup against baseline b: device cpu vs baseline cuda",
+                          fmt::format("h100: no speedup against baseline b: device name {} vs baseline {}", kH100,
+                                      kA100)});
+  // The same GPU model still compares.
+  auto& same = row(c, "a100");
+  CHECK(same.strong_mismatch.empty());
+  CHECK(*same.speedup == Approx(1.8));
+  CHECK(*same.memory_ratio == Approx(384.0 / 512.0));
+  CHECK(c.device_baselines.empty());
+}
+
+TEST_CASE("device: an unknown name is no difference, an unknown or other type is") {
+  auto base = on_device(make_run("b", "baseline", 1, 8, 100, 0), "cuda", kA100);
+  // Results of schema 0 have no device name: they compare with any GPU.
+  CHECK(report::strong_mismatch(on_device(base, "cuda", ""), base).empty());
+  CHECK(report::strong_mismatch(base, on_device(base, "cuda", "")).empty());
+  CHECK(report::strong_mismatch(on_device(base, "cpu", ""), base) == "device cpu vs baseline cuda");
+  CHECK(report::strong_mismatch(on_device(base, "", ""), base) == "device ? vs baseline cuda");
+  // Two CPU models differ like two GPU models.
+  auto xeon = on_device(base, "cpu", kXeon);
+  CHECK(report::weak_mismatch(on_device(base, "cpu", "AMD EPYC 9654 96-Core Processor"), xeon) ==
+        fmt::format("device name AMD EPYC 9654 96-Core Processor vs baseline {}", kXeon));
+  CHECK(report::same_device(on_device(base, "cuda", ""), on_device(base, "cuda", kH100)));
+  CHECK_FALSE(report::same_device(on_device(base, "cuda", kA100), on_device(base, "cuda", kH100)));
+}
+
+TEST_CASE("device: a CPU baseline and a GPU baseline in one folder each serve their own runs") {
+  auto runs = test::device_runs();
+  std::vector<report::RunResult> results;
+  for (auto& r : runs) results.push_back(r.result);
+  auto i = report::choose_baseline(results, "auto");
+  REQUIRE(i);
+  CHECK(results[*i].run_id == "gpu-base");
+
+  auto c = report::compare(runs, results[*i]);
+  CHECK(*row(c, "gpu-ddp").speedup == Approx(1.8));
+  CHECK(row(c, "gpu-ddp").baseline->run_id == "gpu-base");
+  auto& cpu = row(c, "cpu-ddp");
+  CHECK(cpu.baseline->run_id == "cpu-base");
+  CHECK(*cpu.speedup == Approx(1.5));
+  CHECK(*cpu.efficiency == Approx(0.75));
+  CHECK(*cpu.memory_ratio == Approx(600.0 / 1024.0));
+  CHECK(row(c, "cpu-base").is_baseline);
+  CHECK(*row(c, "cpu-base").speedup == 1.0);
+  REQUIRE(c.device_baselines.size() == 1);
+  CHECK(c.device_baselines[0].run_id == "cpu-base");
+  // No H100 baseline: refused against the chosen one, not against the CPU's.
+  CHECK(row(c, "h100-ddp").baseline->run_id == "gpu-base");
+  CHECK(row(c, "h100-ddp").strong_mismatch == fmt::format("device name {} vs baseline {}", kH100, kA100));
+  CHECK(c.warnings.size() == 1);
+
+  // A baseline given by id serves its own device; the others keep theirs.
+  auto by_id = report::compare(runs, results[*report::choose_baseline(results, "cpu-base")]);
+  CHECK(row(by_id, "cpu-ddp").baseline->run_id == "cpu-base");
+  CHECK(*row(by_id, "gpu-ddp4").speedup == Approx(3.0));
+  CHECK(row(by_id, "gpu-ddp4").baseline->run_id == "gpu-base");
 }
 
 TEST_CASE("runs that did not finish get no figures") {

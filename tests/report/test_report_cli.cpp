@@ -4,7 +4,10 @@
 
 #include <fstream>
 
+#include <fmt/format.h>
+
 #include "core/atomic_file.h"
+#include "report/csv_reader.h"
 #include "report/plot.h"
 #include "report/run_folder.h"
 #include "report_fixtures.h"
@@ -12,6 +15,7 @@
 
 using namespace hpcbench;
 namespace fs = std::filesystem;
+using test::kA100, test::kH100, test::kXeon;
 
 namespace {
 
@@ -51,6 +55,33 @@ fs::path make_results(const test::TempDir& dir) {
   // An in-progress folder is not a run yet.
   write(runs / ".ddp.partial-123/run.json", "{");
   return runs;
+}
+
+// A copy of run folder `from` as a user would make it by hand: the result
+// edited alike in run.json and in summary.csv (the reader's fall-back).
+void copy_run(const fs::path& runs, const std::string& from, const std::string& id, nlohmann::json fields) {
+  fs::copy(runs / from, runs / id, fs::copy_options::recursive);
+  fields["run_id"] = id;
+  auto json = nlohmann::json::parse(read_file(runs / id / "run.json"));
+  for (auto& [k, v] : fields.items()) json["result"][k] = v;
+  write(runs / id / "run.json", json.dump(1));
+  auto csv = report::parse_csv(read_file(runs / id / "summary.csv"));
+  std::string header, row;
+  for (size_t i = 0; i < csv.at(0).size(); ++i) {
+    const std::string& name = csv[0][i];
+    std::string value = csv.at(1).at(i);
+    if (fields.contains(name)) value = fields[name].is_string() ? fields[name].get<std::string>() : fields[name].dump();
+    header += fmt::format("{}{}", i ? "," : "", name);
+    row += fmt::format("{}\"{}\"", i ? "," : "", value);
+  }
+  write(runs / id / "summary.csv", header + "\n" + row + "\n");
+}
+
+// The table line of run `id` in the terminal report.
+std::string table_line(const std::string& out, const std::string& id) {
+  size_t at = out.find("\n" + id + " ");
+  if (at == std::string::npos) return "";
+  return out.substr(at + 1, out.find('\n', at + 1) - at - 1);
 }
 
 }  // namespace
@@ -147,4 +178,58 @@ TEST_CASE("CLI: plots as PNG and SVG when gnuplot is installed") {
   CHECK(read_file(out / "report.md").find("![speedup](speedup.svg)") != std::string::npos);
   // No temporary files left behind.
   for (auto& e : fs::directory_iterator(out)) CHECK_FALSE(e.path().filename().string().starts_with("."));
+}
+
+TEST_CASE("CLI: runs on another device type or GPU model are shown with the reason, never divided") {
+  test::TempDir dir;
+  fs::path runs = dir.path / "results/runs";
+  for (auto r : {test::make_run("base-a100", "baseline", 1, 8, 100, 512),
+                 test::make_run("ddp-a100", "ddp", 2, 8, 180, 384)})
+    report::write_run_folder(runs, r.run_id, test::on_device(r, "cuda", kA100), {});
+  // Divided by base-a100 these would print 4.00 and 0.37.
+  copy_run(runs, "ddp-a100", "ddp-h100", {{"device_name", kH100}, {"samples_per_s", 400}});
+  copy_run(runs, "ddp-a100", "ddp-cpu",
+           {{"device", "cpu"}, {"device_name", kXeon}, {"samples_per_s", 37}, {"samples_per_s_per_device", 18.5}});
+
+  auto c = run_report(dir, "'" + runs.string() + "' --no-plots");
+  REQUIRE(c.rc == 0);
+  INFO(c.out);
+  CHECK(c.out.find("baseline: base-a100 (baseline, 1 GPU, cuda NVIDIA A100-SXM4-80GB, model") != std::string::npos);
+  CHECK(c.out.find("warning: ddp-cpu: no speedup against baseline base-a100: device cpu vs baseline cuda") !=
+        std::string::npos);
+  CHECK(c.out.find(fmt::format("warning: ddp-h100: no speedup against baseline base-a100: device name {} vs "
+                               "baseline {}",
+                               kH100, kA100)) != std::string::npos);
+  for (auto [id, speedup] : {std::pair{"ddp-cpu", "0.37"}, std::pair{"ddp-h100", "4.00"}}) {
+    auto line = table_line(c.out, id);
+    INFO(line);
+    CHECK(line.find("n/c") != std::string::npos);
+    CHECK(line.find(speedup) == std::string::npos);
+  }
+  CHECK(table_line(c.out, "ddp-a100").find(" 1.80 ") != std::string::npos);  // the same GPU model compares
+  CHECK(c.out.find("for the runs on its device") == std::string::npos);
+
+  auto csv = run_report(dir, "'" + runs.string() + "' --format csv");
+  CHECK(csv.out.find("\nddp-cpu,ddp,2,8,ok,37,18.5,n/c,n/c,n/c,402653184,n/c,67108864,base-a100,device cpu vs "
+                     "baseline cuda\n") != std::string::npos);
+
+  // A CPU baseline in the same folder serves the CPU run (37/s over 20/s);
+  // the GPU runs keep theirs, and the H100 run, with no baseline of its own,
+  // stays refused. (Older than base-a100, which serves as many runs, so that
+  // the auto choice stays base-a100.)
+  copy_run(runs, "base-a100", "base-cpu",
+           {{"device", "cpu"}, {"device_name", kXeon}, {"samples_per_s", 20}, {"samples_per_s_per_device", 20},
+            {"started_at", "2024-12-01T00:00:00Z"}});
+  auto both = run_report(dir, "'" + runs.string() + "' --no-plots");
+  REQUIRE(both.rc == 0);
+  INFO(both.out);
+  CHECK(both.out.find("baseline: base-a100 (") != std::string::npos);
+  CHECK(both.out.find(fmt::format("baseline: base-cpu (baseline, 1 GPU, cpu {}, model", kXeon)) != std::string::npos);
+  CHECK(both.out.find("for the runs on its device") != std::string::npos);
+  auto cpu_line = table_line(both.out, "ddp-cpu");
+  CHECK(cpu_line.find(" 1.85 ") != std::string::npos);
+  CHECK(cpu_line.ends_with(" base-cpu"));
+  CHECK(table_line(both.out, "ddp-a100").ends_with(" base-a100"));
+  CHECK(both.out.find("warning: ddp-cpu") == std::string::npos);
+  CHECK(both.out.find("warning: ddp-h100: no speedup against baseline base-a100: device name") != std::string::npos);
 }

@@ -3,9 +3,12 @@
 #include <cstdio>
 #include <fstream>
 
+#include <fmt/format.h>
+
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "report/csv_reader.h"
+#include "report/plot.h"
 #include "report/report_tables.h"
 #include "report/result_reader.h"
 #include "report_fixtures.h"
@@ -54,6 +57,21 @@ TEST_CASE("snapshot: Markdown") {
 }
 
 TEST_CASE("snapshot: CSV") { check_snapshot("report.csv", report::csv_report(fixture_comparison())); }
+
+TEST_CASE("plots: each device is its own series, starting at its own baseline") {
+  auto runs = test::device_runs();
+  std::vector<report::RunResult> results;
+  for (auto& r : runs) results.push_back(r.result);
+  auto data = report::plot_data(report::compare(runs, results[*report::choose_baseline(results, "auto")]));
+  INFO(data);
+  const std::string cols = "# gpus samples_per_s speedup efficiency_pct memory_mib\n";
+  CHECK(data.find(fmt::format("# ddp {}\n{}1 10 1 100 1024\n2 15 1.5 75 600\n", test::kXeon, cols)) !=
+        std::string::npos);
+  CHECK(data.find(fmt::format("# ddp {}\n{}1 100 1 100 512\n2 180 1.8 90 384\n4 300 3 75 328\n", test::kA100,
+                              cols)) != std::string::npos);
+  // Refused against the A100 baseline: no line from it, no speedup.
+  CHECK(data.find(fmt::format("# ddp {}\n{}2 400 NaN NaN 300\n", test::kH100, cols)) != std::string::npos);
+}
 
 TEST_CASE("snapshot: published figures") {
   std::vector<std::string> warnings;

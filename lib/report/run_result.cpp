@@ -61,6 +61,10 @@ const std::vector<Column>& columns() {
       {"val_loss", "", &R::val_loss},
       {"exact_match", "%", &R::exact_match},
       {"f1", "%", &R::f1},
+      {"eval_load_s", "s", &R::eval_load_s},
+      {"eval_forward_s", "s", &R::eval_forward_s},
+      {"eval_postprocess_s", "s", &R::eval_postprocess_s},
+      {"eval_metric_s", "s", &R::eval_metric_s},
       {"status", "", &R::status},
   };
   return cols;

@@ -61,6 +61,10 @@ struct RunResult {
   double val_loss = -1;  // -1: no evaluation
   double exact_match = -1;
   double f1 = -1;
+  // Evaluation's own clock (-1: no evaluation, or a file older than the
+  // field): loading the dev set's windows; forward over every rank's share
+  // until rank 0 holds all the logits; answer post-processing; EM/F1.
+  double eval_load_s = -1, eval_forward_s = -1, eval_postprocess_s = -1, eval_metric_s = -1;
   std::string status = "ok";  // ok, failed, pending
 };
 

@@ -1,5 +1,8 @@
-// Evaluation after training, kept out of every training figure: validation
-// loss over all windows, then SQuAD answers and the official EM/F1.
+// Evaluation after training, kept out of every training figure and timed on
+// its own: validation loss over all windows, then SQuAD answers and the
+// official EM/F1. Every rank of a job runs forward on its share of the
+// windows: rank 0 evaluating alone would leave the others waiting at the
+// job's final barrier under the collective timeout for the whole dev set.
 #include <spdlog/spdlog.h>
 
 #include <ATen/ATen.h>
@@ -9,6 +12,7 @@
 
 #include "data/features.h"
 #include "data/squad.h"
+#include "dist/process_group.h"
 #include "eval/postprocess.h"
 #include "eval/squad_metrics.h"
 #include "train/amp.h"
@@ -18,55 +22,119 @@
 
 namespace hpcbench::train {
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+}  // namespace
+
+std::pair<int64_t, int64_t> eval_share(int64_t n, int rank, int world_size) {
+  const int64_t per = n / world_size, extra = n % world_size;
+  const int64_t begin = rank * per + std::min<int64_t>(rank, extra);
+  return {begin, begin + per + (rank < extra ? 1 : 0)};
+}
+
 void evaluate_into(const TrainConfig& cfg, model::BertForQuestionAnswering& model, c10::Device device,
-                   TrainOutput& out) {
-  auto t0 = std::chrono::steady_clock::now();
-  auto squad = data::load_squad(cfg.eval_data);
+                   const RunContext& ctx, TrainOutput& out) {
+  // dp drives its devices from one process, without a communicator: it
+  // evaluates alone, as the baseline does.
+  const int world = ctx.comm ? ctx.world_size : 1;
+  const int rank = ctx.comm ? ctx.rank : 0;
+  const bool leader = rank == 0;
+  auto& res = out.result;
+
+  auto t_load = Clock::now();
+  data::SquadDataset squad;  // the questions and answers: rank 0's post-processing alone reads them
+  if (leader) squad = data::load_squad(cfg.eval_data);
   auto features = data::load_or_build_features(cfg.eval_data, cfg.vocab, feature_config(cfg), /*train=*/false,
                                                feature_cache_dir(cfg));
   FeatureTensors tensors(features);
   const int64_t n = tensors.size();
   const int64_t seq = tensors.seq_len();
+  res.eval_load_s = seconds_since(t_load);
 
+  auto t_forward = Clock::now();
+  const auto [begin, end] = eval_share(n, rank, world);
+  // Shares differ by one window at most; each is padded to the largest so
+  // that one all-gather of equal blocks carries them all (at least one row:
+  // no empty collectives).
+  const int64_t block = std::max<int64_t>((n + world - 1) / world, 1);
+  auto logits = at::zeros({block, 2, seq}, at::TensorOptions().dtype(at::kFloat).device(device));
+  auto loss_sum = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(device));
   model->eval();
-  torch::NoGradGuard no_grad;
-  double loss_sum = 0;
-  std::vector<float> start_logits(static_cast<size_t>(n * seq)), end_logits(static_cast<size_t>(n * seq));
-  for (int64_t b = 0; b < n; b += cfg.eval_batch_size) {
-    int64_t e = std::min<int64_t>(b + cfg.eval_batch_size, n);
-    auto batch = tensors.gather(at::arange(b, e, at::kLong)).to(device);
-    model::QAOutput o;
-    {
-      AutocastGuard autocast(device.type(), cfg.precision);
-      o = model->forward(batch.input_ids, batch.token_type_ids, batch.attention_mask, batch.start_positions,
-                         batch.end_positions);
+  {
+    torch::NoGradGuard no_grad;
+    for (int64_t b = begin; b < end; b += cfg.eval_batch_size) {
+      int64_t e = std::min<int64_t>(b + cfg.eval_batch_size, end);
+      auto batch = tensors.gather(at::arange(b, e, at::kLong)).to(device);
+      model::QAOutput o;
+      {
+        AutocastGuard autocast(device.type(), cfg.precision);
+        o = model->forward(batch.input_ids, batch.token_type_ids, batch.attention_mask, batch.start_positions,
+                           batch.end_positions);
+      }
+      // The batch loss is a mean over its rows: weighted by them, the sum
+      // over ranks divided by all rows is the mean over the whole dev set.
+      loss_sum.add_(o.loss.to(at::kDouble) * static_cast<double>(e - b));
+      auto rows = logits.slice(0, b - begin, e - begin);
+      rows.select(1, 0).copy_(o.start_logits);
+      rows.select(1, 1).copy_(o.end_logits);
     }
-    loss_sum += o.loss.item<double>() * static_cast<double>(e - b);
-    auto s = o.start_logits.to(at::kFloat).cpu().contiguous();
-    auto en = o.end_logits.to(at::kFloat).cpu().contiguous();
-    std::copy_n(s.data_ptr<float>(), (e - b) * seq, start_logits.begin() + b * seq);
-    std::copy_n(en.data_ptr<float>(), (e - b) * seq, end_logits.begin() + b * seq);
   }
   model->train();
+  auto totals = at::stack({loss_sum, at::scalar_tensor(static_cast<double>(end - begin), loss_sum.options())});
+  at::Tensor gathered = logits;  // [world * block, 2, seq], rank order
+  if (world > 1) {
+    gathered = at::empty({world * block, 2, seq}, logits.options());
+    ctx.comm->allgather(gathered, logits);
+    ctx.comm->allreduce(totals);
+  }
+  totals = totals.cpu();
+  const double rows_total = totals[1].item<double>();
+  res.val_loss = rows_total > 0 ? totals[0].item<double>() / rows_total : 0;
+  if (!leader) return;
+  // The padding rows are dropped, as Accelerate's gather_for_metrics drops
+  // its duplicated samples: the blocks in rank order are the windows in order.
+  std::vector<at::Tensor> shares;
+  for (int r = 0; r < world; ++r) {
+    auto [b, e] = eval_share(n, r, world);
+    shares.push_back(gathered.slice(0, r * block, r * block + (e - b)));
+  }
+  auto host = at::cat(shares).cpu();
+  std::vector<float> start_logits(static_cast<size_t>(n * seq)), end_logits(static_cast<size_t>(n * seq));
+  if (n > 0) {
+    auto s = host.select(1, 0).contiguous(), en = host.select(1, 1).contiguous();
+    std::copy_n(s.data_ptr<float>(), n * seq, start_logits.begin());
+    std::copy_n(en.data_ptr<float>(), n * seq, end_logits.begin());
+  }
+  res.eval_forward_s = seconds_since(t_forward);
 
-  auto& res = out.result;
-  res.val_loss = n > 0 ? loss_sum / static_cast<double>(n) : 0;
+  auto t_post = Clock::now();
   bool v2 = squad.version.find('2') != std::string::npos;
   eval::PostprocessConfig pcfg;
   pcfg.version_2_with_negative = v2;
   auto predictions = eval::postprocess_qa_predictions(squad.examples, features, start_logits, end_logits, pcfg);
+  res.eval_postprocess_s = seconds_since(t_post);
+
+  auto t_metric = Clock::now();
   auto metrics = eval::evaluate(squad.examples, predictions, v2);
+  res.eval_metric_s = seconds_since(t_metric);
+
   res.exact_match = metrics.exact;
   res.f1 = metrics.f1;
   out.details["evaluation"] = {{"file", cfg.eval_data},
                                {"examples", squad.examples.size()},
                                {"features", n},
+                               {"ranks", world},
                                {"val_loss", res.val_loss},
                                {"metrics", eval::to_json(metrics)}};
   out.details["predictions"] = predictions;
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  spdlog::info("evaluation on {} ({} questions, {} windows, {:.1f} s): loss {:.4f}, EM {:.2f}, F1 {:.2f}",
-               cfg.eval_data, squad.examples.size(), n, secs, res.val_loss, res.exact_match, res.f1);
+  spdlog::info("evaluation on {} ({} questions, {} windows over {} rank(s); load {:.1f} s, forward {:.1f} s, "
+               "post-processing {:.1f} s, metric {:.1f} s): loss {:.4f}, EM {:.2f}, F1 {:.2f}",
+               cfg.eval_data, squad.examples.size(), n, world, res.eval_load_s, res.eval_forward_s,
+               res.eval_postprocess_s, res.eval_metric_s, res.val_loss, res.exact_match, res.f1);
 }
 
 }  // namespace hpcbench::train

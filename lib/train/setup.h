@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "data/features.h"
@@ -19,6 +20,7 @@ class Optimizer;
 namespace hpcbench::train {
 
 struct TrainOutput;
+struct RunContext;
 
 // A preset name or a config.json; checks the sequence length against the
 // position table and applies --dropout.
@@ -47,8 +49,18 @@ at::Tensor epoch_indices(int64_t n, int64_t epoch, int64_t seed, int rank, int w
 size_t model_state_bytes(const std::vector<at::Tensor>& params, const torch::optim::Optimizer& opt,
                          const std::vector<at::Tensor>& held = {});
 
-// Validation loss and, for SQuAD files, predictions and EM/F1 into out.
+// The evaluation windows [begin, end) rank `rank` of `world_size` runs:
+// contiguous blocks in feature order, sized as Accelerate's
+// split_between_processes sizes them (the first n % world_size ranks hold
+// one more), so that concatenating the blocks in rank order gives every
+// window once, in order.
+std::pair<int64_t, int64_t> eval_share(int64_t n, int rank, int world_size);
+
+// Validation loss, SQuAD predictions and EM/F1 into out, with its timings.
+// Collective when ctx has a communicator: every rank must call it, with
+// whole parameters; each runs forward on its eval_share and rank 0 alone
+// post-processes and scores (only its out gets predictions and metrics).
 void evaluate_into(const TrainConfig& cfg, model::BertForQuestionAnswering& model, c10::Device device,
-                   TrainOutput& out);
+                   const RunContext& ctx, TrainOutput& out);
 
 }  // namespace hpcbench::train

@@ -395,9 +395,9 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
     model::write_safetensors(dump, hooks.data_dump);
   }
 
-  // Every rank holds the same model: rank 0 evaluates alone (the others wait
-  // at the job's final barrier).
-  if (leader && !cfg.eval_data.empty()) evaluate_into(cfg, model, device, out);
+  // Every rank holds the whole model (unshard_model above) and evaluates its
+  // share of the dev set; rank 0 gathers the logits and scores them.
+  if (!cfg.eval_data.empty()) evaluate_into(cfg, model, device, ctx, out);
   return out;
 }
 

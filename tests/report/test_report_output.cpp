@@ -112,10 +112,14 @@ TEST_CASE("results of the previous schema version still read") {
   CHECK(csv.samples_per_s == Approx(100.0));  // 400 samples in 4 s
   CHECK(csv.samples_per_s_per_device == Approx(100.0));
   CHECK(csv.model_state_bytes == 0);
+  CHECK(csv.eval_forward_s == -1);  // columns added later read as "not recorded"
+  CHECK(csv.eval_postprocess_s == -1);
   auto& json = loaded.runs[1].result;
   CHECK(json.run_id == "old-json");
   CHECK(json.schema_version == 0);
   CHECK(json.samples_per_s_per_device == Approx(80.0));  // 160 / 2, a column it lacked
+  CHECK(json.eval_load_s == -1);
+  CHECK(json.eval_metric_s == -1);
   CHECK(loaded.runs[1].origin.filename() == "run.json");
   // And they compare: ddp on 2 devices at 160/s against 100/s.
   auto c = report::compare(loaded.runs, csv);

@@ -40,6 +40,28 @@ TEST_CASE("JSON round trip keeps every column; missing fields keep defaults") {
   CHECK(partial.strategy == "dp");
   CHECK(partial.schema_version == 0);
   CHECK(partial.val_loss == -1);
+  CHECK(partial.eval_forward_s == -1);  // no evaluation timed: not a zero-second one
+}
+
+TEST_CASE("evaluation times have their own columns, apart from the training time") {
+  report::RunResult r;
+  r.train_time_s = 4;
+  r.eval_load_s = 0.5;
+  r.eval_forward_s = 12.25;
+  r.eval_postprocess_s = 1.5;
+  r.eval_metric_s = 0.125;
+  auto j = report::to_json(r);
+  CHECK(j["train_time_s"] == 4.0);
+  CHECK(j["eval_load_s"] == 0.5);
+  CHECK(j["eval_forward_s"] == 12.25);
+  CHECK(j["eval_postprocess_s"] == 1.5);
+  CHECK(j["eval_metric_s"] == 0.125);
+  auto header = report::csv_header();
+  for (auto name : {"eval_load_s", "eval_forward_s", "eval_postprocess_s", "eval_metric_s"})
+    CHECK(header.find(std::string(",") + name + ",") != std::string::npos);
+  auto back = report::from_json(j);
+  CHECK(back.eval_forward_s == 12.25);
+  CHECK(back.eval_metric_s == 0.125);
 }
 
 TEST_CASE("run folders are complete when visible and never overwritten") {

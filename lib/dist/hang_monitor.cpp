@@ -21,9 +21,13 @@ uint64_t HangMonitor::watch(std::string what) {
 }
 
 void HangMonitor::attach(uint64_t id, c10::intrusive_ptr<c10d::Work> work) {
+  settle(id, [work = std::move(work)] { return work->isCompleted(); });
+}
+
+void HangMonitor::settle(uint64_t id, std::function<bool()> done) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& e : entries_)
-    if (e.id == id) e.work = std::move(work);
+    if (e.id == id) e.done = std::move(done);
 }
 
 size_t HangMonitor::watched() {
@@ -38,9 +42,9 @@ void HangMonitor::run() {
     if (stop_ || fired_) continue;
     auto now = std::chrono::steady_clock::now();
     for (auto it = entries_.begin(); it != entries_.end();) {
-      // isCompleted() only queries the collective's end event; it never
-      // blocks, so holding the lock across it is fine.
-      if (it->work && it->work->isCompleted()) {
+      // The probes only query events; they never block, so holding the
+      // lock across them is fine.
+      if (it->done && it->done()) {
         it = entries_.erase(it);
         continue;
       }

@@ -39,6 +39,11 @@ class HangMonitor {
   // the work once there is one. Finished collectives are forgotten.
   uint64_t watch(std::string what);
   void attach(uint64_t id, c10::intrusive_ptr<c10d::Work> work);
+  // After the compute stream was made to wait for the collective: `done`
+  // (an event recorded behind that wait) replaces the work, so that the
+  // monitor does not keep the work, and the tensors it holds, alive longer
+  // than its owner does.
+  void settle(uint64_t id, std::function<bool()> done);
   size_t watched();  // collectives not yet seen finished (tests)
 
  private:
@@ -46,7 +51,7 @@ class HangMonitor {
     uint64_t id;
     std::string what;
     std::chrono::steady_clock::time_point start;
-    c10::intrusive_ptr<c10d::Work> work;
+    std::function<bool()> done;  // empty while the collective is being issued
   };
   void run();
 

@@ -1,6 +1,7 @@
 #include "dist/process_group.h"
 
 #include <ATen/DeviceAccelerator.h>
+#include <c10/core/Event.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -264,7 +265,7 @@ Pending Comm::issue(std::string what, Issue&& call) {
     p.handle = obs->issuing(backend_.get());
     p.observed = true;
   }
-  uint64_t watch = monitor_ ? monitor_->watch(p.what) : 0;
+  p.watch = monitor_ ? monitor_->watch(p.what) : 0;
   auto t0 = Clock::now();
   try {
     p.work = call();
@@ -272,7 +273,7 @@ Pending Comm::issue(std::string what, Issue&& call) {
     failed(p.what, t0, message_of_current());
   }
   if (!p.work) failed(p.what, t0, "the backend returned no work");
-  if (monitor_) monitor_->attach(watch, p.work);
+  if (monitor_) monitor_->attach(p.watch, p.work);
   if (obs) obs->issued(p.handle, p.work);
   return p;
 }
@@ -287,6 +288,13 @@ void Comm::wait(Pending& p) {
       p.work->wait(options_.timeout);  // Gloo: the host blocks, with the deadline
     } else {
       p.work->wait();  // NCCL: the compute stream waits; the host does not
+      if (monitor_) {
+        // Done once the compute stream has passed its wait: the monitor lets
+        // go of the work (and its tensors) now, as the caller does.
+        auto passed = std::make_shared<c10::Event>(device_.type());
+        passed->record(at::accelerator::getCurrentStream(device_.index()));
+        monitor_->settle(p.watch, [passed] { return passed->query(); });
+      }
     }
   } catch (const std::exception& e) {
     failed(p.what, t0, message_of(e));

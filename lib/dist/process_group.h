@@ -48,6 +48,7 @@ struct Pending {
   c10::intrusive_ptr<c10d::Work> work;
   size_t handle = 0;  // the observer's, when there is one
   bool observed = false;
+  uint64_t watch = 0;  // the hang monitor's, when there is one
   std::string what;
 };
 

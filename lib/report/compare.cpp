@@ -1,5 +1,7 @@
 #include "report/compare.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <array>
 #include <map>
@@ -186,6 +188,17 @@ Comparison compare(const std::vector<LoadedRun>& runs, const std::optional<RunRe
     if (!row.strong_mismatch.empty())
       out.warnings.push_back(fmt::format("{}: no speedup against baseline {}: {}", row.run.run_id,
                                          row.baseline->run_id, row.strong_mismatch));
+  // A strategy on one device (one GPU: `hpcbench main` runs each at world
+  // size 1) has no scaling to show; its "speedup" is its overhead.
+  std::vector<std::string> single;
+  for (auto& row : out.rows)
+    if (row.speedup && !row.is_baseline && row.run.strategy != "baseline" && devices(row.run) == 1)
+      single.push_back(row.run.run_id);
+  if (!single.empty())
+    out.notes.push_back(fmt::format(
+        "{} ran on one device (world size 1): the speedup is the baseline's step time over the strategy's on "
+        "the same device, i.e. the strategy's overhead, not a scaling figure",
+        fmt::join(single, ", ")));
   if (!baseline && !out.rows.empty())
     out.warnings.push_back(
         "no baseline: no run with world size 1, strategy baseline and status ok among those read; "

@@ -41,6 +41,8 @@ struct Comparison {
   std::vector<RunResult> device_baselines;  // the other devices' baselines some rows use, in row order
   std::vector<ComparisonRow> rows;  // by strategy, then world size
   std::vector<std::string> warnings;
+  // What a reader must know to read the table right (not a problem with it).
+  std::vector<std::string> notes;
 };
 
 // The reasons, joined by "; " ("global batch 32 vs baseline 8"); "" when

@@ -143,8 +143,9 @@ std::string terminal_report(const Comparison& c, const std::vector<ReferenceSet>
   std::string out;
   if (!c.rows.empty()) {
     out += fmt::format("{}\n\n", fmt::join(baseline_lines(c), "\n")) + render_terminal(comparison_table(c));
-    if (!c.warnings.empty()) out += "\n";
+    if (!c.warnings.empty() || !c.notes.empty()) out += "\n";
     for (auto& w : c.warnings) out += "warning: " + w + "\n";
+    for (auto& n : c.notes) out += "note: " + n + "\n";
   }
   for (auto& ref : references) {
     if (!out.empty()) out += "\n";
@@ -171,6 +172,10 @@ std::string markdown_report(const Comparison& c, const std::vector<ReferenceSet>
   if (!c.warnings.empty()) {
     out += "\nWarnings:\n\n";
     for (auto& w : c.warnings) out += "- " + w + "\n";
+  }
+  if (!c.notes.empty()) {
+    out += "\nNotes:\n\n";
+    for (auto& n : c.notes) out += "- " + n + "\n";
   }
   if (!plots.empty()) {
     out += "\n## Plots\n\n";

@@ -81,3 +81,27 @@ TEST_CASE("finished collectives never fire") {
   }
   CHECK(count == 0);
 }
+
+TEST_CASE("a settled collective is judged by its probe, not its work") {
+  std::atomic<int> count{0};
+  std::string seen;
+  std::mutex m;
+  {
+    dist::HangMonitor monitor(60ms, [&](const std::string& what, double) {
+      std::lock_guard<std::mutex> lock(m);
+      seen = what;
+      ++count;
+    }, 5ms);
+    auto never = c10::make_intrusive<FakeWork>();  // its owner dropped it after the wait
+    auto a = monitor.watch("all_gather of layer.1");
+    monitor.attach(a, never);
+    monitor.settle(a, [] { return true; });  // the compute stream passed its wait
+    auto b = monitor.watch("reduce_scatter of layer.1");
+    monitor.attach(b, c10::make_intrusive<FakeWork>());
+    monitor.settle(b, [] { return false; });  // stuck behind it
+    std::this_thread::sleep_for(250ms);
+    CHECK(monitor.watched() == 1);
+  }
+  CHECK(count == 1);
+  CHECK(seen == "reduce_scatter of layer.1");
+}

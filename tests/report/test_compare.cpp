@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "report/compare.h"
+#include "report/report_tables.h"
 #include "report/reference.h"
 #include "report_fixtures.h"
 #include "test_env.h"
@@ -39,6 +40,22 @@ TEST_CASE("speedup is the baseline's time over the run's for the same samples; e
   CHECK(*b.speedup == 1.0);
   CHECK(*b.efficiency == 1.0);
   CHECK(*b.weak_efficiency == 1.0);
+}
+
+TEST_CASE("strategies at world size 1 are said to show their overhead, not scaling") {
+  auto base = make_run("b", "baseline", 1, 8, 100, 512);
+  auto one = make_run("ddp-1x", "ddp", 1, 8, 97, 512);
+  auto two = make_run("ddp-2x", "ddp", 2, 8, 180, 384);
+  auto c = report::compare({{base, ""}, {one, ""}, {two, ""}}, base);
+  REQUIRE(row(c, "ddp-1x").speedup);
+  CHECK(*row(c, "ddp-1x").speedup == Approx(0.97));
+  REQUIRE(c.notes.size() == 1);
+  CHECK_THAT(c.notes[0], Catch::Contains("ddp-1x ran on one device") && Catch::Contains("overhead"));
+  CHECK_THAT(c.notes[0], !Catch::Contains("ddp-2x"));
+  CHECK_THAT(report::terminal_report(c, {}), Catch::Contains("note: ddp-1x ran on one device"));
+  CHECK_THAT(report::markdown_report(c, {}, {}), Catch::Contains("Notes:"));
+  // Without such a run there is nothing to say.
+  CHECK(report::compare({{base, ""}, {two, ""}}, base).notes.empty());
 }
 
 TEST_CASE("without samples/s the speedup is the inverse time ratio for the same samples") {

@@ -51,7 +51,6 @@ Sharded::Sharded(ShardingPlan plan) : plan_(std::move(plan)) {}
 
 Sharded::~Sharded() {
   clear_grad_hooks(params_);
-  if (model_) model_->set_unit_hooks(nullptr);
 }
 
 namespace {
@@ -199,10 +198,6 @@ void Sharded::setup(model::BertForQuestionAnswering& model, const StrategyContex
   if (plan_.shard_params)
     for (auto& u : units_) reshard(u);
   install_grad_ready_hooks(params_, [this](size_t k) { on_grad_ready(k); });
-  // Partitioned parameters are gathered around each unit's forward by the
-  // model's own forward calling these hooks.
-  model_ = model.ptr().get();
-  if (plan_.shard_params) model_->set_unit_hooks(this);
 }
 
 // The module's parameters become views of the flat buffers the model
@@ -367,6 +362,15 @@ at::Tensor Sharded::forward_backward(model::BertForQuestionAnswering& model, con
   at::Tensor loss;
   {
     train::AutocastGuard autocast(ctx_.device.type(), ctx_.precision);
+    // Partitioned parameters are gathered around each unit by the model's
+    // own forward calling this engine's hooks; only in training: an
+    // evaluation forward (after unshard_model) must issue no collective, as
+    // ranks evaluate different numbers of batches.
+    struct Hooks {
+      model::BertForQuestionAnsweringImpl* m;
+      Hooks(model::BertForQuestionAnsweringImpl* m, model::UnitHooks* h) : m(m) { m->set_unit_hooks(h); }
+      ~Hooks() { m->set_unit_hooks(nullptr); }
+    } hooks(model.ptr().get(), plan_.shard_params ? this : nullptr);
     loss = model->forward(b.input_ids, b.token_type_ids, b.attention_mask, b.start_positions, b.end_positions).loss;
   }
   timer.mark(train::Phase::Forward);

@@ -158,7 +158,6 @@ class Sharded final : public Strategy, public model::UnitHooks {
   std::vector<size_t> unit_of_;  // param -> unit
   std::vector<Reduction> reductions_;
   torch::optim::Optimizer* optimizer_ = nullptr;
-  model::BertForQuestionAnsweringImpl* model_ = nullptr;
   size_t peak_transient_ = 0;
   bool resharded_ = false;  // unshard_model() left every unit gathered
 };

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "strategies/names.h"
 
 namespace hpcbench::report {
 
@@ -52,7 +53,7 @@ std::vector<std::string> common_mismatch(const RunResult& run, const RunResult& 
 std::string join(const std::vector<std::string>& parts) { return fmt::format("{}", fmt::join(parts, "; ")); }
 
 int strategy_rank(const std::string& s) {
-  static const std::array<const char*, 5> order = {"baseline", "dp", "ddp", "fsdp", "zero"};
+  const auto& order = strategies::kStrategyNames;
   for (size_t i = 0; i < order.size(); ++i)
     if (s == order[i]) return static_cast<int>(i);
   return static_cast<int>(order.size());

@@ -1,4 +1,7 @@
+#include <fmt/ranges.h>
+
 #include "core/error.h"
+#include "strategies/names.h"
 #include "strategies/baseline/baseline.h"
 #include "strategies/ddp/ddp.h"
 #include "strategies/dp/dp.h"
@@ -16,7 +19,7 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, const StrategyO
   if (name == "dp") return std::make_unique<Dp>(options);
   if (name == "zero") return make_zero(options);
   if (name == "fsdp") return make_fsdp(options);
-  fail("--strategy {}: unknown (known: baseline, dp, ddp, fsdp, zero)", name);
+  fail("--strategy {}: unknown (known: {})", name, fmt::join(kStrategyNames, ", "));
 }
 
 bool needs_comm(const std::string& name) { return name == "ddp" || name == "zero" || name == "fsdp"; }

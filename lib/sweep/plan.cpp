@@ -6,14 +6,15 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "strategies/names.h"
 
 namespace hpcbench::sweep {
 
 namespace {
 
-// Strategy names `hpcbench run --strategy` accepts (lib/strategies). Checked
-// here so that a typo fails before a whole sweep is queued.
-const std::vector<std::string> kKnownStrategies = {"baseline", "dp", "ddp", "fsdp", "zero"};
+// Strategy names `hpcbench run --strategy` accepts. Checked here so that a
+// typo fails before a whole sweep is queued.
+const std::vector<std::string> kKnownStrategies(strategies::kStrategyNames.begin(), strategies::kStrategyNames.end());
 
 // Flags that the sweep sets for every job; repeating them would make the run
 // folder land somewhere the manifest does not say.

@@ -66,6 +66,53 @@ class Progress {
   int64_t total_;
 };
 
+// Every step's time becomes the slowest rank's and its loss the mean over
+// ranks; returns each rank's median step time (empty for one rank).
+std::vector<double> combine_over_ranks(std::vector<StepRecord>& records, const RunContext& ctx) {
+  std::vector<double> rank_median_ms;
+  if (!ctx.comm || ctx.world_size <= 1) return rank_median_ms;
+  const auto steps = static_cast<int64_t>(records.size());
+  auto mine = at::empty({steps, 2}, at::kDouble);
+  for (int64_t i = 0; i < steps; ++i) {
+    mine[i][0] = records[size_t(i)].ms;
+    mine[i][1] = records[size_t(i)].loss;
+  }
+  auto local = mine.to(ctx.comm->device());
+  auto all = at::empty({ctx.world_size * steps * 2}, local.options());
+  ctx.comm->allgather(all, local.view({-1}));
+  all = all.cpu().view({ctx.world_size, steps, 2});
+  auto slowest = std::get<0>(all.select(2, 0).max(0));
+  auto mean_loss = all.select(2, 1).mean(0);
+  for (int64_t i = 0; i < steps; ++i) {
+    records[size_t(i)].ms = slowest[i].item<double>();
+    records[size_t(i)].loss = mean_loss[i].item<double>();
+  }
+  for (int r = 0; r < ctx.world_size; ++r) {
+    auto v = all[r].select(1, 0);
+    rank_median_ms.push_back(v.numel() ? v.median().item<double>() : 0);
+  }
+  return rank_median_ms;
+}
+
+// Every rank's model-state and peak memory bytes, rank order.
+std::pair<std::vector<int64_t>, std::vector<int64_t>> memory_over_ranks(size_t state_bytes, size_t peak_bytes,
+                                                                        const RunContext& ctx) {
+  std::vector<int64_t> state{static_cast<int64_t>(state_bytes)}, peak{static_cast<int64_t>(peak_bytes)};
+  if (!ctx.comm || ctx.world_size <= 1) return {state, peak};
+  auto mine = at::tensor({static_cast<double>(state_bytes), static_cast<double>(peak_bytes)}, at::kDouble);
+  auto local = mine.to(ctx.comm->device());
+  auto all = at::empty({ctx.world_size * 2}, local.options());
+  ctx.comm->allgather(all, local);
+  all = all.cpu().view({ctx.world_size, 2});
+  state.clear();
+  peak.clear();
+  for (int r = 0; r < ctx.world_size; ++r) {
+    state.push_back(static_cast<int64_t>(all[r][0].item<double>()));
+    peak.push_back(static_cast<int64_t>(all[r][1].item<double>()));
+  }
+  return {state, peak};
+}
+
 }  // namespace
 
 TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const RunContext& ctx,
@@ -139,7 +186,10 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
                  strategy.options().empty() ? "" : " (" + strategy.options() + ")", ctx.world_size,
                  devices_per_process);
   }
-  std::vector<at::Tensor> orders;  // hooks.data_dump: every rank's order, step by step
+  // Where each step's micro-batches start in its epoch's order, so that
+  // hooks.data_dump can rebuild every rank's sample order after training
+  // instead of inside the timed loop.
+  std::vector<std::pair<int64_t, int64_t>> step_origin;  // (epoch, first micro-batch)
 
   reset_peak_memory(device);
   StepTimer timer(device);
@@ -162,11 +212,9 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   size_t state_bytes = 0;
   for (int64_t epoch = 0; step < total_steps; ++epoch) {
     auto order = epoch_indices(n, epoch, cfg.seed, ctx.rank, ctx.world_size);
-    std::vector<at::Tensor> all_orders;
-    if (leader && !hooks.data_dump.empty())
-      for (int r = 0; r < ctx.world_size; ++r) all_orders.push_back(epoch_indices(n, epoch, cfg.seed, r, ctx.world_size));
     for (int64_t m = 0; m + cfg.grad_accum <= micro_per_epoch && step < total_steps; m += cfg.grad_accum) {
       timer.begin();
+      step_origin.emplace_back(epoch, m);
       at::Tensor loss_sum;
       for (int64_t a = 0; a < cfg.grad_accum; ++a) {
         int64_t begin = (m + a) * micro_rows;
@@ -179,18 +227,6 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
         double scale = scaler.scale() / static_cast<double>(cfg.grad_accum);
         auto loss = strategy.forward_backward(model, batch, scale, a + 1 == cfg.grad_accum, timer);
         loss_sum = loss_sum.defined() ? loss_sum + loss : loss;
-      }
-      if (!all_orders.empty()) {
-        // One [ranks, grad_accum, micro_rows] block per step; a short last
-        // micro-batch is padded with -1.
-        auto block = at::full({ctx.world_size, cfg.grad_accum, micro_rows}, -1, at::kLong);
-        for (int r = 0; r < ctx.world_size; ++r)
-          for (int64_t a = 0; a < cfg.grad_accum; ++a) {
-            int64_t begin = (m + a) * micro_rows;
-            int64_t end = std::min<int64_t>(begin + micro_rows, all_orders[size_t(r)].size(0));
-            block[r][a].slice(0, 0, end - begin).copy_(all_orders[size_t(r)].slice(0, begin, end));
-          }
-        orders.push_back(block);
       }
       strategy.finish_gradients(timer);
       // Only fp16's loss scaling can find overflows (one host sync a step to
@@ -244,49 +280,11 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
 
   // The job's figures: a step ends when its slowest rank ends it, and its
   // loss is the mean over ranks (equal batches: the global batch's mean).
-  std::vector<double> rank_median_ms;
-  if (ctx.comm && ctx.world_size > 1) {
-    const auto steps = static_cast<int64_t>(records.size());
-    auto mine = at::empty({steps, 2}, at::kDouble);
-    for (int64_t i = 0; i < steps; ++i) {
-      mine[i][0] = records[size_t(i)].ms;
-      mine[i][1] = records[size_t(i)].loss;
-    }
-    auto local = mine.to(ctx.comm->device());
-    auto all = at::empty({ctx.world_size * steps * 2}, local.options());
-    ctx.comm->allgather(all, local.view({-1}));
-    all = all.cpu().view({ctx.world_size, steps, 2});
-    auto slowest = std::get<0>(all.select(2, 0).max(0));
-    auto mean_loss = all.select(2, 1).mean(0);
-    for (int64_t i = 0; i < steps; ++i) {
-      records[size_t(i)].ms = slowest[i].item<double>();
-      records[size_t(i)].loss = mean_loss[i].item<double>();
-    }
-    for (int r = 0; r < ctx.world_size; ++r) {
-      auto v = all[r].select(1, 0);
-      rank_median_ms.push_back(v.numel() ? v.median().item<double>() : 0);
-    }
-  }
-
+  auto rank_median_ms = combine_over_ranks(records, ctx);
   // Memory per rank: sharded ranks need not hold the same (padding, the
   // units a rank's partition cuts), and the job needs what the largest holds.
   const double state_theory = strategy.theoretical_state_bytes();
-  std::vector<int64_t> rank_state_bytes{static_cast<int64_t>(state_bytes)};
-  std::vector<int64_t> rank_peak_bytes{static_cast<int64_t>(peak_memory_bytes(device))};
-  if (ctx.comm && ctx.world_size > 1) {
-    auto mine = at::tensor({static_cast<double>(state_bytes), static_cast<double>(rank_peak_bytes[0])}, at::kDouble);
-    auto local = mine.to(ctx.comm->device());
-    auto all = at::empty({ctx.world_size * 2}, local.options());
-    ctx.comm->allgather(all, local);
-    all = all.cpu().view({ctx.world_size, 2});
-    rank_state_bytes.clear();
-    rank_peak_bytes.clear();
-    for (int r = 0; r < ctx.world_size; ++r) {
-      rank_state_bytes.push_back(static_cast<int64_t>(all[r][0].item<double>()));
-      rank_peak_bytes.push_back(static_cast<int64_t>(all[r][1].item<double>()));
-    }
-  }
-
+  auto [rank_state_bytes, rank_peak_bytes] = memory_over_ranks(state_bytes, peak_memory_bytes(device), ctx);
   // Figures over the timed steps only: the first steps pay for allocator
   // growth, kernel selection and cache warm-up, which a long run amortises.
   TrainOutput out;
@@ -388,9 +386,24 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
     std::map<std::string, at::Tensor> dump{{"input_ids", f.input_ids}, {"token_type_ids", f.token_type_ids},
                                            {"attention_mask", f.attention_mask}, {"start_positions", f.start_positions},
                                            {"end_positions", f.end_positions}};
-    if (!orders.empty()) {
-      auto o = at::stack(orders);  // [steps, ranks, accum, rows]
-      for (int r = 0; r < ctx.world_size; ++r) dump["order_rank" + std::to_string(r)] = o.select(1, r).contiguous();
+    if (!step_origin.empty()) {
+      // [steps, grad_accum, micro_rows] per rank; a short last micro-batch
+      // is padded with -1.
+      for (int r = 0; r < ctx.world_size; ++r) {
+        auto o = at::full({static_cast<int64_t>(step_origin.size()), cfg.grad_accum, micro_rows}, -1, at::kLong);
+        int64_t epoch = -1;
+        at::Tensor order;
+        for (size_t k = 0; k < step_origin.size(); ++k) {
+          auto [e, m] = step_origin[k];
+          if (e != epoch) order = epoch_indices(n, epoch = e, cfg.seed, r, ctx.world_size);
+          for (int64_t a = 0; a < cfg.grad_accum; ++a) {
+            int64_t begin = (m + a) * micro_rows;
+            int64_t end = std::min<int64_t>(begin + micro_rows, order.size(0));
+            o[static_cast<int64_t>(k)][a].slice(0, 0, end - begin).copy_(order.slice(0, begin, end));
+          }
+        }
+        dump["order_rank" + std::to_string(r)] = o;
+      }
     }
     model::write_safetensors(dump, hooks.data_dump);
   }

@@ -84,7 +84,11 @@ void Ddp::assign_buckets() {
     int64_t off = 0;
     for (size_t pos = 0; pos < b.params.size(); ++pos) {
       const auto& p = params_[b.params[pos]];
-      b.views.push_back(b.flat.narrow(0, off, p.numel()).view(p.sizes()));
+      // Shares the bucket's memory without being an autograd view: the
+      // optimizer's zero_grad detaches gradients in place, which views refuse.
+      auto v = at::empty({0}, b.flat.options());
+      v.set_(b.flat.storage(), off, p.sizes(), p.strides());
+      b.views.push_back(v);
       off += p.numel();
       slot_[b.params[pos]] = {bi, pos};
     }
@@ -148,20 +152,6 @@ void Ddp::copy_in(size_t index) {
   else if (ctx_.world_size == 1) view.copy_(grad);
   else at::mul_out(view, grad, at::scalar_tensor(1.0 / ctx_.world_size, grad.options()));
   p.mutable_grad() = view;
-}
-
-void Ddp::zero_grad(torch::optim::Optimizer&) {
-  // The buckets are the gradients: zeroed in place, one fill per bucket,
-  // so that they stay the gradients' memory (set_to_none would make
-  // backward allocate fresh ones every step).
-  at::NoGradGuard no_grad;
-  for (auto& b : buckets_) {
-    b.flat.zero_();
-    for (size_t pos = 0; pos < b.params.size(); ++pos) {
-      auto& p = params_[b.params[pos]];
-      if (!p.grad().defined() || !p.grad().is_alias_of(b.views[pos])) p.mutable_grad() = b.views[pos];
-    }
-  }
 }
 
 void Ddp::on_grad_ready(size_t index) {

@@ -15,7 +15,10 @@ namespace hpcbench::strategies {
 // start during backward as soon as their gradients are accumulated, so that
 // communication hides behind the rest of the backward pass. Gradients live
 // in the buckets (DDP's gradient_as_bucket_view=True): no second copy of
-// them exists, and nothing is copied back after the all-reduce.
+// them is kept, and nothing is copied back after the all-reduce. After the
+// step the gradients are released (set to none) as for every strategy; the
+// next backward's fresh gradient is copied into its bucket when ready and
+// replaced by the bucket's view, one pass as in DDP's reducer.
 class Ddp final : public Strategy {
  public:
   explicit Ddp(const StrategyOptions& options);
@@ -26,7 +29,6 @@ class Ddp final : public Strategy {
   at::Tensor forward_backward(model::BertForQuestionAnswering& model, const train::Batch& batch,
                               double scale, bool last_micro, train::StepTimer& timer) override;
   void finish_gradients(train::StepTimer& timer) override;
-  void zero_grad(torch::optim::Optimizer& optimizer) override;
   // The buckets are counted with the parameters, gradients and Adam's
   // states (the gradients are their views: each storage once).
   size_t model_state_bytes(model::BertForQuestionAnswering& model, const torch::optim::Optimizer& opt) const override;

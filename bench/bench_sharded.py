@@ -105,7 +105,7 @@ def main():
                 with open(os.path.join(tmp, run, "run.json")) as f:
                     r = json.load(f)["result"]
                 ref = torch_reference(TORCH[name], n, a, cache) if reference else None
-                rows.append((n, name, r["step_ms_median"], r["comm_ms"], r["model_state_bytes"],
+                rows.append((n, name, r["step_ms_median"], r["comm_exposed_ms"], r["model_state_bytes"],
                              r["model_state_theory_bytes"], r["strategy_options"], ref))
     print(f"# hpcbench sharded strategies, {a.model}, seq 64, batch 2 per rank, {a.precision}, Gloo on CPU, "
           "1 thread per rank")

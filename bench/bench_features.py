@@ -5,7 +5,7 @@ against `hpcbench data`, in the same run.
 
     V=/root/.cache/hpcbench/venv-9d1d7d1a288d
     $V/bin/python bench/bench_features.py --hpcbench build/hpcbench \
-        --shared ../shared/data [--big 130000] [--repeat 3]
+        --data tests/fixtures [--big 130000] [--repeat 3]
 
 Datasets: the two shared SQuAD samples, and a file of --big questions made by
 repeating them (the size of SQuAD v2.0 train). Timed: the tokenizer call and
@@ -32,20 +32,20 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "reference"))
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hpcbench", required=True)
-    ap.add_argument("--shared", default=os.path.join(HERE, "..", "..", "shared", "data"))
+    ap.add_argument("--data", default=os.path.join(HERE, "..", "tests", "fixtures"))
     ap.add_argument("--big", type=int, default=130000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--max-seq-length", type=int, default=384)
     ap.add_argument("--doc-stride", type=int, default=128)
     args = ap.parse_args()
-    os.environ["HPCBENCH_SHARED_DATA"] = args.shared
+    os.environ["HPCBENCH_TEST_DATA"] = args.data
     os.environ.setdefault("HPCBENCH_REF_DIR", tempfile.gettempdir())
     import squad_features as ref  # the test reference: HF tokenizer + run_qa's labelling
 
-    vocab = os.path.join(args.shared, "bert-base-uncased", "vocab.txt")
+    vocab = os.path.join(args.data, "bert-base-uncased", "vocab.txt")
     tok = ref.make_tokenizer()
     tmp = tempfile.mkdtemp(prefix="hpcbench-bench-")
-    files = {name: os.path.join(args.shared, rel) for name, rel in ref.SAMPLES.items()}
+    files = {name: os.path.join(args.data, rel) for name, rel in ref.SAMPLES.items()}
 
     # The big file: whole articles of both samples, repeated, with fresh ids.
     with open(files["v20"], encoding="utf-8") as f:

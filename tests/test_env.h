@@ -18,7 +18,9 @@ inline std::filesystem::path env_path(const char* name) {
   if (!v || !*v) throw std::runtime_error(std::string(name) + " is not set: run the tests through ctest");
   return v;
 }
-inline std::filesystem::path shared_data() { return env_path("HPCBENCH_SHARED_DATA"); }
+inline std::filesystem::path test_data() { return env_path("HPCBENCH_TEST_DATA"); }  // tests/fixtures
+inline std::string vocab_file() { return (test_data() / "bert-base-uncased" / "vocab.txt").string(); }
+inline std::string squad_file(const char* name) { return (test_data() / "squad" / name).string(); }
 inline std::filesystem::path reference_dir() { return env_path("HPCBENCH_REF_DIR"); }
 inline std::filesystem::path hpcbench_bin() { return env_path("HPCBENCH_BIN"); }
 inline std::filesystem::path source_dir() { return env_path("HPCBENCH_SOURCE_DIR"); }

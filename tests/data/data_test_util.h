@@ -12,9 +12,9 @@
 
 namespace hpcbench::test {
 
-inline std::filesystem::path vocab_path() { return shared_data() / "bert-base-uncased" / "vocab.txt"; }
-inline std::filesystem::path squad_v11() { return shared_data() / "squad" / "dev-v1.1-sample.json"; }
-inline std::filesystem::path squad_v20() { return shared_data() / "squad" / "dev-v2.0-sample.json"; }
+inline std::filesystem::path vocab_path() { return test_data() / "bert-base-uncased" / "vocab.txt"; }
+inline std::filesystem::path squad_v11() { return test_data() / "squad" / "dev-v1.1-sample.json"; }
+inline std::filesystem::path squad_v20() { return test_data() / "squad" / "dev-v2.0-sample.json"; }
 
 inline const data::WordPieceTokenizer& bert_tokenizer() {
   static const auto tok = data::WordPieceTokenizer::from_file(vocab_path());

@@ -26,14 +26,13 @@ Result run(const test::TempDir& dir, const std::string& args) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_file(o), read_file(o) + read_file(e)};
 }
 
-std::string vocab() { return (test::shared_data() / "bert-base-uncased" / "vocab.txt").string(); }
 }  // namespace
 
 TEST_CASE("hpcbench data builds features of a SQuAD file", "[cli]") {
   test::TempDir dir;
   auto out = dir.path / "counts.json";
-  auto squad = test::shared_data() / "squad" / "dev-v2.0-sample.json";
-  auto r = run(dir, fmt::format("--squad '{}' --vocab '{}' --cache-dir '{}' --out '{}'", squad.string(), vocab(),
+  auto squad = test::test_data() / "squad" / "dev-v2.0-sample.json";
+  auto r = run(dir, fmt::format("--squad '{}' --vocab '{}' --cache-dir '{}' --out '{}'", squad.string(), test::vocab_file(),
                                 (dir.path / "cache").string(), out.string()));
   INFO(r.out << r.log);
   REQUIRE(r.code == 0);
@@ -43,7 +42,7 @@ TEST_CASE("hpcbench data builds features of a SQuAD file", "[cli]") {
   CHECK(j["mismatched_answers"] == 0);
   CHECK(j["features"] == 713);
   CHECK(j["from_cache"] == false);
-  r = run(dir, fmt::format("--squad '{}' --vocab '{}' --cache-dir '{}' --out '{}'", squad.string(), vocab(),
+  r = run(dir, fmt::format("--squad '{}' --vocab '{}' --cache-dir '{}' --out '{}'", squad.string(), test::vocab_file(),
                            (dir.path / "cache").string(), out.string()));
   REQUIRE(r.code == 0);
   CHECK(nlohmann::json::parse(read_file(out))["from_cache"] == true);
@@ -57,7 +56,7 @@ TEST_CASE("hpcbench data builds features of a SQuAD file", "[cli]") {
 TEST_CASE("hpcbench data on bad input: exit 2, names the file, no --out", "[cli]") {
   test::TempDir dir;
   auto out = dir.path / "counts.json";
-  auto good = (test::shared_data() / "squad" / "dev-v1.1-sample.json").string();
+  auto good = (test::test_data() / "squad" / "dev-v1.1-sample.json").string();
   auto write = [&](const std::string& name, const std::string& content) {
     auto p = dir.path / name;
     write_file_atomic(p, content);
@@ -67,17 +66,17 @@ TEST_CASE("hpcbench data on bad input: exit 2, names the file, no --out", "[cli]
     std::string squad, vocab, what;
   };
   std::vector<Case> cases = {
-      {write("malformed.json", "{\"version\": \"1.1\", \"data\": [ {"), vocab(), "at byte"},
-      {write("noversion.json", R"({"data": []})"), vocab(), "version"},
-      {write("badversion.json", R"({"version": "9", "data": []})"), vocab(), "unsupported SQuAD version"},
-      {write("nofields.json", R"({"version": "1.1", "data": [{"paragraphs": [{"qas": []}]}]})"), vocab(), "context"},
-      {(dir.path / "missing.json").string(), vocab(), "cannot read"},
+      {write("malformed.json", "{\"version\": \"1.1\", \"data\": [ {"), test::vocab_file(), "at byte"},
+      {write("noversion.json", R"({"data": []})"), test::vocab_file(), "version"},
+      {write("badversion.json", R"({"version": "9", "data": []})"), test::vocab_file(), "unsupported SQuAD version"},
+      {write("nofields.json", R"({"version": "1.1", "data": [{"paragraphs": [{"qas": []}]}]})"), test::vocab_file(), "context"},
+      {(dir.path / "missing.json").string(), test::vocab_file(), "cannot read"},
       {good, (dir.path / "missing-vocab.txt").string(), "vocabulary"},
       {good, write("empty-vocab.txt", ""), "empty"},
       {good, write("bad-vocab.txt", "[PAD]\n[UNK]\nhello\n"), "[CLS]"},
   };
   for (const auto& c : cases) {
-    const std::string& named = c.what == "vocabulary" || c.vocab != vocab() ? c.vocab : c.squad;
+    const std::string& named = c.what == "vocabulary" || c.vocab != test::vocab_file() ? c.vocab : c.squad;
     auto r = run(dir, fmt::format("--squad '{}' --vocab '{}' --no-cache --out '{}'", c.squad, c.vocab, out.string()));
     INFO(named << ": " << r.log);
     CHECK(r.code == 2);
@@ -85,7 +84,7 @@ TEST_CASE("hpcbench data on bad input: exit 2, names the file, no --out", "[cli]
     CHECK(r.log.find(c.what) != std::string::npos);
     CHECK_FALSE(std::filesystem::exists(out));
   }
-  auto r = run(dir, fmt::format("--squad '{}' --vocab '{}' --no-cache --doc-stride 500 --out '{}'", good, vocab(), out.string()));
+  auto r = run(dir, fmt::format("--squad '{}' --vocab '{}' --no-cache --doc-stride 500 --out '{}'", good, test::vocab_file(), out.string()));
   CHECK(r.code == 2);
   CHECK(r.log.find("--doc-stride") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(out));

@@ -16,8 +16,6 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string bin() { return test::hpcbench_bin().string(); }
-std::string vocab() { return (test::shared_data() / "bert-base-uncased" / "vocab.txt").string(); }
-std::string squad(const char* name) { return (test::shared_data() / "squad" / name).string(); }
 
 const std::string kCommon =
     " --model bert-tiny --max-seq-length 128 --doc-stride 32 --dropout 0 --seed 5 --precision fp32 --device cpu"
@@ -33,9 +31,9 @@ struct Eval {
 // exactly these weights, whatever its strategy computed as gradients.
 Eval evaluate(const fs::path& dir, const std::string& name, const fs::path& weights, const std::string& args) {
   auto results = dir / ("results-" + name);
-  auto r = test::run_command(bin() + " run" + kCommon + vocab() + " --checkpoint " + weights.string() +
+  auto r = test::run_command(bin() + " run" + kCommon + test::vocab_file() + " --checkpoint " + weights.string() +
                              " --max-steps 1 --warmup-ratio 0.5 --synthetic-samples 8 --batch-size 2 --eval-data " +
-                             squad("dev-v1.1-sample.json") + " " + args + " --run-name " + name +
+                             test::squad_file("dev-v1.1-sample.json") + " " + args + " --run-name " + name +
                              " --results-dir " + results.string());
   INFO(args << "\n" << r.output);
   REQUIRE(r.exit_code == 0);
@@ -54,7 +52,7 @@ fs::path trained_weights() {
   static test::TempDir dir;
   auto weights = dir.path / "trained.safetensors";
   if (fs::exists(weights)) return weights;
-  auto r = test::run_command(bin() + " run" + kCommon + vocab() + " --train-data " + squad("dev-v1.1-sample.json") +
+  auto r = test::run_command(bin() + " run" + kCommon + test::vocab_file() + " --train-data " + test::squad_file("dev-v1.1-sample.json") +
                              " --batch-size 16 --max-steps 60 --lr 2e-3 --warmup-ratio 0.1 --run-name train"
                              " --results-dir " + (dir.path / "results-train").string() + " --save-checkpoint " +
                              weights.string());

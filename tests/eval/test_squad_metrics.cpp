@@ -50,7 +50,7 @@ TEST_CASE("evaluate matches evaluate-v1.1.py and evaluate-v2.0.py on whole datas
     const auto name = d.at("name").get<std::string>();
     INFO("dataset " << name);
     data::SquadDataset ds = d.contains("file")
-                                ? data::load_squad(test::shared_data() / "squad" / d.at("file").get<std::string>())
+                                ? data::load_squad(test::test_data() / "squad" / d.at("file").get<std::string>())
                                 : data::parse_squad(d.at("json").dump(), name);
     REQUIRE(ds.mismatched_answers == 0);  // the official scripts would see answers the loader left out
     auto preds = d.at("predictions").get<eval::Predictions>();
@@ -90,7 +90,7 @@ TEST_CASE("evaluate matches evaluate-v1.1.py and evaluate-v2.0.py on whole datas
 TEST_CASE("the shared samples are scored with their real gold answers", "[eval]") {
   // Guards the comparison above against a loader that drops answers: the
   // 2nd gold answer of a question must still count.
-  auto ds = data::load_squad(test::shared_data() / "squad" / "dev-v1.1-sample.json");
+  auto ds = data::load_squad(test::test_data() / "squad" / "dev-v1.1-sample.json");
   eval::Predictions preds;
   size_t multi = 0;
   for (const auto& ex : ds.examples) {

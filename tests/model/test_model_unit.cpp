@@ -53,7 +53,7 @@ int64_t count_parameters(torch::nn::Module& m) {
 }  // namespace
 
 TEST_CASE("config.json of bert-base-uncased is read", "[model][config]") {
-  auto c = model::BertConfig::from_json(test::shared_data() / "bert-base-uncased" / "config.json");
+  auto c = model::BertConfig::from_json(test::test_data() / "bert-base-uncased" / "config.json");
   CHECK(c.vocab_size == 30522);
   CHECK(c.hidden_size == 768);
   CHECK(c.num_hidden_layers == 12);

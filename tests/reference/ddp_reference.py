@@ -26,13 +26,20 @@ STEPS = 5
 BATCH = 2  # per rank
 SETTINGS = dict(seed=11, lr=5e-4, eps=1e-6, weight_decay=0.01, warmup_ratio=0.4, max_grad_norm=1.0,
                 samples=48, seq=64)
+
+
+def hpcbench_flags(settings, steps, batch):
+    """The `hpcbench run` flags that fix a comparison's model, data, optimizer and schedule."""
+    return (f"--model bert-tiny --synthetic-samples {settings['samples']} --max-seq-length {settings['seq']} "
+            f"--max-steps {steps} --batch-size {batch} --timing-warmup-steps 0 --dropout 0 "
+            f"--device cpu --threads 1 --cache-dir none --seed {settings['seed']} --lr {settings['lr']} "
+            f"--adam-eps {settings['eps']} --weight-decay {settings['weight_decay']} "
+            f"--warmup-ratio {settings['warmup_ratio']} --max-grad-norm {settings['max_grad_norm']}")
+
+
 # The flags of both hpcbench runs (this one, and the test's own from the same
 # initial weights); the test reads them from torch.json.
-FLAGS = (f"--model bert-tiny --synthetic-samples {SETTINGS['samples']} --max-seq-length {SETTINGS['seq']} "
-         f"--max-steps {STEPS} --batch-size {BATCH} --timing-warmup-steps 0 --dropout 0 --precision fp32 "
-         f"--device cpu --threads 1 --cache-dir none --seed {SETTINGS['seed']} --lr {SETTINGS['lr']} "
-         f"--adam-eps {SETTINGS['eps']} --weight-decay {SETTINGS['weight_decay']} "
-         f"--warmup-ratio {SETTINGS['warmup_ratio']} --max-grad-norm {SETTINGS['max_grad_norm']}")
+FLAGS = hpcbench_flags(SETTINGS, STEPS, BATCH) + " --precision fp32"
 
 
 def free_port():

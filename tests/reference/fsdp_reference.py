@@ -35,7 +35,7 @@ import torch
 import torch.distributed as dist
 from safetensors.torch import load_file, save_file
 
-from ddp_reference import free_port
+from ddp_reference import free_port, hpcbench_flags
 
 WORLD = 2
 STEPS = 5
@@ -44,11 +44,7 @@ SETTINGS = dict(seed=13, lr=5e-4, eps=1e-6, weight_decay=0.01, warmup_ratio=0.4,
                 samples=48, seq=64)
 # The flags every hpcbench run of the comparison shares (the test adds the
 # strategy and the precision); the test reads them from fsdp2.json.
-FLAGS = (f"--model bert-tiny --synthetic-samples {SETTINGS['samples']} --max-seq-length {SETTINGS['seq']} "
-         f"--max-steps {STEPS} --batch-size {BATCH} --timing-warmup-steps 0 --dropout 0 "
-         f"--device cpu --threads 1 --cache-dir none --seed {SETTINGS['seed']} --lr {SETTINGS['lr']} "
-         f"--adam-eps {SETTINGS['eps']} --weight-decay {SETTINGS['weight_decay']} "
-         f"--warmup-ratio {SETTINGS['warmup_ratio']} --max-grad-norm {SETTINGS['max_grad_norm']}")
+FLAGS = hpcbench_flags(SETTINGS, STEPS, BATCH)
 COLUMNS = ("input_ids", "token_type_ids", "attention_mask", "start_positions", "end_positions")
 
 

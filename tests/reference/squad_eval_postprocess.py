@@ -30,7 +30,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from squad_features import build_features, flatten, make_tokenizer  # noqa: E402
 
-SHARED = os.environ["HPCBENCH_SHARED_DATA"]
+SHARED = os.environ["HPCBENCH_TEST_DATA"]
 OUT = os.environ["HPCBENCH_REF_DIR"]
 
 

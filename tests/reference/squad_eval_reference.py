@@ -34,7 +34,7 @@ import tempfile
 from pathlib import Path
 from unittest import mock
 
-SHARED = os.environ["HPCBENCH_SHARED_DATA"]
+SHARED = os.environ["HPCBENCH_TEST_DATA"]
 OUT = os.environ["HPCBENCH_REF_DIR"]
 # tools/setup.sh unpacks the official scripts here, inside the venv that runs us.
 SQUAD_EVAL_DIR = Path(sys.prefix) / "share" / "squad-eval"

@@ -27,7 +27,7 @@ import numpy as np
 from transformers import BertTokenizerFast
 from transformers.models.bert.tokenization_bert import load_vocab
 
-SHARED = os.environ["HPCBENCH_SHARED_DATA"]
+SHARED = os.environ["HPCBENCH_TEST_DATA"]
 OUT = os.environ["HPCBENCH_REF_DIR"]
 SAMPLES = {"v11": "squad/dev-v1.1-sample.json", "v20": "squad/dev-v2.0-sample.json"}
 # (max_seq_length, doc_stride): run_qa's defaults, and small windows so that

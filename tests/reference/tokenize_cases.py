@@ -20,7 +20,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from transformers import BertTokenizerFast
 from transformers.models.bert.tokenization_bert import load_vocab
 
-SHARED = os.environ["HPCBENCH_SHARED_DATA"]
+SHARED = os.environ["HPCBENCH_TEST_DATA"]
 OUT = os.environ["HPCBENCH_REF_DIR"]
 
 CASES = [

@@ -16,8 +16,6 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string bin() { return test::hpcbench_bin().string(); }
-std::string vocab() { return (test::shared_data() / "bert-base-uncased" / "vocab.txt").string(); }
-std::string squad(const char* name) { return (test::shared_data() / "squad" / name).string(); }
 
 std::vector<double> losses(const fs::path& run) {
   std::ifstream in(run / "loss.csv");
@@ -52,8 +50,8 @@ TEST_CASE("bad input: clear error naming the thing, exit 2, nothing under result
       {"--precision fp8", "--precision fp8"},
       {"--lr fast", "--lr fast"},
       {"--config " + bad_toml.string(), "unknown setting 'train.batch'"},
-      {"--train-data " + squad("dev-v1.1-sample.json"), "needs --vocab"},
-      {"--train-data " + (dir.path / "missing.json").string() + " --vocab " + vocab(), "missing.json"},
+      {"--train-data " + test::squad_file("dev-v1.1-sample.json"), "needs --vocab"},
+      {"--train-data " + (dir.path / "missing.json").string() + " --vocab " + test::vocab_file(), "missing.json"},
       {"--strategy magic", "--strategy magic"},
       {"--strategy zero --zero-stage 4", "--zero-stage 4"},
       {"--strategy fsdp --sharding weird", "--sharding weird"},
@@ -98,8 +96,8 @@ TEST_CASE("a run folder is complete and an existing one is never overwritten") {
 TEST_CASE("training bert-tiny on the real SQuAD v1.1 sample lowers the loss clearly") {
   test::TempDir dir;
   auto results = dir.path / "results";
-  auto r = test::run_command(bin() + " run --model bert-tiny --train-data " + squad("dev-v1.1-sample.json") +
-                             " --vocab " + vocab() +
+  auto r = test::run_command(bin() + " run --model bert-tiny --train-data " + test::squad_file("dev-v1.1-sample.json") +
+                             " --vocab " + test::vocab_file() +
                              " --max-seq-length 128 --doc-stride 64 --batch-size 16 --max-steps 200 --lr 1e-3"
                              " --warmup-ratio 0.1 --dropout 0 --seed 3 --cache-dir none --run-name tiny"
                              " --results-dir " + results.string());
@@ -126,7 +124,7 @@ TEST_CASE("evaluation writes predictions for every question and SQuAD v2.0 metri
   test::TempDir dir;
   auto results = dir.path / "results";
   auto r = test::run_command(bin() + " run --max-steps 3 --synthetic-samples 64 --eval-data " +
-                             squad("dev-v2.0-sample.json") + " --vocab " + vocab() +
+                             test::squad_file("dev-v2.0-sample.json") + " --vocab " + test::vocab_file() +
                              " --cache-dir none --run-name ev --results-dir " + results.string());
   INFO(r.output);
   REQUIRE(r.exit_code == 0);

@@ -51,6 +51,13 @@ if [[ ! -f "$HPCBENCH_VENV/.complete" ]]; then
   "$HPCBENCH_VENV/bin/pip" install -q -r "$req"
   touch "$HPCBENCH_VENV/.complete"
 fi
+extra="$HPCBENCH_ROOT/requirements-extra.txt"
+extra_key=$(sha256sum "$extra" | cut -c1-12)
+if [[ ! -f "$HPCBENCH_VENV/.extra-$extra_key" ]]; then
+  say "installing requirements-extra.txt into $HPCBENCH_VENV"
+  "$HPCBENCH_VENV/bin/pip" install -q -r "$extra"
+  touch "$HPCBENCH_VENV/.extra-$extra_key"
+fi
 # The official SQuAD evaluate-v1.1.py / evaluate-v2.0.py, which
 # tests/reference/squad_eval_reference.py scores against, are not kept in
 # the repository: the sdist of datasets 2.14.7 on PyPI carries them as its

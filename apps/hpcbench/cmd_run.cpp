@@ -1,3 +1,4 @@
+#include <ATen/Parallel.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -106,9 +107,24 @@ int run_training(const train::TrainConfig& cfg, const RunOptions& o) {
   if (!(o.collective_timeout_s > 0)) fail("--collective-timeout {}: must be positive", o.collective_timeout_s);
   if (!(o.connect_timeout_s > 0)) fail("--connect-timeout {}: must be positive", o.connect_timeout_s);
   auto strategy = strategies::make_strategy(cfg.strategy, o.strategy);
-  if (o.nproc_per_node > 0) return dist::launch_local({.nproc = o.nproc_per_node});
+  // What would otherwise fail only when the results are written, after the
+  // whole run: the name, and a results folder that can take it.
+  if (!cfg.run_name.empty()) report::check_run_name(cfg.run_name);
+  if (o.nproc_per_node > 0) {
+    report::check_results_dir(cfg.results_dir);
+    dist::LaunchOptions launch{.nproc = o.nproc_per_node};
+    if (cfg.threads == 0) {
+      launch.threads_per_rank = dist::threads_per_rank(dist::current_environment(), o.nproc_per_node,
+                                                       at::get_num_threads());
+      if (launch.threads_per_rank > 0)
+        spdlog::info("{} ranks share this machine's {} intra-op threads: {} each (--threads to choose)",
+                     o.nproc_per_node, at::get_num_threads(), launch.threads_per_rank);
+    }
+    return dist::launch_local(launch);
+  }
 
   auto layout = dist::detect_layout();
+  if (layout.rank == 0) report::check_results_dir(cfg.results_dir);
   bool accel = cfg.device != "cpu" && (cfg.device != "auto" || accelerator_count() > 0);
   dist::check_layout(layout, {.nodes = o.nodes, .gpus_per_node = o.gpus_per_node, .uses_accelerator = accel,
                               .visible_devices = accelerator_count()});

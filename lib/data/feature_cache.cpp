@@ -199,6 +199,11 @@ SquadFeatures load_or_build_squad_features(const std::filesystem::path& squad, c
     if (!bytes.empty() && deserialize(bytes, key, sf)) {
       sf.from_cache = true;
       spdlog::info("feature cache hit: {} ({} features for {})", file.string(), sf.features.size(), squad.string());
+      // The parse that counted them warned when the features were built;
+      // a run from the cache must say so too.
+      if (sf.mismatched_answers > 0)
+        spdlog::warn("{}: {} answer(s) whose text is not at answer_start in the context were left out",
+                     squad.string(), sf.mismatched_answers);
       return sf;
     }
     if (!bytes.empty()) spdlog::warn("feature cache: {} is damaged or stale; rebuilding", file.string());

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -102,13 +103,14 @@ void drain(Stream& s, int rank) {
   emit(s, rank, s.fd < 0);
 }
 
-pid_t spawn(const std::vector<std::string>& args, int rank, int nproc, int port, int out_fd, int err_fd,
-            const int close_fds[2]) {
+pid_t spawn(const std::vector<std::string>& args, int rank, int nproc, int port, int threads, int out_fd,
+            int err_fd, const int close_fds[2]) {
   std::vector<std::string> env_strings = {
       "RANK=" + std::to_string(rank),        "WORLD_SIZE=" + std::to_string(nproc),
       "LOCAL_RANK=" + std::to_string(rank),  "LOCAL_WORLD_SIZE=" + std::to_string(nproc),
       "GROUP_RANK=0",                        "MASTER_ADDR=127.0.0.1",
       "MASTER_PORT=" + std::to_string(port), "HPCBENCH_LAUNCHER_PID=" + std::to_string(::getpid())};
+  if (threads > 0) env_strings.push_back("OMP_NUM_THREADS=" + std::to_string(threads));
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) fail("launcher: fork failed for rank {}: {}", rank, std::strerror(errno));
@@ -172,6 +174,11 @@ bool launched_as_rank() {
   return r && *r && w && *w;
 }
 
+int threads_per_rank(const std::map<std::string, std::string>& env, int nproc, int available) {
+  if (auto it = env.find("OMP_NUM_THREADS"); it != env.end() && !it->second.empty()) return 0;
+  return std::max(1, available / std::max(1, nproc));
+}
+
 int launch_local(const LaunchOptions& options) {
   if (options.nproc < 1) fail("{} {}: need at least 1 process", options.flag, options.nproc);
   if (options.nproc > 256) fail("{} {}: at most 256 local processes", options.flag, options.nproc);
@@ -199,7 +206,7 @@ int launch_local(const LaunchOptions& options) {
     auto& c = children[static_cast<size_t>(r)];
     c.rank = r;
     int close_fds[2] = {out[0], err[0]};
-    c.pid = spawn(args, r, options.nproc, port, out[1], err[1], close_fds);
+    c.pid = spawn(args, r, options.nproc, port, options.threads_per_rank, out[1], err[1], close_fds);
     ::close(out[1]);
     ::close(err[1]);
     c.out = {out[0], stdout, {}};

@@ -5,6 +5,7 @@
 // whole job as soon as one rank fails, so that a crash never leaves the
 // others waiting in a collective.
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,15 @@ struct LaunchOptions {
   // Between SIGTERM and SIGKILL for the surviving ranks once one failed.
   std::chrono::milliseconds grace{std::chrono::seconds(5)};
   std::string flag = "--nproc-per-node";
+  // > 0: OMP_NUM_THREADS for every rank (LibTorch's intra-op default), so
+  // that N ranks on one machine share its cores instead of each taking all.
+  int threads_per_rank = 0;
 };
+
+// The intra-op threads each of `nproc` local ranks gets when the user chose
+// none: an equal share of `available` (at least 1), or 0 (leave the ranks
+// alone) when OMP_NUM_THREADS is set in `env`, as torchrun does.
+int threads_per_rank(const std::map<std::string, std::string>& env, int nproc, int available);
 
 // This process's command line (from /proc/self/cmdline).
 std::vector<std::string> own_command_line();

@@ -1,6 +1,7 @@
 #include "report/run_folder.h"
 
 #include <fmt/format.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,8 +15,34 @@ namespace hpcbench::report {
 
 namespace fs = std::filesystem;
 
+void check_run_name(const std::string& run_name) {
+  if (run_name.empty()) fail("--run-name '': a run needs a name (leave the flag out for the default)");
+  if (run_name.find('/') != std::string::npos || run_name.find('\0') != std::string::npos)
+    fail("--run-name {}: must be one folder name inside --results-dir, without '/'", run_name);
+  if (run_name == "." || run_name == "..")
+    fail("--run-name {}: must name a folder inside --results-dir, not the folder itself or its parent", run_name);
+  if (run_name.front() == '.')
+    fail("--run-name {}: must not start with '.' (hidden names are for runs still being written)", run_name);
+  // The temporary folder adds ".<name>.partial-<pid>"; NAME_MAX is 255.
+  if (run_name.size() > 200) fail("--run-name {}...: longer than 200 characters", run_name.substr(0, 40));
+}
+
+void check_results_dir(const fs::path& results_dir) {
+  if (results_dir.empty()) fail("--results-dir '': needs a folder");
+  std::error_code ec;
+  fs::create_directories(results_dir, ec);
+  if (ec) fail("--results-dir {}: cannot create it: {}", results_dir.string(), ec.message());
+  if (!fs::is_directory(results_dir)) fail("--results-dir {}: not a folder", results_dir.string());
+  std::string probe = (results_dir / ".hpcbench-probe-XXXXXX").string();
+  if (::mkdtemp(probe.data()) == nullptr)
+    fail("--results-dir {}: cannot write there ({}), so the run's results could not be saved",
+         results_dir.string(), std::strerror(errno));
+  ::rmdir(probe.c_str());
+}
+
 fs::path write_run_folder(const fs::path& results_dir, const std::string& run_name, RunResult result,
                           const nlohmann::json& details, const std::map<std::string, std::string>& extra) {
+  check_run_name(run_name);
   std::error_code ec;
   fs::create_directories(results_dir, ec);
   if (ec) fail("cannot create the results folder {}: {}", results_dir.string(), ec.message());

@@ -20,4 +20,14 @@ std::filesystem::path write_run_folder(const std::filesystem::path& results_dir,
                                        RunResult result, const nlohmann::json& details,
                                        const std::map<std::string, std::string>& extra_files = {});
 
+// Throws UserError naming --run-name unless `run_name` is one ordinary path
+// component: not empty, no '/', not "." or "..", not hidden (a leading '.'
+// is how unfinished folders are named), short enough for a file name.
+void check_run_name(const std::string& run_name);
+
+// What write_run_folder would fail on, checked before a run starts rather
+// than after it: creates `results_dir` if needed and proves that a folder can
+// be made in it (and removed again). Throws UserError naming --results-dir.
+void check_results_dir(const std::filesystem::path& results_dir);
+
 }  // namespace hpcbench::report

@@ -5,6 +5,9 @@
 #include <ATen/DeviceAccelerator.h>
 #include <c10/core/Event.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#if HPCBENCH_DEVICE_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
 
 #include <fstream>
 
@@ -118,15 +121,25 @@ DeviceDescription describe(const c10::Device& device) {
   return d;
 }
 
+// The CUDA caching allocator's own functions rather than
+// at::accelerator::getDeviceStats/resetPeakStats, which LibTorch 2.7's
+// headers lack: these are in every LibTorch that hpcbench builds with.
 size_t peak_memory_bytes(const c10::Device& device) {
   if (device.is_cpu()) return peak_rss_bytes();
-  auto stats = at::accelerator::getDeviceStats(device.index());
-  return static_cast<size_t>(
-      stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak);
+#if HPCBENCH_DEVICE_CUDA
+  if (device.is_cuda()) {
+    auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+    return static_cast<size_t>(
+        stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak);
+  }
+#endif
+  return 0;
 }
 
 void reset_peak_memory(const c10::Device& device) {
-  if (!device.is_cpu()) at::accelerator::resetPeakStats(device.index());
+#if HPCBENCH_DEVICE_CUDA
+  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
+#endif
 }
 
 struct DeviceTimer::Events {

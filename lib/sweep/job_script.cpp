@@ -78,7 +78,12 @@ std::string render_job_script(const SweepOptions& opts, const SweepJob& job,
   }
   cmd.insert(cmd.end(), opts.run_args.begin(), opts.run_args.end());
   std::string joined;
-  for (size_t i = 0; i < cmd.size(); ++i) joined += (i ? " " : "") + (i == 1 ? cmd[i] : shell_quote(cmd[i]));
+  // Appended piece by piece rather than (i ? " " : "") + ..., on which GCC 12
+  // reports false -Wstringop-overflow/-Wrestrict warnings in char_traits.h.
+  for (size_t i = 0; i < cmd.size(); ++i) {
+    if (i) joined += ' ';
+    joined += i == 1 ? cmd[i] : shell_quote(cmd[i]);
+  }
   line("# One failed rank ends the step (--kill-on-bad-exit) instead of leaving the");
   line("# others waiting in a collective until the time limit. srun does not");
   line("# inherit -c from the job in every SLURM release: pass it on.");

@@ -47,7 +47,13 @@ void parallel_apply(size_t n, F&& f) {
 
 std::string Dp::options() const {
   std::string devs;
-  for (auto& d : devices_) devs += (devs.empty() ? "" : "+") + d.str();
+  // Appended piece by piece: GCC 12 reports false -Wstringop-overflow and
+  // -Wrestrict warnings (in libstdc++'s char_traits.h) for a string literal
+  // chosen at run time plus a temporary std::string, e.g. (c ? "" : "+") + s().
+  for (auto& d : devices_) {
+    if (!devs.empty()) devs += '+';
+    devs += d.str();
+  }
   return fmt::format("replicas={},devices={}", devices_.size(), devs);
 }
 

@@ -13,7 +13,8 @@
 # Everything (config, state, logs, munge key) lives in $HPCBENCH_SLURM_DIR
 # (default /tmp/hpcbench-slurm); nothing under /etc is changed except two
 # idempotent /etc/hosts lines for n1 and n2. Exit code 77 means "cannot run
-# here" (no root, packages not installable) so that ctest can report a skip.
+# here" (no root, packages not installable) so that ctest can report a skip;
+# under CI=true that is exit 1 instead.
 set -euo pipefail
 
 DIR=${HPCBENCH_SLURM_DIR:-/tmp/hpcbench-slurm}
@@ -24,7 +25,13 @@ CONF=$DIR/etc/slurm.conf
 MUNGE_SOCKET=$DIR/munge/munge.socket
 NODES=(n1 n2)
 
-skip() { echo "cluster.sh: cannot run a local SLURM cluster here: $*" >&2; exit 77; }
+# Under CI=true a cluster that cannot start is a failure (exit 1), not a skip:
+# a CI machine is set up to run the cluster tests.
+skip() {
+  echo "cluster.sh: cannot run a local SLURM cluster here: $*" >&2
+  if [[ ${CI:-} == true ]]; then echo "cluster.sh: CI=true, so this is a failure, not a skip" >&2; exit 1; fi
+  exit 77
+}
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 log() { echo "cluster.sh: $*" >&2; }
 

@@ -3,10 +3,13 @@
 // official EM/F1. Every rank of a job runs forward on its share of the
 // windows: rank 0 evaluating alone would leave the others waiting at the
 // job's final barrier under the collective timeout for the whole dev set.
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/grad_mode.h>
+
+#include <unistd.h>
 
 #include <chrono>
 
@@ -17,6 +20,7 @@
 #include "eval/squad_metrics.h"
 #include "train/amp.h"
 #include "train/batch.h"
+#include "train/progress.h"
 #include "train/setup.h"
 #include "train/trainer.h"
 
@@ -63,6 +67,11 @@ void evaluate_into(const TrainConfig& cfg, model::BertForQuestionAnswering& mode
   const int64_t block = std::max<int64_t>((n + world - 1) / world, 1);
   auto logits = at::zeros({block, 2, seq}, at::TensorOptions().dtype(at::kFloat).device(device));
   auto loss_sum = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(device));
+  // Rank 0 shows its own share's progress: the ranks' shares are equal, so
+  // it speaks for the job.
+  const bool tty = ::isatty(STDERR_FILENO);
+  LoopProgress progress(world > 1 ? fmt::format("evaluation (rank 0 of {})", world) : "evaluation", "windows",
+                        end - begin, leader, tty, std::chrono::milliseconds(tty ? 200 : 5000));
   model->eval();
   {
     torch::NoGradGuard no_grad;
@@ -81,8 +90,10 @@ void evaluate_into(const TrainConfig& cfg, model::BertForQuestionAnswering& mode
       auto rows = logits.slice(0, b - begin, e - begin);
       rows.select(1, 0).copy_(o.start_logits);
       rows.select(1, 1).copy_(o.end_logits);
+      progress.update(e - begin);
     }
   }
+  progress.finish();
   model->train();
   auto totals = at::stack({loss_sum, at::scalar_tensor(static_cast<double>(end - begin), loss_sum.options())});
   at::Tensor gathered = logits;  // [world * block, 2, seq], rank order

@@ -27,6 +27,12 @@ endif()
 set(CMAKE_BUILD_RPATH "${TORCH_INSTALL_PREFIX}/lib")
 set(CMAKE_INSTALL_RPATH "${TORCH_INSTALL_PREFIX}/lib")
 
+# --- libcurl ----------------------------------------------------------------
+# `hpcbench fetch` downloads through the system's libcurl (Debian:
+# libcurl4-openssl-dev; every cluster has one), which brings TLS, proxies and
+# the CA bundle the site configured. Required: no fallback is built.
+find_package(CURL REQUIRED)
+
 # --- A staged dependency folder (machines without Debian's -dev packages) --
 # tools/gpu/stage-deps.sh copies the headers of fmt, spdlog, CLI11,
 # nlohmann-json, toml++, Gloo and utf8proc (plus libutf8proc.a) into one

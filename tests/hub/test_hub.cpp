@@ -13,6 +13,7 @@
 #include <thread>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "hub/sha256.h"
 #include "test_env.h"
@@ -121,6 +122,20 @@ test::CommandResult hf_read(const std::string& env_prefix, const std::string& re
 
 std::string file_sha(const fs::path& p) { return hub::sha256_file(p); }
 
+// SQuAD laid out as `hpcbench fetch squad|squad_v2` leaves it, from the
+// samples cut to their first paragraphs (whole files make the runs slow,
+// and the test is about where the files are found, not what they hold).
+void place_squad(const fs::path& home, const std::string& name) {
+  std::string v = name == "squad" ? "v1.1" : "v2.0";
+  auto j = nlohmann::json::parse(test::slurp(test::squad_file(("dev-" + v + "-sample.json").c_str())));
+  auto& paragraphs = j["data"][0]["paragraphs"];
+  paragraphs.erase(paragraphs.begin() + 3, paragraphs.end());
+  j["data"].erase(j["data"].begin() + 1, j["data"].end());
+  fs::path ds = home / "hpcbench-datasets" / name;
+  fs::create_directories(ds);
+  for (auto* split : {"train", "dev"}) std::ofstream(ds / (std::string(split) + "-" + v + ".json")) << j.dump();
+}
+
 void check_no_partial_files(const fs::path& root) {
   if (!fs::exists(root)) return;
   for (auto& e : fs::recursive_directory_iterator(root)) {
@@ -227,11 +242,7 @@ TEST_CASE("a cache filled by huggingface_hub serves hpcbench run --model, offlin
     INFO(py.output);
     REQUIRE(py.exit_code == 0);
   }  // the server is gone: the run must not need it
-  // SQuAD as fetch lays it out (the samples stand in for the real files).
-  fs::path ds = home.path / "hpcbench-datasets" / "squad_v2";
-  fs::create_directories(ds);
-  fs::copy_file(test::squad_file("dev-v2.0-sample.json"), ds / "train-v2.0.json");
-  fs::copy_file(test::squad_file("dev-v2.0-sample.json"), ds / "dev-v2.0.json");
+  place_squad(home.path, "squad_v2");
   auto e = env(home.path, "http://127.0.0.1:" + std::to_string(closed_port()));
   auto r = test::run_command(e + test::hpcbench_bin().string() +
                              " run --model org/tiny --train-data squad_v2 --eval-data squad_v2 --max-steps 2 "
@@ -239,10 +250,14 @@ TEST_CASE("a cache filled by huggingface_hub serves hpcbench run --model, offlin
                              "--run-name hf --results-dir " + (home.path / "results").string());
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  auto cfg = test::slurp(home.path / "results" / "hf" / "config.toml") + test::slurp(home.path / "results" / "hf" / "result.json");
   fs::path snap = repo(home.path, "models--org--tiny") / "snapshots" / commit;
   CHECK(r.output.find("Hugging Face cache " + snap.string()) != std::string::npos);
+  CHECK(r.output.find("org/tiny fp32") != std::string::npos);  // named after the repository, not the commit
   CHECK(r.output.find("EM ") != std::string::npos);
+  // The run recorded the snapshot's files as its model, vocabulary and weights.
+  auto run_json = test::slurp(home.path / "results" / "hf" / "run.json");
+  for (auto* f : {"config.json", "vocab.txt", "model.safetensors"})
+    CHECK(run_json.find((snap / f).string()) != std::string::npos);
 }
 
 TEST_CASE("the shipped configs resolve from a huggingface_hub cache", "[hub]") {
@@ -255,13 +270,8 @@ TEST_CASE("the shipped configs resolve from a huggingface_hub cache", "[hub]") {
       REQUIRE(py.exit_code == 0);
     }
   }
-  for (auto* v : {"squad", "squad_v2"}) {
-    std::string suffix = std::string(v) == "squad" ? "v1.1" : "v2.0";
-    fs::path ds = home.path / "hpcbench-datasets" / v;
-    fs::create_directories(ds);
-    fs::copy_file(test::squad_file(("dev-" + suffix + "-sample.json").c_str()), ds / ("train-" + suffix + ".json"));
-    fs::copy_file(test::squad_file(("dev-" + suffix + "-sample.json").c_str()), ds / ("dev-" + suffix + ".json"));
-  }
+  place_squad(home.path, "squad");
+  place_squad(home.path, "squad_v2");
   auto e = env(home.path, "http://127.0.0.1:" + std::to_string(closed_port()));
   for (auto* config : {"bert-base-squad2.toml", "bert-large-squad1-nvidia.toml"}) {
     INFO(config);

@@ -220,7 +220,10 @@ FetchedModel fetch_model(const std::string& repo_id, const std::string& revision
     out.files.push_back(snap / file);
   }
   // The ref last: `run` trusts a ref to name a complete snapshot.
-  if (revision != out.commit) write_file_atomic(repo_dir / "refs" / revision, out.commit);
+  if (revision != out.commit) {
+    fs::create_directories((repo_dir / "refs" / revision).parent_path());  // refs/pr/1
+    write_file_atomic(repo_dir / "refs" / revision, out.commit);
+  }
   return out;
 }
 

@@ -1,5 +1,6 @@
 #include "train/names.h"
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
@@ -21,9 +22,16 @@ bool is_preset(const std::string& name) {
   return false;
 }
 
-void resolve_model(TrainConfig& cfg) {
+bool is_path(const std::string& model) {
   std::error_code ec;
-  if (cfg.model.ends_with(".json") || fs::exists(cfg.model, ec)) return;  // a path, as before
+  return model.ends_with(".json") || fs::exists(model, ec);
+}
+
+// Presets the hub does not have under that name (bert-tiny & co) are ours alone.
+bool hub_has(const std::string& id) { return id == "bert-base-uncased" || id == "bert-large-uncased"; }
+
+void resolve_model(TrainConfig& cfg) {
+  if (is_path(cfg.model)) return;  // as before
   auto [id, revision] = hub::split_revision(cfg.model);
   if (!hub::is_repo_id(id)) return;  // BertConfig::preset names what is wrong with it
   if (auto m = hub::find_cached_model(id, revision)) {
@@ -34,19 +42,23 @@ void resolve_model(TrainConfig& cfg) {
     if (cfg.checkpoint.empty()) cfg.checkpoint = m->weights.string();
     return;
   }
-  // Presets the hub does not have under that name (bert-tiny & co) are ours
-  // alone. One it has (bert-base-uncased) stays the bare architecture where
+  // A preset the hub has (bert-base-uncased) stays the bare architecture where
   // nothing pretrained is needed: synthetic timing runs, or an explicit
   // --checkpoint and --vocab. Real SQuAD without weights is never what was
   // meant, so that fails below with the command that fetches them.
-  bool hub_has_it = id == "bert-base-uncased" || id == "bert-large-uncased";
+  bool hub_has_it = hub_has(id);
   bool real_data = cfg.train_data != "synthetic" || !cfg.eval_data.empty();
   bool needs_hub = real_data && (cfg.checkpoint.empty() || cfg.vocab.empty());
   if (is_preset(id) && revision == "main" && (!hub_has_it || !needs_hub)) return;
+  // A bare name may have been meant as a preset: say which there are.
+  std::string presets = id.find('/') == std::string::npos && !hub_has_it
+                            ? fmt::format("; or give a preset ({}) or a config.json",
+                                          fmt::join(model::BertConfig::preset_names(), ", "))
+                            : "";
   fail("--model {}: not in the Hugging Face cache {}{}; run `{}` first (on the login node: compute nodes "
-       "usually have no internet; the run itself never downloads)",
+       "usually have no internet; the run itself never downloads){}",
        cfg.model, hub::hub_cache().string(), hub::offline() ? " (HF_HUB_OFFLINE is set)" : "",
-       hub::fetch_command(cfg.model));
+       hub::fetch_command(cfg.model), presets);
 }
 
 void resolve_dataset(std::string& value, const char* flag, const char* split) {
@@ -61,6 +73,12 @@ void resolve_dataset(std::string& value, const char* flag, const char* split) {
 }
 
 }  // namespace
+
+bool model_brings_vocab(const std::string& model) {
+  if (is_path(model)) return false;
+  auto [id, revision] = hub::split_revision(model);
+  return hub::is_repo_id(id) && (!is_preset(id) || hub_has(id));
+}
 
 void resolve_names(TrainConfig& cfg) {
   resolve_dataset(cfg.train_data, "--train-data", "train");

@@ -196,13 +196,18 @@ TEST_CASE("a model fetched into the cache layout, read by huggingface_hub", "[hu
     CHECK(py.output.find(std::string(f) + " " + (snap / f).string() + " " +
                          file_sha(model_root() / "org/tiny" / f)) != std::string::npos);
   CHECK(server.count({"\"GET\""}) == 3);  // still only hpcbench's downloads
+  // Offline, huggingface_hub goes by refs/main alone.
+  auto closed = "http://127.0.0.1:" + std::to_string(closed_port());
+  auto py_off = hf_read(env(home.path, closed, "HF_HUB_OFFLINE=1"), "org/tiny");
+  INFO(py_off.output);
+  REQUIRE(py_off.exit_code == 0);
+  CHECK(py_off.output.find((snap / "model.safetensors").string()) != std::string::npos);
 
   // A second fetch downloads nothing; offline, it needs no server at all.
   r = fetch(e, "org/tiny");
   CHECK(r.exit_code == 0);
   CHECK(server.count({"\"GET\""}) == 3);
-  auto offline = env(home.path, "http://127.0.0.1:" + std::to_string(closed_port()), "HF_HUB_OFFLINE=1");
-  r = fetch(offline, "org/tiny");
+  r = fetch(env(home.path, closed, "HF_HUB_OFFLINE=1"), "org/tiny");
   INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK(r.output.find((snap / "model.safetensors").string()) != std::string::npos);
@@ -298,6 +303,26 @@ TEST_CASE("a download cut half-way is resumed with a Range request", "[hub]") {
   CHECK(server.count({"\"GET\"", "/cdn/", "\"range\": \"bytes=" + std::to_string(size / 2) + "-\""}) == 1);
   fs::path snap = repo(home.path, "models--org--tiny") / "snapshots" / commit;
   CHECK(file_sha(snap / "model.safetensors") == file_sha(model_root() / "org/tiny" / "model.safetensors"));
+  check_no_partial_files(home.path);
+}
+
+TEST_CASE("a fetch resumes what an interrupted one left in .incomplete", "[hub]") {
+  Server server;
+  test::TempDir home;
+  fs::path weights = model_root() / "org/tiny" / "model.safetensors";
+  std::string sha = file_sha(weights);
+  std::string bytes = test::slurp(weights);
+  fs::path blobs = repo(home.path, "models--org--tiny") / "blobs";
+  fs::create_directories(blobs);
+  std::ofstream(blobs / (sha + ".incomplete"), std::ios::binary) << bytes.substr(0, 1000000);
+  auto r = fetch(env(home.path, server.url()), "org/tiny");
+  INFO(r.output);
+  INFO(server.log());
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("resuming after 1000000 bytes") != std::string::npos);
+  CHECK(server.count({"\"GET\"", "/cdn/", "\"range\": \"bytes=1000000-\""}) == 1);
+  CHECK(server.count({"\"GET\"", "/cdn/"}) == 1);
+  CHECK(file_sha(blobs / sha) == sha);
   check_no_partial_files(home.path);
 }
 

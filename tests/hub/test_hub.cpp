@@ -98,7 +98,11 @@ int closed_port() {
 
 // The environment prefix that points hpcbench and huggingface_hub at one cache.
 std::string env(const fs::path& home, const std::string& endpoint, const std::string& extra = "") {
-  return "env -u HF_TOKEN -u HF_HUB_CACHE -u HF_HUB_OFFLINE -u HPCBENCH_DATASETS_CACHE HF_HOME=" + home.string() +
+  // Nothing of the developer's own set-up leaks in: token, caches, and a proxy
+  // that would otherwise be asked for 127.0.0.1.
+  return "env -u HF_TOKEN -u HF_TOKEN_PATH -u HF_HUB_CACHE -u HUGGINGFACE_HUB_CACHE -u HF_HUB_OFFLINE "
+         "-u HPCBENCH_DATASETS_CACHE -u HPCBENCH_SQUAD_URL -u HF_HUB_ETAG_TIMEOUT -u HF_HUB_DOWNLOAD_TIMEOUT "
+         "no_proxy=127.0.0.1,localhost NO_PROXY=127.0.0.1,localhost HF_HOME=" + home.string() +
          " HF_ENDPOINT=" + endpoint + " HF_HUB_DISABLE_XET=1 HF_HUB_DISABLE_TELEMETRY=1 " + extra + " ";
 }
 

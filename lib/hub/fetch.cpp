@@ -138,7 +138,8 @@ void download_checked(const std::string& url, const fs::path& dest, const fs::pa
     spdlog::info("{}: resuming after {} bytes already downloaded", label, fs::file_size(part, ec));
   Response r = http_download(url, part, token, size, label);
   if (r.status != 200 && r.status != 206) {
-    fs::remove(part, ec);
+    // A server error may pass: keep what arrived for the next fetch to resume.
+    if (r.status < 500) fs::remove(part, ec);
     http_failure(r, url, repo_id, token);
   }
   uint64_t got = fs::exists(part, ec) ? fs::file_size(part, ec) : 0;

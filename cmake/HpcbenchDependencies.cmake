@@ -27,6 +27,21 @@ endif()
 set(CMAKE_BUILD_RPATH "${TORCH_INSTALL_PREFIX}/lib")
 set(CMAKE_INSTALL_RPATH "${TORCH_INSTALL_PREFIX}/lib")
 
+# --- libcurl ----------------------------------------------------------------
+# `hpcbench fetch` downloads through the system's libcurl (Debian:
+# libcurl4-openssl-dev; every cluster has one), which brings TLS, proxies and
+# the CA bundle the site configured. Required: no fallback is built. A staged
+# folder (below) carries curl's headers for machines with the runtime
+# library (libcurl.so.4) but not its -dev package.
+if(HPCBENCH_DEPS_DIR)
+  find_library(HPCBENCH_CURL_LIBRARY NAMES curl libcurl.so.4 REQUIRED)
+  add_library(CURL::libcurl UNKNOWN IMPORTED)
+  set_target_properties(CURL::libcurl PROPERTIES IMPORTED_LOCATION ${HPCBENCH_CURL_LIBRARY}
+    INTERFACE_INCLUDE_DIRECTORIES ${HPCBENCH_DEPS_DIR}/include)
+else()
+  find_package(CURL REQUIRED)
+endif()
+
 # --- A staged dependency folder (machines without Debian's -dev packages) --
 # tools/gpu/stage-deps.sh copies the headers of fmt, spdlog, CLI11,
 # nlohmann-json, toml++, Gloo and utf8proc (plus libutf8proc.a) into one

@@ -22,6 +22,7 @@
 #include "report/run_folder.h"
 #include "strategies/strategy.h"
 #include "train/config.h"
+#include "train/names.h"
 #include "train/trainer.h"
 
 namespace hpcbench::cli {
@@ -234,6 +235,7 @@ Action add_run(CLI::App& app) {
     if (!config_file->empty()) train::load_toml(*cfg, *config_file);
     for (auto& s : train::settings_of(*cfg))
       if (auto it = values->find(s.flag); it != values->end()) train::set_from_string(s, it->second);
+    train::resolve_names(*cfg);
     return run_training(*cfg, *o);
   };
 }

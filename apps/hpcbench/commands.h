@@ -11,6 +11,7 @@ using Action = std::function<int()>;
 
 Action add_env(CLI::App& app);
 Action add_data(CLI::App& app);
+Action add_fetch(CLI::App& app);
 Action add_bench_comm(CLI::App& app);
 Action add_run(CLI::App& app);
 Action add_main(CLI::App& app);

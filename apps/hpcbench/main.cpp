@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   };
   add(hpcbench::cli::add_env);
   add(hpcbench::cli::add_data);
+  add(hpcbench::cli::add_fetch);
   add(hpcbench::cli::add_bench_comm);
   add(hpcbench::cli::add_sweep);
   add(hpcbench::cli::add_report);

@@ -110,6 +110,13 @@ BertConfig BertConfig::from_json(const std::filesystem::path& path) {
   get("hidden_act", c.hidden_act);
   auto dir = path.parent_path().filename().string();
   c.name = dir.empty() ? path.stem().string() : dir;
+  // In a Hugging Face cache the folder is a commit; the model is named two up
+  // (models--org--name/snapshots/<commit>/config.json).
+  auto repo = path.parent_path().parent_path().parent_path().filename().string();
+  if (path.parent_path().parent_path().filename() == "snapshots" && repo.starts_with("models--")) {
+    c.name = repo.substr(8);
+    for (size_t at; (at = c.name.find("--")) != std::string::npos;) c.name.replace(at, 2, "/");
+  }
   validate(c, path.string());
   return c;
 }

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "train/names.h"
 
 namespace hpcbench::train {
 
@@ -147,9 +148,11 @@ void validate(const TrainConfig& c) {
   if (c.log_every < 1) fail("--log-every {}: must be at least 1", c.log_every);
   if (c.peak_tflops < 0) fail("--peak-tflops {}: must not be negative", c.peak_tflops);
   if (c.threads < 0) fail("--threads {}: must not be negative", c.threads);
-  if (c.train_data != "synthetic" && c.vocab.empty())
+  // A fetched hub model brings its vocab.txt (train/names.h).
+  bool vocab_given = !c.vocab.empty() || model_brings_vocab(c.model);
+  if (c.train_data != "synthetic" && !vocab_given)
     fail("--train-data {}: real SQuAD data needs --vocab (a WordPiece vocab.txt)", c.train_data);
-  if (!c.eval_data.empty() && c.vocab.empty())
+  if (!c.eval_data.empty() && !vocab_given)
     fail("--eval-data {}: needs --vocab (a WordPiece vocab.txt)", c.eval_data);
 }
 

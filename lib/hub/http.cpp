@@ -1,0 +1,269 @@
+#include "hub/http.h"
+
+#include <curl/curl.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+
+#include "core/error.h"
+#include "hub/cache.h"
+
+namespace hpcbench::hub {
+namespace fs = std::filesystem;
+namespace {
+
+long env_seconds(const char* name, long fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  double d = std::strtod(v, &end);
+  if (end == v || *end || !(d > 0)) fail("{}={}: expected a positive number of seconds", name, v);
+  return std::max(1L, static_cast<long>(d + 0.5));
+}
+
+void global_init() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+struct Easy {
+  CURL* h;
+  curl_slist* headers = nullptr;
+  char errbuf[CURL_ERROR_SIZE] = {0};
+  Easy() {
+    global_init();
+    h = curl_easy_init();
+    if (!h) throw std::runtime_error("curl_easy_init failed");
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_USERAGENT, "hpcbench (libcurl)");
+  }
+  ~Easy() {
+    curl_slist_free_all(headers);
+    curl_easy_cleanup(h);
+  }
+  void add_header(const std::string& line) { headers = curl_slist_append(headers, line.c_str()); }
+};
+
+size_t on_header(char* data, size_t size, size_t n, void* user) {
+  auto* r = static_cast<Response*>(user);
+  std::string line(data, size * n);
+  // A new status line (after a redirect or a 100 Continue) starts a new set.
+  if (line.rfind("HTTP/", 0) == 0) {
+    r->headers.clear();
+    return size * n;
+  }
+  auto colon = line.find(':');
+  if (colon == std::string::npos) return size * n;
+  std::string name = line.substr(0, colon);
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::string value = line.substr(colon + 1);
+  auto first = value.find_first_not_of(" \t");
+  auto last = value.find_last_not_of(" \t\r\n");
+  r->headers[name] = first == std::string::npos ? "" : value.substr(first, last - first + 1);
+  return size * n;
+}
+
+// What a failed transfer means to someone at a terminal.
+[[noreturn]] void transport_error(CURLcode code, const Easy& e, const std::string& url, long timeout_s) {
+  std::string detail = e.errbuf[0] ? e.errbuf : curl_easy_strerror(code);
+  switch (code) {
+    case CURLE_COULDNT_CONNECT:
+      fail("{}: connection refused or unreachable ({}); check HF_ENDPOINT and the proxy variables "
+           "(https_proxy), or fetch on a node with internet access (the login node)", url, detail);
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+      fail("{}: host name not resolved ({}); compute nodes often have no internet: fetch on the login node, "
+           "or set HF_HUB_OFFLINE=1 to use the cache only", url, detail);
+    case CURLE_OPERATION_TIMEDOUT:
+      fail("{}: timed out after {} s without an answer ({}); raise HF_HUB_ETAG_TIMEOUT / "
+           "HF_HUB_DOWNLOAD_TIMEOUT on a slow link", url, timeout_s, detail);
+    default:
+      fail("{}: {} (curl error {})", url, detail, static_cast<int>(code));
+  }
+}
+
+bool same_host(const std::string& a, const std::string& b) {
+  auto host = [](const std::string& u) {
+    auto s = u.find("://");
+    s = s == std::string::npos ? 0 : s + 3;
+    return u.substr(0, u.find('/', s));
+  };
+  return host(a) == host(b);
+}
+
+// Progress for one file: a bar redrawn in place on a terminal, a log line
+// every few seconds otherwise (batch logs would fill with carriage returns).
+class Progress {
+ public:
+  Progress(std::string label, uint64_t start, uint64_t total)
+      : label_(std::move(label)), start_(start), total_(total), tty_(::isatty(STDERR_FILENO)),
+        t0_(std::chrono::steady_clock::now()), last_(t0_) {}
+  ~Progress() {
+    if (tty_ && drawn_) std::fputc('\n', stderr);
+  }
+  void update(uint64_t done) {
+    auto now = std::chrono::steady_clock::now();
+    double since = std::chrono::duration<double>(now - last_).count();
+    if (since < (tty_ ? 0.2 : 5.0)) return;
+    last_ = now;
+    double secs = std::chrono::duration<double>(now - t0_).count();
+    double rate = secs > 0 ? (done - std::min(done, start_)) / secs : 0;
+    constexpr double MiB = 1048576.0;
+    std::string left = total_ > done && rate > 0 ? fmt::format(", {:.0f} s left", (total_ - done) / rate) : "";
+    if (tty_) {
+      int width = 30;
+      int fill = total_ ? static_cast<int>(width * std::min(1.0, double(done) / total_)) : 0;
+      std::fprintf(stderr, "\r%s [%s%s] %.1f/%.1f MiB %.1f MiB/s%s   ", label_.c_str(), std::string(fill, '#').c_str(),
+                   std::string(width - fill, ' ').c_str(), done / MiB, total_ / MiB, rate / MiB, left.c_str());
+      std::fflush(stderr);
+      drawn_ = true;
+    } else {
+      spdlog::info("{}: {:.1f} of {:.1f} MiB ({:.0f}%), {:.1f} MiB/s{}", label_, done / MiB, total_ / MiB,
+                   total_ ? 100.0 * done / total_ : 0.0, rate / MiB, left);
+    }
+  }
+
+ private:
+  std::string label_;
+  uint64_t start_, total_;
+  bool tty_, drawn_ = false;
+  std::chrono::steady_clock::time_point t0_, last_;
+};
+
+struct Sink {
+  CURL* h;
+  const fs::path* part;
+  FILE* file = nullptr;
+  bool decided = false;
+  Response* response;
+  ~Sink() {
+    if (file) std::fclose(file);
+  }
+};
+
+size_t on_body(char* data, size_t size, size_t n, void* user) {
+  auto* s = static_cast<Sink*>(user);
+  if (!s->decided) {
+    s->decided = true;
+    long code = 0;
+    curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &code);
+    // 206: the rest of the file after what we have; 200: the server ignored
+    // the Range, so the whole file again from the start.
+    if (code == 206) s->file = std::fopen(s->part->c_str(), "ab");
+    else if (code == 200) s->file = std::fopen(s->part->c_str(), "wb");
+    if ((code == 200 || code == 206) && !s->file) return 0;
+  }
+  if (!s->file) {
+    if (s->response->body.size() < 4096) s->response->body.append(data, size * n);
+    return size * n;
+  }
+  return std::fwrite(data, 1, size * n, s->file);
+}
+
+struct ProgressHook {
+  Progress* progress;
+  uint64_t offset;
+};
+
+int on_progress(void* user, curl_off_t, curl_off_t now, curl_off_t, curl_off_t) {
+  auto* p = static_cast<ProgressHook*>(user);
+  p->progress->update(p->offset + static_cast<uint64_t>(now));
+  return 0;
+}
+
+void set_auth(Easy& e, const std::string& token) {
+  if (!token.empty()) e.add_header("Authorization: Bearer " + token);
+}
+
+}  // namespace
+
+Response http_head(const std::string& url, const std::string& token) {
+  Easy e;
+  Response r;
+  long timeout = env_seconds("HF_HUB_ETAG_TIMEOUT", 10);
+  set_auth(e, token);
+  // The real size, not that of a compressed transfer (as huggingface_hub asks).
+  e.add_header("Accept-Encoding: identity");
+  curl_easy_setopt(e.h, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(e.h, CURLOPT_NOBODY, 1L);
+  curl_easy_setopt(e.h, CURLOPT_HTTPHEADER, e.headers);
+  curl_easy_setopt(e.h, CURLOPT_TIMEOUT, timeout);
+  curl_easy_setopt(e.h, CURLOPT_CONNECTTIMEOUT, timeout);
+  curl_easy_setopt(e.h, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(e.h, CURLOPT_HEADERDATA, &r);
+  CURLcode code = curl_easy_perform(e.h);
+  if (code != CURLE_OK) transport_error(code, e, url, timeout);
+  curl_easy_getinfo(e.h, CURLINFO_RESPONSE_CODE, &r.status);
+  return r;
+}
+
+Response http_download(const std::string& url, const fs::path& part, const std::string& token, uint64_t expected_size,
+                       const std::string& label) {
+  long timeout = env_seconds("HF_HUB_DOWNLOAD_TIMEOUT", 10);
+  constexpr int max_tries = 5;
+  for (int attempt = 1;; ++attempt) {
+    std::error_code ec;
+    uint64_t have = fs::exists(part, ec) ? fs::file_size(part, ec) : 0;
+    if (expected_size && have >= expected_size) {
+      Response done;
+      done.status = 206;
+      return done;
+    }
+    Easy e;
+    Response r;
+    // Authorization goes to the hub only, never to the storage host it redirects to.
+    if (same_host(url, endpoint())) set_auth(e, token);
+    e.add_header("Accept-Encoding: identity");
+    if (have > 0) e.add_header(fmt::format("Range: bytes={}-", have));
+    Progress progress(label, have, expected_size);
+    ProgressHook hook{&progress, have};
+    Sink sink{e.h, &part, nullptr, false, &r};
+    curl_easy_setopt(e.h, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(e.h, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(e.h, CURLOPT_MAXREDIRS, 10L);
+    curl_easy_setopt(e.h, CURLOPT_HTTPHEADER, e.headers);
+    curl_easy_setopt(e.h, CURLOPT_CONNECTTIMEOUT, timeout);
+    curl_easy_setopt(e.h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(e.h, CURLOPT_LOW_SPEED_TIME, timeout);
+    curl_easy_setopt(e.h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e.h, CURLOPT_HEADERDATA, &r);
+    curl_easy_setopt(e.h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e.h, CURLOPT_WRITEDATA, &sink);
+    curl_easy_setopt(e.h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(e.h, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(e.h, CURLOPT_XFERINFODATA, &hook);
+    CURLcode code = curl_easy_perform(e.h);
+    curl_easy_getinfo(e.h, CURLINFO_RESPONSE_CODE, &r.status);
+    if (sink.file) {
+      if (std::fclose(sink.file) != 0) fail("{}: write error (disk full?)", part.string());
+      sink.file = nullptr;
+    }
+    if (code == CURLE_WRITE_ERROR) fail("{}: cannot write (disk full, or no permission?)", part.string());
+    if (code == CURLE_OK) {
+      // 416: asked past the end; what we hold is the whole file (the checks decide).
+      if (r.status == 416 && have > 0) r.status = 206;
+      return r;
+    }
+    uint64_t now = fs::exists(part, ec) ? fs::file_size(part, ec) : 0;
+    bool broken = code == CURLE_PARTIAL_FILE || code == CURLE_RECV_ERROR || code == CURLE_GOT_NOTHING ||
+                  code == CURLE_OPERATION_TIMEDOUT || code == CURLE_SEND_ERROR || code == CURLE_HTTP2_STREAM;
+    if (broken && now > have && attempt < max_tries) {
+      spdlog::warn("{}: connection broken after {} bytes ({}); resuming", label, now,
+                   e.errbuf[0] ? e.errbuf : curl_easy_strerror(code));
+      continue;
+    }
+    if (broken && now > 0)
+      spdlog::error("{}: {} bytes kept in {}; running the same fetch again resumes from there", label, now,
+                    part.string());
+    transport_error(code, e, url, timeout);
+  }
+}
+
+}  // namespace hpcbench::hub

@@ -1,0 +1,410 @@
+// hpcbench fetch and the names `run` resolves, against tests/hub/hub_server.py
+// (a hub-like tree on 127.0.0.1, started and stopped here), with Python's
+// huggingface_hub (from PyPI, pointed at the server by HF_ENDPOINT) filling
+// and reading the same cache.
+#include <signal.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "hub/sha256.h"
+#include "test_env.h"
+
+using namespace hpcbench;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string python() { return test::env_path("HPCBENCH_PY").string(); }
+fs::path hub_dir() { return test::source_dir() / "tests" / "hub"; }
+
+// The tiny models the server serves, made once per test binary: one folder
+// per repository id, under real names too (bert-base-uncased, bert-large-uncased).
+const fs::path& model_root() {
+  static test::TempDir dir;
+  static bool made = false;
+  if (!made) {
+    for (auto* id : {"org/tiny", "bert-base-uncased", "bert-large-uncased"}) fs::create_directories(dir.path / id);
+    auto r = test::run_command(python() + " " + (hub_dir() / "make_tiny_model.py").string() + " " +
+                               test::vocab_file() + " " + (dir.path / "org/tiny").string() + " " +
+                               (dir.path / "bert-base-uncased").string() + " " +
+                               (dir.path / "bert-large-uncased").string());
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    made = true;
+  }
+  return dir.path;
+}
+
+struct Server {
+  test::TempDir dir;
+  pid_t pid = 0;
+  int port = 0;
+  explicit Server(const std::string& flags = "") {
+    fs::path port_file = dir.path / "port";
+    std::string cmd = "exec " + python() + " " + (hub_dir() / "hub_server.py").string() + " --root " +
+                      model_root().string() + " --port-file " + port_file.string() + " --log " +
+                      log_path().string() + " --squad-dir " + (test::test_data() / "squad").string() + " " + flags;
+    pid = ::fork();
+    if (pid == 0) {
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    for (int i = 0; i < 400 && !fs::exists(port_file); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    REQUIRE(fs::exists(port_file));
+    port = std::stoi(test::slurp(port_file));
+  }
+  ~Server() {
+    ::kill(pid, SIGTERM);
+    int status;
+    ::waitpid(pid, &status, 0);
+  }
+  fs::path log_path() const { return dir.path / "requests.jsonl"; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
+  std::string log() const { return test::slurp(log_path()); }
+  // Requests whose line holds all the given pieces.
+  size_t count(std::initializer_list<std::string> pieces) const {
+    std::istringstream in(log());
+    size_t n = 0;
+    for (std::string line; std::getline(in, line);) {
+      bool all = true;
+      for (auto& p : pieces) all = all && line.find(p) != std::string::npos;
+      n += all;
+    }
+    return n;
+  }
+};
+
+// A port nothing listens on: bound, then closed.
+int closed_port() {
+  int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(s);
+  return ntohs(a.sin_port);
+}
+
+// The environment prefix that points hpcbench and huggingface_hub at one cache.
+std::string env(const fs::path& home, const std::string& endpoint, const std::string& extra = "") {
+  // Nothing of the developer's own set-up leaks in: token, caches, and a proxy
+  // that would otherwise be asked for 127.0.0.1.
+  return "env -u HF_TOKEN -u HF_TOKEN_PATH -u HF_HUB_CACHE -u HUGGINGFACE_HUB_CACHE -u HF_HUB_OFFLINE "
+         "-u HPCBENCH_DATASETS_CACHE -u HPCBENCH_SQUAD_URL -u HF_HUB_ETAG_TIMEOUT -u HF_HUB_DOWNLOAD_TIMEOUT "
+         "no_proxy=127.0.0.1,localhost NO_PROXY=127.0.0.1,localhost HF_HOME=" + home.string() +
+         " HF_ENDPOINT=" + endpoint + " HF_HUB_DISABLE_XET=1 HF_HUB_DISABLE_TELEMETRY=1 " + extra + " ";
+}
+
+test::CommandResult fetch(const std::string& env_prefix, const std::string& args) {
+  return test::run_command(env_prefix + test::hpcbench_bin().string() + " fetch " + args);
+}
+
+fs::path repo(const fs::path& home, const std::string& folder) { return home / "hub" / folder; }
+const std::string commit = "0123456789abcdef0123456789abcdef01234567";
+
+// What huggingface_hub makes of the cache: each file's path and sha256.
+test::CommandResult hf_read(const std::string& env_prefix, const std::string& repo_id) {
+  std::string code =
+      "import hashlib,sys\n"
+      "from huggingface_hub import hf_hub_download\n"
+      "for f in ('config.json','vocab.txt','model.safetensors'):\n"
+      "    p = hf_hub_download(sys.argv[1], f)\n"
+      "    print(f, p, hashlib.sha256(open(p,'rb').read()).hexdigest())\n";
+  return test::run_command(env_prefix + python() + " -c \"" + code + "\" " + repo_id);
+}
+
+std::string file_sha(const fs::path& p) { return hub::sha256_file(p); }
+
+// SQuAD laid out as `hpcbench fetch squad|squad_v2` leaves it, from the
+// samples cut to their first paragraphs (whole files make the runs slow,
+// and the test is about where the files are found, not what they hold).
+void place_squad(const fs::path& home, const std::string& name) {
+  std::string v = name == "squad" ? "v1.1" : "v2.0";
+  auto j = nlohmann::json::parse(test::slurp(test::squad_file(("dev-" + v + "-sample.json").c_str())));
+  auto& paragraphs = j["data"][0]["paragraphs"];
+  paragraphs.erase(paragraphs.begin() + 3, paragraphs.end());
+  j["data"].erase(j["data"].begin() + 1, j["data"].end());
+  fs::path ds = home / "hpcbench-datasets" / name;
+  fs::create_directories(ds);
+  for (auto* split : {"train", "dev"}) std::ofstream(ds / (std::string(split) + "-" + v + ".json")) << j.dump();
+}
+
+void check_no_partial_files(const fs::path& root) {
+  if (!fs::exists(root)) return;
+  for (auto& e : fs::recursive_directory_iterator(root)) {
+    INFO(e.path().string());
+    CHECK(e.path().string().find(".incomplete") == std::string::npos);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("sha256 matches the FIPS 180-2 test vectors", "[hub]") {
+  auto hex = [](const std::string& s) {
+    hub::Sha256 h;
+    h.update(s.data(), s.size());
+    return h.hex_digest();
+  };
+  CHECK(hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK(hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  CHECK(hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
+        "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  hub::Sha256 m;
+  std::string a(1000, 'a');
+  for (int i = 0; i < 1000; ++i) m.update(a.data(), a.size());
+  CHECK(m.hex_digest() == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST_CASE("a model fetched into the cache layout, read by huggingface_hub", "[hub]") {
+  Server server;
+  test::TempDir home;
+  auto e = env(home.path, server.url());
+  auto r = fetch(e, "org/tiny");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+
+  fs::path rp = repo(home.path, "models--org--tiny");
+  CHECK(test::slurp(rp / "refs" / "main") == commit);
+  fs::path snap = rp / "snapshots" / commit;
+  for (auto* f : {"config.json", "vocab.txt", "model.safetensors"}) {
+    INFO(f);
+    REQUIRE(fs::is_symlink(snap / f));
+    auto target = fs::read_symlink(snap / f);
+    CHECK(target.string().rfind("../../blobs/", 0) == 0);
+    CHECK(file_sha(snap / f) == file_sha(model_root() / "org/tiny" / f));
+  }
+  // LFS blobs are named by their sha256, as the hub's X-Linked-Etag says.
+  std::string weights_sha = file_sha(model_root() / "org/tiny" / "model.safetensors");
+  CHECK(fs::read_symlink(snap / "model.safetensors").filename() == weights_sha);
+  CHECK(fs::is_regular_file(rp / "blobs" / weights_sha));
+  CHECK(fs::exists(home.path / "hub" / ".locks" / "models--org--tiny" / (weights_sha + ".lock")));
+  check_no_partial_files(home.path);
+  CHECK(server.count({"\"GET\"", "/cdn/"}) == 1);
+
+  // huggingface_hub, online against the same server, finds everything cached.
+  auto py = hf_read(e, "org/tiny");
+  INFO(py.output);
+  REQUIRE(py.exit_code == 0);
+  for (auto* f : {"config.json", "vocab.txt", "model.safetensors"})
+    CHECK(py.output.find(std::string(f) + " " + (snap / f).string() + " " +
+                         file_sha(model_root() / "org/tiny" / f)) != std::string::npos);
+  CHECK(server.count({"\"GET\""}) == 3);  // still only hpcbench's downloads
+  // Offline, huggingface_hub goes by refs/main alone.
+  auto closed = "http://127.0.0.1:" + std::to_string(closed_port());
+  auto py_off = hf_read(env(home.path, closed, "HF_HUB_OFFLINE=1"), "org/tiny");
+  INFO(py_off.output);
+  REQUIRE(py_off.exit_code == 0);
+  CHECK(py_off.output.find((snap / "model.safetensors").string()) != std::string::npos);
+
+  // A second fetch downloads nothing; offline, it needs no server at all.
+  r = fetch(e, "org/tiny");
+  CHECK(r.exit_code == 0);
+  CHECK(server.count({"\"GET\""}) == 3);
+  r = fetch(env(home.path, closed, "HF_HUB_OFFLINE=1"), "org/tiny");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find((snap / "model.safetensors").string()) != std::string::npos);
+}
+
+TEST_CASE("offline mode and names not in the cache fail with the fetch command", "[hub]") {
+  test::TempDir home;
+  auto offline = env(home.path, "http://127.0.0.1:" + std::to_string(closed_port()), "HF_HUB_OFFLINE=1");
+  auto r = fetch(offline, "org/tiny");
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("HF_HUB_OFFLINE") != std::string::npos);
+  CHECK(r.output.find("hpcbench fetch org/tiny") != std::string::npos);
+
+  auto run = [&](const std::string& args) {
+    return test::run_command(env(home.path, "http://127.0.0.1:1") + test::hpcbench_bin().string() +
+                             " run --results-dir " + (home.path / "results").string() + " " + args);
+  };
+  r = run("--model org/tiny@v2 --max-steps 1");
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("`hpcbench fetch org/tiny --revision v2`") != std::string::npos);
+  r = run("--model bert-base-uncased --train-data squad_v2");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("`hpcbench fetch squad_v2`") != std::string::npos);
+  r = run("--model bert-base-uncased --train-data " + test::squad_file("dev-v2.0-sample.json"));
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("`hpcbench fetch bert-base-uncased`") != std::string::npos);
+  CHECK(!fs::exists(home.path / "results"));
+}
+
+TEST_CASE("a cache filled by huggingface_hub serves hpcbench run --model, offline", "[hub]") {
+  test::TempDir home;
+  {
+    Server server;
+    auto py = hf_read(env(home.path, server.url()), "org/tiny");
+    INFO(py.output);
+    REQUIRE(py.exit_code == 0);
+  }  // the server is gone: the run must not need it
+  place_squad(home.path, "squad_v2");
+  auto e = env(home.path, "http://127.0.0.1:" + std::to_string(closed_port()));
+  auto r = test::run_command(e + test::hpcbench_bin().string() +
+                             " run --model org/tiny --train-data squad_v2 --eval-data squad_v2 --max-steps 2 "
+                             "--batch-size 4 --max-seq-length 128 --doc-stride 64 --device cpu --cache-dir none "
+                             "--run-name hf --results-dir " + (home.path / "results").string());
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  fs::path snap = repo(home.path, "models--org--tiny") / "snapshots" / commit;
+  CHECK(r.output.find("Hugging Face cache " + snap.string()) != std::string::npos);
+  CHECK(r.output.find("org/tiny fp32") != std::string::npos);  // named after the repository, not the commit
+  CHECK(r.output.find("EM ") != std::string::npos);
+  // The run recorded the snapshot's files as its model, vocabulary and weights.
+  auto run_json = test::slurp(home.path / "results" / "hf" / "run.json");
+  for (auto* f : {"config.json", "vocab.txt", "model.safetensors"})
+    CHECK(run_json.find((snap / f).string()) != std::string::npos);
+}
+
+TEST_CASE("the shipped configs resolve from a huggingface_hub cache", "[hub]") {
+  test::TempDir home;
+  {
+    Server server;
+    for (auto* id : {"bert-base-uncased", "bert-large-uncased"}) {
+      auto py = hf_read(env(home.path, server.url()), id);
+      INFO(py.output);
+      REQUIRE(py.exit_code == 0);
+    }
+  }
+  place_squad(home.path, "squad");
+  place_squad(home.path, "squad_v2");
+  auto e = env(home.path, "http://127.0.0.1:" + std::to_string(closed_port()));
+  for (auto* config : {"bert-base-squad2.toml", "bert-large-squad1-nvidia.toml"}) {
+    INFO(config);
+    // As shipped, but one step, fp32 (no fp16 on a CPU) and the tiny model's speed.
+    auto r = test::run_command(e + test::hpcbench_bin().string() + " run --config " +
+                               (test::source_dir() / "configs" / config).string() +
+                               " --max-steps 1 --precision fp32 --device cpu --cache-dir none --run-name x --results-dir " +
+                               (home.path / "results" / config).string());
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find("Hugging Face cache") != std::string::npos);
+  }
+}
+
+TEST_CASE("a download cut half-way is resumed with a Range request", "[hub]") {
+  Server server("--cut-first-get");
+  test::TempDir home;
+  auto r = fetch(env(home.path, server.url()), "org/tiny");
+  INFO(r.output);
+  INFO(server.log());
+  REQUIRE(r.exit_code == 0);
+  auto size = fs::file_size(model_root() / "org/tiny" / "model.safetensors");
+  CHECK(server.count({"\"GET\"", "/cdn/", "\"range\": null"}) == 1);
+  CHECK(server.count({"\"GET\"", "/cdn/", "\"range\": \"bytes=" + std::to_string(size / 2) + "-\""}) == 1);
+  fs::path snap = repo(home.path, "models--org--tiny") / "snapshots" / commit;
+  CHECK(file_sha(snap / "model.safetensors") == file_sha(model_root() / "org/tiny" / "model.safetensors"));
+  check_no_partial_files(home.path);
+}
+
+TEST_CASE("a fetch resumes what an interrupted one left in .incomplete", "[hub]") {
+  Server server;
+  test::TempDir home;
+  fs::path weights = model_root() / "org/tiny" / "model.safetensors";
+  std::string sha = file_sha(weights);
+  std::string bytes = test::slurp(weights);
+  fs::path blobs = repo(home.path, "models--org--tiny") / "blobs";
+  fs::create_directories(blobs);
+  std::ofstream(blobs / (sha + ".incomplete"), std::ios::binary) << bytes.substr(0, 1000000);
+  auto r = fetch(env(home.path, server.url()), "org/tiny");
+  INFO(r.output);
+  INFO(server.log());
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("resuming after 1000000 bytes") != std::string::npos);
+  CHECK(server.count({"\"GET\"", "/cdn/", "\"range\": \"bytes=1000000-\""}) == 1);
+  CHECK(server.count({"\"GET\"", "/cdn/"}) == 1);
+  CHECK(file_sha(blobs / sha) == sha);
+  check_no_partial_files(home.path);
+}
+
+TEST_CASE("a checksum mismatch is refused and nothing stays in the cache", "[hub]") {
+  Server server("--corrupt");
+  test::TempDir home;
+  auto r = fetch(env(home.path, server.url()), "org/tiny");
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("checksum mismatch") != std::string::npos);
+  fs::path rp = repo(home.path, "models--org--tiny");
+  std::string weights_sha = file_sha(model_root() / "org/tiny" / "model.safetensors");
+  CHECK(!fs::exists(rp / "blobs" / weights_sha));
+  CHECK(!fs::exists(rp / "snapshots" / commit / "model.safetensors"));
+  CHECK(!fs::exists(rp / "refs" / "main"));
+  check_no_partial_files(home.path);
+
+  // The pinned SQuAD sums refuse whatever else is served under their names.
+  auto d = fetch(env(home.path, server.url(), "HPCBENCH_SQUAD_URL=" + server.url() + "/squad"), "squad_v2");
+  INFO(d.output);
+  CHECK(d.exit_code == 2);
+  CHECK(d.output.find("squad_v2/") != std::string::npos);
+  CHECK(test::entries(home.path / "hpcbench-datasets" / "squad_v2") == 0);
+}
+
+TEST_CASE("404, 401 without a token, a refused connection and a timeout are clear errors", "[hub]") {
+  test::TempDir home;
+  {
+    Server server("--token s3cret");
+    auto r = fetch(env(home.path, server.url()), "org/tiny");
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("HTTP 401") != std::string::npos);
+    CHECK(r.output.find("set HF_TOKEN") != std::string::npos);
+    r = fetch(env(home.path, server.url(), "HF_TOKEN=s3cret"), "org/tiny");
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+    // The token goes to the hub, never to the storage host it redirects to.
+    CHECK(server.count({"/resolve/", "Bearer s3cret"}) > 0);
+    CHECK(server.count({"/cdn/", "Bearer"}) == 0);
+    r = fetch(env(home.path, server.url(), "HF_TOKEN=s3cret"), "org/missing");
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("HTTP 404") != std::string::npos);
+    CHECK(r.output.find("org/missing") != std::string::npos);
+    r = fetch(env(home.path, server.url(), "HF_TOKEN=s3cret"), "org/tiny --revision nope");
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("RevisionNotFound") != std::string::npos);
+  }
+  int port = closed_port();
+  auto r = fetch(env(home.path, "http://127.0.0.1:" + std::to_string(port)), "org/other");
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("connection refused") != std::string::npos);
+  CHECK(r.output.find("127.0.0.1:" + std::to_string(port)) != std::string::npos);
+
+  Server slow("--stall 5");
+  r = fetch(env(home.path, slow.url(), "HF_HUB_ETAG_TIMEOUT=1"), "org/other");
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("timed out after 1 s") != std::string::npos);
+}
+
+TEST_CASE("two fetches of the same file at once leave one good copy", "[hub]") {
+  Server server("--slow 0.05");
+  test::TempDir home;
+  auto e = env(home.path, server.url());
+  std::string one = e + test::hpcbench_bin().string() + " fetch org/tiny";
+  auto r = test::run_command("(" + one + " > " + (home.path / "a.log").string() + " 2>&1; echo a=$? >> " +
+                             (home.path / "rc").string() + ") & (" + one + " > " + (home.path / "b.log").string() +
+                             " 2>&1; echo b=$? >> " + (home.path / "rc").string() + ") & wait");
+  auto rc = test::slurp(home.path / "rc");
+  INFO(test::slurp(home.path / "a.log") + test::slurp(home.path / "b.log"));
+  CHECK(rc.find("a=0") != std::string::npos);
+  CHECK(rc.find("b=0") != std::string::npos);
+  CHECK(server.count({"\"GET\"", "/cdn/"}) == 1);
+  fs::path rp = repo(home.path, "models--org--tiny");
+  CHECK(test::entries(rp / "blobs") == 3);
+  CHECK(file_sha(rp / "snapshots" / commit / "model.safetensors") ==
+        file_sha(model_root() / "org/tiny" / "model.safetensors"));
+  check_no_partial_files(home.path);
+}

@@ -319,7 +319,7 @@ std::string utilisation_plot_script(const UtilisationPlotData& d, const std::str
   size_t every = std::max<size_t>(1, (d.step_starts.size() + 99) / 100);
   std::string arrows;
   for (size_t i = 0; i < d.step_starts.size(); i += every)
-    arrows += fmt::format("set arrow from {0},graph 0 to {0},graph 1 nohead lc rgb '#cccccc' dt 3 back\n",
+    arrows += fmt::format("set arrow from {0},graph 0 to {0},graph 1 nohead lc rgb '#666666' dt 2 front\n",
                           d.step_starts[i]);
   if (d.timed_start >= 0)
     arrows += fmt::format("set arrow from {0},graph 0 to {0},graph 1 nohead lc rgb '#2ca02c' lw 2 back\n"

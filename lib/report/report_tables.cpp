@@ -84,7 +84,7 @@ Table comparison_table(const Comparison& c) {
   if (!c.device_baselines.empty()) t.columns.push_back({"baseline", "", false});
   if (any_sampled(c)) {
     t.columns.push_back({"utilisation", "%", true});
-    t.columns.push_back({"samples/kJ", "seq", true});
+    t.columns.push_back({"samples/kJ", "seq/kJ", true});
   }
   return t;
 }

@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <map>
+#include <set>
 #include <vector>
 
 namespace hpcbench::monitor {
@@ -49,10 +51,12 @@ std::optional<Stat> read_stat(pid_t pid) {
 
 }  // namespace
 
-std::vector<std::optional<ProcTreeUsage>> read_proc_trees(const std::vector<pid_t>& roots) {
-  // Children are found by their parent id: one pass over /proc collects
-  // every process's parent, then each tree is walked from its root.
-  std::map<pid_t, Stat> all;
+namespace {
+
+// Every root's tree members (the root first; empty for a root that is gone),
+// from one pass over /proc.
+std::vector<std::vector<pid_t>> find_members(const std::vector<pid_t>& roots) {
+  std::set<pid_t> alive;
   std::multimap<pid_t, pid_t> by_parent;
   if (DIR* d = ::opendir("/proc")) {
     while (auto* e = ::readdir(d)) {
@@ -60,33 +64,59 @@ std::vector<std::optional<ProcTreeUsage>> read_proc_trees(const std::vector<pid_
       long pid = std::strtol(e->d_name, &end, 10);
       if (!end || *end || pid <= 0) continue;
       if (auto s = read_stat(static_cast<pid_t>(pid))) {
-        all[pid_t(pid)] = *s;
+        alive.insert(pid_t(pid));
         by_parent.emplace(s->ppid, pid_t(pid));
       }
     }
     ::closedir(d);
   }
-  std::vector<std::optional<ProcTreeUsage>> out;
+  std::vector<std::vector<pid_t>> out;
   for (pid_t root : roots) {
-    auto it = all.find(root);
-    if (it == all.end()) {
-      out.emplace_back();
-      continue;
-    }
-    ProcTreeUsage u;
+    out.emplace_back();
+    if (!alive.count(root)) continue;
     std::vector<pid_t> todo{root};
     while (!todo.empty()) {
       pid_t p = todo.back();
       todo.pop_back();
-      auto& s = all[p];
-      u.cpu_s += s.cpu_s;
-      u.rss_bytes += s.rss_bytes;
+      out.back().push_back(p);
       auto [b, e] = by_parent.equal_range(p);
       for (auto c = b; c != e; ++c) todo.push_back(c->second);
+    }
+  }
+  return out;
+}
+
+std::vector<std::optional<ProcTreeUsage>> read_members(const std::vector<std::vector<pid_t>>& members) {
+  std::vector<std::optional<ProcTreeUsage>> out;
+  for (auto& tree : members) {
+    std::optional<ProcTreeUsage> u;
+    for (size_t i = 0; i < tree.size(); ++i) {
+      auto s = read_stat(tree[i]);
+      if (!s) {
+        if (i == 0) break;  // the root is gone: so is the rank
+        continue;           // a child that ended
+      }
+      if (!u) u = ProcTreeUsage{};
+      u->cpu_s += s->cpu_s;
+      u->rss_bytes += s->rss_bytes;
     }
     out.push_back(u);
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<std::optional<ProcTreeUsage>> read_proc_trees(const std::vector<pid_t>& roots) {
+  return read_members(find_members(roots));
+}
+
+ProcTrees::ProcTrees(std::vector<pid_t> roots, int rescan_every)
+    : roots_(std::move(roots)), rescan_every_(std::max(rescan_every, 1)) {}
+
+std::vector<std::optional<ProcTreeUsage>> ProcTrees::read() {
+  if (reads_++ % rescan_every_ == 0) members_ = find_members(roots_);
+  return read_members(members_);
 }
 
 }  // namespace hpcbench::monitor

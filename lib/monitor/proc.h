@@ -18,4 +18,20 @@ struct ProcTreeUsage {
 // over /proc serves every root (a node's ranks).
 std::vector<std::optional<ProcTreeUsage>> read_proc_trees(const std::vector<pid_t>& roots);
 
+// The same for repeated reads of the same roots, cheaper: finding the trees'
+// members takes a pass over every process of the machine (about 25 us each),
+// so it is done every `rescan_every` reads, and the reads between read the
+// members found last (a child started since is seen at the next pass).
+class ProcTrees {
+ public:
+  ProcTrees(std::vector<pid_t> roots, int rescan_every = 10);
+  std::vector<std::optional<ProcTreeUsage>> read();
+
+ private:
+  std::vector<pid_t> roots_;
+  int rescan_every_;
+  int reads_ = 0;
+  std::vector<std::vector<pid_t>> members_;  // per root, the root first
+};
+
 }  // namespace hpcbench::monitor

@@ -26,6 +26,11 @@ Sampler::Sampler(SamplerOptions options) : options_(std::move(options)) {
     lost_.assign(nvml_->device_count(), false);
   }
   last_cpu_.resize(options_.ranks.size());
+  if (!options_.ranks.empty()) {
+    std::vector<pid_t> pids;
+    for (auto& [rank, pid] : options_.ranks) pids.push_back(pid);
+    procs_ = std::make_unique<ProcTrees>(pids);
+  }
 }
 
 Sampler::~Sampler() { stop(); }
@@ -93,10 +98,8 @@ void Sampler::take() {
       samples_.push_back(s);
     }
   }
-  if (!options_.ranks.empty()) {
-    std::vector<pid_t> pids;
-    for (auto& [rank, pid] : options_.ranks) pids.push_back(pid);
-    auto usage = read_proc_trees(pids);
+  if (procs_) {
+    auto usage = procs_->read();
     for (size_t k = 0; k < usage.size(); ++k) {
       if (!usage[k]) continue;  // the rank has ended
       Sample s;

@@ -24,6 +24,7 @@
 namespace hpcbench::monitor {
 
 class Nvml;
+class ProcTrees;
 
 // Step codes besides the training steps (1, 2, ...).
 inline constexpr int64_t kSetup = 0;        // before the first step
@@ -76,6 +77,7 @@ class Sampler {
 
   SamplerOptions options_;
   std::unique_ptr<Nvml> nvml_;
+  std::unique_ptr<ProcTrees> procs_;
   std::vector<bool> lost_;
   std::vector<std::optional<std::pair<double, double>>> last_cpu_;  // (t, cpu_s) per rank
   double t0_ = 0;

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <iterator>
@@ -116,15 +117,24 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> memory_over_ranks(size_t s
   return {state, peak};
 }
 
+// The store keeps a key's value: keys of the sampler's exchanges are made
+// unique per train() call (every rank makes the same calls), so a second
+// training with the same Comm never reads the first one's values.
+std::string monitor_key(const std::string& what, int64_t call) { return fmt::format("monitor/{}/{}", call, what); }
+int64_t next_train_call() {
+  static std::atomic<int64_t> calls{0};
+  return calls++;
+}
+
 // The node's first rank samples its GPUs (a GPU run, or a library named by
 // HPCBENCH_NVML_LIBRARY) and, on CPU runs, the process trees of the node's
 // ranks; the others sample nothing. Every rank takes part in the pid
 // exchange (a collective).
 std::unique_ptr<monitor::Sampler> start_sampler(const TrainConfig& cfg, const c10::Device& device,
-                                                const RunContext& ctx) {
+                                                const RunContext& ctx, int64_t call) {
   if (cfg.sample_ms <= 0) return nullptr;
   std::vector<std::string> pids{std::to_string(::getpid())};
-  if (ctx.comm && ctx.world_size > 1) pids = ctx.comm->exchange("monitor/pid", pids[0]);
+  if (ctx.comm && ctx.world_size > 1) pids = ctx.comm->exchange(monitor_key("pid", call), pids[0]);
   if (ctx.local_rank != 0) return nullptr;
   monitor::SamplerOptions o;
   o.interval_ms = cfg.sample_ms;
@@ -147,7 +157,7 @@ std::unique_ptr<monitor::Sampler> start_sampler(const TrainConfig& cfg, const c1
 // Stops the sampling and puts every node's samples and summary into `out`
 // (a collective: every rank calls it, with or without a sampler).
 void finish_sampling(std::unique_ptr<monitor::Sampler>& sampler, const TrainConfig& cfg, const RunContext& ctx,
-                     int64_t first_timed, int64_t last_timed, TrainOutput& out) {
+                     int64_t first_timed, int64_t last_timed, int64_t call, TrainOutput& out) {
   if (cfg.sample_ms <= 0) return;
   std::string rows;
   nlohmann::json mine = nullptr;
@@ -168,8 +178,8 @@ void finish_sampling(std::unique_ptr<monitor::Sampler>& sampler, const TrainConf
   if (ctx.comm && ctx.world_size > 1) {
     // Through the rendezvous store: a node's rows are text of a few MB at most
     // for hour-long runs at the default interval.
-    all_rows = ctx.comm->exchange("monitor/rows", rows);
-    all_summaries = ctx.comm->exchange("monitor/summary", mine.dump());
+    all_rows = ctx.comm->exchange(monitor_key("rows", call), rows);
+    all_summaries = ctx.comm->exchange(monitor_key("summary", call), mine.dump());
   }
   if (ctx.rank != 0) return;
   out.utilisation_csv = monitor::csv_header();
@@ -296,7 +306,8 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   if (ctx.comm) ctx.comm->set_observer(&timer);
   // Sampled from here to the end of evaluation; stops (joins its thread)
   // whichever way train() ends.
-  auto sampler = start_sampler(cfg, device, ctx);
+  const int64_t monitor_call = next_train_call();
+  auto sampler = start_sampler(cfg, device, ctx, monitor_call);
   std::vector<StepRecord> records;
   records.reserve(static_cast<size_t>(total_steps));
   Progress progress(leader, total_steps);
@@ -519,7 +530,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
     evaluate_into(cfg, model, device, ctx, out);
     if (sampler) sampler->set_step(monitor::kDone);
   }
-  finish_sampling(sampler, cfg, ctx, skip + 1, res.steps, out);
+  finish_sampling(sampler, cfg, ctx, skip + 1, res.steps, monitor_call, out);
   return out;
 }
 

@@ -100,6 +100,16 @@ Action add_report(CLI::App& app) {
         auto plots = report::write_plots(comparison, dir, o->gnuplot);
         for (auto& w : plots.warnings) spdlog::warn("{}", w);
         images = plots.images;
+        // Each run's utilisation and power over time, where it was sampled.
+        for (auto& row : comparison.rows) {
+          if (row.origin.empty()) continue;
+          fs::path csv = fs::path(row.origin).parent_path() / "utilisation.csv";
+          if (!fs::exists(csv)) continue;
+          auto u = report::write_utilisation_plot(csv, dir, "utilisation-" + row.run.run_id,
+                                                  row.run.run_id + ": utilisation and power over time", o->gnuplot);
+          for (auto& w : u.warnings) spdlog::warn("{}", w);
+          images.insert(images.end(), u.images.begin(), u.images.end());
+        }
       }
       write_file_atomic(dir / "report.md", report::markdown_report(comparison, references, images));
       write_file_atomic(dir / "report.csv", report::csv_report(comparison));

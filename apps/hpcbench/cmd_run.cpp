@@ -96,6 +96,11 @@ void print_summary(const report::RunResult& r, const std::string& folder) {
   fmt::print("  Peak memory {:.1f} MiB, model state {:.1f} MiB (memory model {:.1f} MiB); final loss {:.4f}\n",
              r.peak_memory_bytes / 1048576.0, r.model_state_bytes / 1048576.0,
              r.model_state_theory_bytes / 1048576.0, r.final_train_loss);
+  if (r.utilisation_mean_percent >= 0)
+    fmt::print("  Utilisation ({}) {:.1f}%{}\n", r.utilisation_of, r.utilisation_mean_percent,
+               r.energy_j >= 0 ? fmt::format(", power {:.1f} W, energy {:.1f} J ({}), {:.1f} samples/kJ", r.power_mean_w,
+                                             r.energy_j, r.energy_method, r.samples_per_kj)
+                               : "");
   if (r.val_loss >= 0) fmt::print("  Validation loss {:.4f}\n", r.val_loss);
   if (r.exact_match >= 0) fmt::print("  EM {:.2f}  F1 {:.2f}\n", r.exact_match, r.f1);
   fmt::print("  Results: {}\n", folder);
@@ -175,6 +180,7 @@ int run_training(const train::TrainConfig& cfg, const RunOptions& o) {
   std::map<std::string, std::string> extra;
   if (out.details.contains("predictions")) extra["predictions.json"] = out.details["predictions"].dump(1);
   out.details.erase("predictions");
+  if (!out.utilisation_csv.empty()) extra["utilisation.csv"] = out.utilisation_csv;
   auto folder = report::write_run_folder(cfg.results_dir, name, out.result, out.details, extra);
   print_summary(out.result, folder.string());
   return 0;

@@ -20,6 +20,7 @@
 #include "core/hostinfo.h"
 #include "device/device.h"
 #include "dist/hang_monitor.h"
+#include "monitor/nvtx.h"
 
 namespace hpcbench::dist {
 
@@ -268,6 +269,7 @@ Pending Comm::issue(std::string what, Issue&& call) {
   p.watch = monitor_ ? monitor_->watch(p.what) : 0;
   auto t0 = Clock::now();
   try {
+    monitor::nvtx::Scope range(!device_.is_cpu(), p.what.c_str());
     p.work = call();
   } catch (...) {
     failed(p.what, t0, message_of_current());
@@ -283,6 +285,8 @@ void Comm::wait(Pending& p) {
   CommObserver* obs = p.observed ? *observer_ : nullptr;
   if (obs) obs->waiting(p.handle);
   auto t0 = Clock::now();
+  const std::string range_name = device_.is_cpu() ? std::string() : "wait " + p.what;
+  monitor::nvtx::Scope range(!device_.is_cpu(), range_name.c_str());
   try {
     if (wait_mode(device_) == WaitMode::HostBlocking) {
       p.work->wait(options_.timeout);  // Gloo: the host blocks, with the deadline

@@ -192,7 +192,7 @@ namespace {
 
 // Runs `program script` inside `dir`, its output into `log`. Returns the
 // exit status (or -1 when it could not start).
-int run_in(const std::string& program, const fs::path& dir, const fs::path& log) {
+int run_in(const std::string& program, const fs::path& dir, const fs::path& log, const char* script = kScript) {
   pid_t pid = ::fork();
   if (pid < 0) return -1;
   if (pid == 0) {
@@ -202,7 +202,7 @@ int run_in(const std::string& program, const fs::path& dir, const fs::path& log)
       ::dup2(fd, 2);
     }
     if (::chdir(dir.c_str()) != 0) ::_exit(126);
-    ::execl(program.c_str(), program.c_str(), kScript, static_cast<char*>(nullptr));
+    ::execl(program.c_str(), program.c_str(), script, static_cast<char*>(nullptr));
     ::_exit(127);
   }
   int status = 0;
@@ -254,6 +254,141 @@ PlotOutcome write_plots(const Comparison& c, const fs::path& dir, const std::str
   }
   for (auto& n : names)
     for (const char* ext : {"png", "svg"}) fs::remove(dir / fmt::format(".{}.{}.partial", n, ext), ec);
+  fs::remove(log, ec);
+  return out;
+}
+
+// --- A run's utilisation.csv over time --------------------------------------
+
+UtilisationPlotData utilisation_plot_data(const std::string& csv_text) {
+  UtilisationPlotData out;
+  std::istringstream in(csv_text);
+  std::string line;
+  auto split = [](const std::string& l) {
+    std::vector<std::string> f;
+    size_t start = 0;
+    for (size_t p = l.find(','); ; p = l.find(',', start)) {
+      f.push_back(l.substr(start, p == std::string::npos ? std::string::npos : p - start));
+      if (p == std::string::npos) break;
+      start = p + 1;
+    }
+    return f;
+  };
+  if (!std::getline(in, line)) return out;
+  auto header = split(line);
+  auto col = [&](const char* name) -> size_t {
+    auto it = std::find(header.begin(), header.end(), name);
+    if (it == header.end()) fail("utilisation.csv: no column '{}'", name);
+    return static_cast<size_t>(it - header.begin());
+  };
+  const size_t c_host = col("host"), c_t = col("time_s"), c_step = col("step"), c_phase = col("phase"),
+               c_kind = col("kind"), c_index = col("index"), c_util = col("util_percent"), c_power = col("power_w");
+  std::map<std::string, size_t> series_of;
+  std::vector<std::string> blocks;
+  std::map<int64_t, double> step_start;
+  double timed = -1, eval = -1;
+  while (std::getline(in, line)) {
+    auto f = split(line);
+    if (f.size() != header.size()) continue;
+    double t = std::stod(f[c_t]);
+    int64_t step = std::stoll(f[c_step]);
+    if (step > 0 && !step_start.count(step)) step_start[step] = t;
+    if (f[c_phase] == "timed" && timed < 0) timed = t;
+    if (f[c_phase] == "evaluation" && eval < 0) eval = t;
+    std::string name = fmt::format("{} {} ({})", f[c_kind] == "gpu" ? "GPU" : "rank", f[c_index], f[c_host]);
+    auto [it, added] = series_of.emplace(name, out.series.size());
+    if (added) {
+      out.series.push_back(name);
+      blocks.emplace_back();
+    }
+    if (!f[c_power].empty()) out.has_power = true;
+    if (f[c_kind] == "cpu") out.cpu = true;
+    blocks[it->second] += fmt::format("{} {} {}\n", f[c_t], f[c_util].empty() ? "NaN" : f[c_util],
+                                      f[c_power].empty() ? "NaN" : f[c_power]);
+  }
+  for (auto& b : blocks) out.data += b + "\n\n";  // one gnuplot index per series
+  for (auto& [step, t] : step_start) out.step_starts.push_back(t);
+  out.timed_start = timed;
+  out.eval_start = eval;
+  return out;
+}
+
+std::string utilisation_plot_script(const UtilisationPlotData& d, const std::string& stem, const std::string& title) {
+  std::ostringstream s;
+  // At most ~100 step lines: a long run's would fill the plot.
+  size_t every = std::max<size_t>(1, (d.step_starts.size() + 99) / 100);
+  std::string arrows;
+  for (size_t i = 0; i < d.step_starts.size(); i += every)
+    arrows += fmt::format("set arrow from {0},graph 0 to {0},graph 1 nohead lc rgb '#666666' dt 2 front\n",
+                          d.step_starts[i]);
+  if (d.timed_start >= 0)
+    arrows += fmt::format("set arrow from {0},graph 0 to {0},graph 1 nohead lc rgb '#2ca02c' lw 2 back\n"
+                          "set label 'timed steps' at {0},graph 0.95 offset 0.5,0 tc rgb '#2ca02c'\n",
+                          d.timed_start);
+  if (d.eval_start >= 0)
+    arrows += fmt::format("set arrow from {0},graph 0 to {0},graph 1 nohead lc rgb '#d62728' lw 2 back\n"
+                          "set label 'evaluation' at {0},graph 0.95 offset 0.5,0 tc rgb '#d62728'\n",
+                          d.eval_start);
+  auto plot = [&](int column) {
+    std::string p = "plot ";
+    for (size_t i = 0; i < d.series.size(); ++i)
+      p += fmt::format("{}'{}.dat' index {} using 1:{} with lines lw 1.5 title '{}'", i ? ", " : "", stem, i, column,
+                       d.series[i]);
+    return p + "\n";
+  };
+  for (const char* term : {"png", "svg"}) {
+    if (std::string(term) == "png") s << "set terminal pngcairo size 1200," << (d.has_power ? 800 : 450) << "\n";
+    else s << "set terminal svg size 1200," << (d.has_power ? 800 : 450) << " dynamic font 'sans,11'\n";
+    s << fmt::format("set output '.{}.{}.partial'\n", stem, term);
+    s << "set datafile missing 'NaN'\nset key outside right\nset grid ytics\nunset arrow\nunset label\n" << arrows;
+    s << "set xlabel 'time since sampling started (s); dotted: a training step begins'\n";
+    if (d.has_power) s << fmt::format("set multiplot layout 2,1 title '{}'\n", title);
+    else s << fmt::format("set title '{}'\n", title);
+    s << (d.cpu ? "set ylabel 'CPU (% of one core)'\nset yrange [0:*]\n" : "set ylabel 'GPU utilisation (%)'\nset yrange [0:105]\n");
+    s << plot(2);
+    if (d.has_power) s << "set ylabel 'power (W)'\nset yrange [0:*]\n" << plot(3) << "unset multiplot\n";
+    s << "unset output\n";
+  }
+  return s.str();
+}
+
+PlotOutcome write_utilisation_plot(const fs::path& csv, const fs::path& dir, const std::string& stem,
+                                   const std::string& title, const std::string& gnuplot) {
+  PlotOutcome out;
+  auto d = utilisation_plot_data(read_file(csv));
+  if (d.series.empty()) {
+    out.warnings.push_back(fmt::format("no utilisation plot for {}: no samples", csv.string()));
+    return out;
+  }
+  std::string script_name = stem + ".gp";
+  write_file_atomic(dir / (stem + ".dat"), d.data);
+  write_file_atomic(dir / script_name, utilisation_plot_script(d, stem, title));
+  std::string program = find_program(gnuplot);
+  if (program.empty()) {
+    out.warnings.push_back(fmt::format("no utilisation plot: {} is not installed; its data and script are in {}",
+                                       gnuplot, dir.string()));
+    return out;
+  }
+  fs::path log = dir / ".gnuplot-utilisation.log";
+  int rc = run_in(program, dir, log, script_name.c_str());
+  std::error_code ec;
+  if (rc != 0) {
+    std::string msg;
+    try {
+      msg = read_file(log);
+    } catch (const UserError&) {
+    }
+    out.warnings.push_back(fmt::format("no utilisation plot: {} {} exited with status {}: {}", program,
+                                       (dir / script_name).string(), rc, msg));
+  } else {
+    for (const char* ext : {"png", "svg"}) {
+      fs::path tmp = dir / fmt::format(".{}.{}.partial", stem, ext), final_path = dir / fmt::format("{}.{}", stem, ext);
+      fs::rename(tmp, final_path, ec);
+      if (ec) out.warnings.push_back(fmt::format("plot {} missing: {}", final_path.string(), ec.message()));
+      else if (std::string(ext) == "svg") out.images.push_back(final_path.filename().string());
+    }
+  }
+  for (const char* ext : {"png", "svg"}) fs::remove(dir / fmt::format(".{}.{}.partial", stem, ext), ec);
   fs::remove(log, ec);
   return out;
 }

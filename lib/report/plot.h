@@ -26,6 +26,24 @@ PlotOutcome write_plots(const Comparison& c, const std::filesystem::path& dir, c
 std::string plot_data(const Comparison& c);
 std::string plot_script(const Comparison& c, std::vector<std::string>& names);
 
+// A run's utilisation.csv (lib/monitor) over time: utilisation and, where
+// GPUs were sampled, power, one line per GPU or rank, with a dotted line where
+// each training step began and the starts of the timed steps and of
+// evaluation marked. Writes <stem>.dat and <stem>.gp into `dir` and draws
+// <stem>.png and <stem>.svg with gnuplot.
+struct UtilisationPlotData {
+  std::vector<std::string> series;  // "GPU 0 (host)", "rank 1 (host)"
+  std::string data;                 // one gnuplot index per series: time, utilisation, power
+  std::vector<double> step_starts;  // seconds, each training step's first sample
+  double timed_start = -1, eval_start = -1;
+  bool has_power = false, cpu = false;
+};
+UtilisationPlotData utilisation_plot_data(const std::string& csv_text);
+std::string utilisation_plot_script(const UtilisationPlotData& d, const std::string& stem, const std::string& title);
+PlotOutcome write_utilisation_plot(const std::filesystem::path& csv, const std::filesystem::path& dir,
+                                   const std::string& stem, const std::string& title,
+                                   const std::string& gnuplot = "gnuplot");
+
 // The program's path, or "" when it is not installed.
 std::string find_program(const std::string& name);
 

@@ -32,6 +32,15 @@ std::string figure_csv(const Comparison& c, const ComparisonRow& row, const std:
 std::string measured_csv(double v) { return v > 0 ? fmt::format("{:.6g}", v) : ""; }
 std::string measured_csv(int64_t v) { return v > 0 ? std::to_string(v) : ""; }
 
+// The device sampler's columns (lib/monitor) appear only when some run has
+// them, so tables of runs without sampling keep their shape.
+bool any_sampled(const Comparison& c) {
+  for (auto& row : c.rows)
+    if (row.run.utilisation_mean_percent >= 0 || row.run.samples_per_kj > 0) return true;
+  return false;
+}
+std::string sampled(double v, const char* format) { return v >= 0 ? fmt::format(fmt::runtime(format), v) : "-"; }
+
 std::string device_text(const RunResult& r) {
   std::string type = r.device.empty() ? "?" : r.device;
   return r.device_name.empty() ? type : type + " " + r.device_name;
@@ -65,8 +74,18 @@ Table comparison_table(const Comparison& c) {
         ok ? positive(static_cast<double>(r.model_state_bytes), kMiB, "{:.1f}") : "-",
     });
     if (!c.device_baselines.empty()) t.rows.back().push_back(row.baseline ? row.baseline->run_id : "-");
+    if (any_sampled(c)) {
+      t.rows.back().push_back(ok && r.utilisation_mean_percent >= 0
+                                  ? fmt::format("{:.1f} {}", r.utilisation_mean_percent, r.utilisation_of)
+                                  : "-");
+      t.rows.back().push_back(ok ? sampled(r.samples_per_kj, "{:.1f}") : "-");
+    }
   }
   if (!c.device_baselines.empty()) t.columns.push_back({"baseline", "", false});
+  if (any_sampled(c)) {
+    t.columns.push_back({"utilisation", "%", true});
+    t.columns.push_back({"samples/kJ", "seq/kJ", true});
+  }
   return t;
 }
 
@@ -97,7 +116,15 @@ Table comparison_csv_table(const Comparison& c) {
         row.baseline ? row.baseline->run_id : "",
         has_figures(c, row) ? row.strong_mismatch : "",
     });
+    if (any_sampled(c)) {
+      t.rows.back().push_back(ok && r.utilisation_mean_percent >= 0 ? fmt::format("{:.6g}", r.utilisation_mean_percent) : "");
+      t.rows.back().push_back(ok ? r.utilisation_of : "");
+      t.rows.back().push_back(ok && r.samples_per_kj >= 0 ? fmt::format("{:.6g}", r.samples_per_kj) : "");
+    }
   }
+  if (any_sampled(c))
+    for (const char* name : {"utilisation_mean_percent", "utilisation_of", "samples_per_kj"})
+      t.columns.push_back({name, "", false});
   return t;
 }
 

@@ -66,6 +66,13 @@ const std::vector<Column>& columns() {
       {"eval_postprocess_s", "s", &R::eval_postprocess_s},
       {"eval_metric_s", "s", &R::eval_metric_s},
       {"status", "", &R::status},
+      {"utilisation_of", "", &R::utilisation_of},
+      {"utilisation_mean_percent", "%", &R::utilisation_mean_percent},
+      {"power_mean_w", "W", &R::power_mean_w},
+      {"energy_j", "J", &R::energy_j},
+      {"energy_method", "", &R::energy_method},
+      {"samples_per_kj", "1/kJ", &R::samples_per_kj},
+      {"nvml_peak_memory_bytes", "B", &R::nvml_peak_memory_bytes},
   };
   return cols;
 }

@@ -12,7 +12,7 @@
 
 namespace hpcbench::report {
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;  // 2: the device sampler's columns (utilisation_*, power, energy)
 
 struct RunResult {
   // identity
@@ -65,6 +65,20 @@ struct RunResult {
   // field): loading the dev set's windows; forward over every rank's share
   // until rank 0 holds all the logits; answer post-processing; EM/F1.
   double eval_load_s = -1, eval_forward_s = -1, eval_postprocess_s = -1, eval_metric_s = -1;
+  // What the devices did over the timed steps (lib/monitor; -1: not sampled,
+  // or a file older than the fields). utilisation_of: "gpu" (NVML, mean over
+  // GPUs and samples) or "cpu" (/proc, a rank's process tree in percent of
+  // one core, mean over ranks and samples). power_mean_w and energy_j are the
+  // job's GPUs together; energy_method: "counter" (NVML's energy counter) or
+  // "power_integral" (some GPU had none). nvml_peak_memory_bytes: the most
+  // any one GPU had in use over the whole run, as NVML saw it.
+  std::string utilisation_of;
+  double utilisation_mean_percent = -1;
+  double power_mean_w = -1;
+  double energy_j = -1;
+  std::string energy_method;
+  double samples_per_kj = -1;
+  int64_t nvml_peak_memory_bytes = -1;
   std::string status = "ok";  // ok, failed, pending
 };
 

@@ -40,6 +40,9 @@ std::vector<Setting> settings_of(TrainConfig& c) {
       {"timing.warmup_steps", "--timing-warmup-steps", "Steps excluded from the timing figures", &c.timing_warmup_steps},
       {"timing.log_every", "--log-every", "Log a line every N optimizer steps", &c.log_every},
       {"timing.peak_tflops", "--peak-tflops", "Peak TFLOP/s for MFU (overrides the device table)", &c.peak_tflops},
+      {"timing.sample_ms", "--sample-ms",
+       "Sample GPU utilisation, memory, power (NVML) or the ranks' CPU use (/proc) every N ms into "
+       "utilisation.csv (0: off)", &c.sample_ms},
       {"run.device", "--device", "auto, cpu, cuda or cuda:N", &c.device},
       {"run.results_dir", "--results-dir", "Folder that receives one sub-folder per run", &c.results_dir},
       {"run.name", "--run-name", "Name of this run's folder (default: strategy, size and time)", &c.run_name},
@@ -147,6 +150,7 @@ void validate(const TrainConfig& c) {
   if (c.timing_warmup_steps < 0) fail("--timing-warmup-steps {}: must not be negative", c.timing_warmup_steps);
   if (c.log_every < 1) fail("--log-every {}: must be at least 1", c.log_every);
   if (c.peak_tflops < 0) fail("--peak-tflops {}: must not be negative", c.peak_tflops);
+  if (c.sample_ms < 0) fail("--sample-ms {}: must not be negative (0 turns sampling off)", c.sample_ms);
   if (c.threads < 0) fail("--threads {}: must not be negative", c.threads);
   // A fetched hub model brings its vocab.txt (train/names.h).
   bool vocab_given = !c.vocab.empty() || model_brings_vocab(c.model);

@@ -44,6 +44,7 @@ struct TrainConfig {
   int64_t timing_warmup_steps = 3;  // excluded from the figures
   int64_t log_every = 10;
   double peak_tflops = 0;  // > 0 overrides the device table for MFU
+  int64_t sample_ms = 100;  // device/process sampling interval (lib/monitor); 0: off
   // [run]
   std::string device = "auto";
   std::string results_dir = "results/runs";

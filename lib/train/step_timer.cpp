@@ -8,6 +8,8 @@
 #include <limits>
 #include <map>
 
+#include "monitor/nvtx.h"
+
 namespace hpcbench::train {
 
 namespace {
@@ -54,7 +56,25 @@ std::vector<Interval> serialized(const std::vector<double>& ready, const std::ve
   return out;
 }
 
-StepTimer::StepTimer(c10::Device device) : device_(device) {}
+StepTimer::StepTimer(c10::Device device) : device_(device), nvtx_(!device.is_cpu()) {}
+
+void StepTimer::open_phase_range() {
+  const size_t i = sequence_.size();
+  Phase next;
+  if (i < last_sequence_.size()) {
+    next = last_sequence_[i];
+  } else if (!last_sequence_.empty()) {
+    return;  // past the previous step's last phase: nothing more is expected
+  } else if (i == 0) {
+    next = Phase::Data;
+  } else if (sequence_.back() == Phase::Optimizer) {
+    return;
+  } else {
+    next = static_cast<Phase>(static_cast<size_t>(sequence_.back()) + 1);
+  }
+  phase_range_ = monitor::nvtx::start(phase_name(next));
+  phase_open_ = true;
+}
 
 StepTimer::Stamp StepTimer::stamp() {
   Stamp s;
@@ -74,6 +94,11 @@ double StepTimer::since_start(const Stamp& s) const {
 
 void StepTimer::begin() {
   marks_.clear();
+  if (nvtx_) {
+    sequence_.clear();
+    monitor::nvtx::push("step");
+    open_phase_range();
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     collectives_.clear();
@@ -83,7 +108,15 @@ void StepTimer::begin() {
   start_ = stamp();
 }
 
-void StepTimer::mark(Phase ended) { marks_.emplace_back(ended, stamp()); }
+void StepTimer::mark(Phase ended) {
+  marks_.emplace_back(ended, stamp());
+  if (nvtx_) {
+    if (phase_open_) monitor::nvtx::end(phase_range_);
+    phase_open_ = false;
+    sequence_.push_back(ended);
+    open_phase_range();
+  }
+}
 
 void StepTimer::comm_begin() {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -151,6 +184,12 @@ StepTimes StepTimer::end() {
   StepTimes t;
   std::lock_guard<std::mutex> lock(mutex_);
   active_ = false;
+  if (nvtx_) {
+    if (phase_open_) monitor::nvtx::end(phase_range_);
+    phase_open_ = false;
+    monitor::nvtx::pop();
+    last_sequence_ = sequence_;
+  }
   if (!device_.is_cpu() && !marks_.empty()) marks_.back().second.event->synchronize();
   double prev = 0;
   for (const auto& [phase, s] : marks_) {

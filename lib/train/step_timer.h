@@ -24,6 +24,12 @@
 // Synchronous communication that is not a c10d collective (dp's copies
 // between replicas) is bracketed with comm_begin()/comm_end() and counts
 // fully as both.
+//
+// NVTX: on an accelerator each step is a range ("step") holding one range per
+// phase, for profilers. A phase is only named when it ends (mark), but a
+// range needs its name when it starts, so each range takes the name of the
+// phase that ended at the same position in the previous step (every step
+// runs the same sequence); the first step's are guessed.
 #include <c10/core/Device.h>
 #include <c10/core/Event.h>
 
@@ -98,7 +104,13 @@ class StepTimer final : public dist::CommObserver {
   Stamp stamp();
   double since_start(const Stamp& s) const;
 
+  void open_phase_range();
+
   c10::Device device_;
+  bool nvtx_ = false;
+  uint64_t phase_range_ = 0;
+  bool phase_open_ = false;
+  std::vector<Phase> sequence_, last_sequence_;
   bool active_ = false;
   Stamp start_;
   std::vector<std::pair<Phase, Stamp>> marks_;

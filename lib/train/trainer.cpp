@@ -6,8 +6,10 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -17,6 +19,8 @@
 #include "device/device.h"
 #include "dist/process_group.h"
 #include "model/checkpoint.h"
+#include "monitor/nvtx.h"
+#include "monitor/sampler.h"
 #include "report/stats.h"
 #include "train/amp.h"
 #include "train/batch.h"
@@ -113,6 +117,103 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> memory_over_ranks(size_t s
   return {state, peak};
 }
 
+// The store keeps a key's value: keys of the sampler's exchanges are made
+// unique per train() call (every rank makes the same calls), so a second
+// training with the same Comm never reads the first one's values.
+std::string monitor_key(const std::string& what, int64_t call) { return fmt::format("monitor/{}/{}", call, what); }
+int64_t next_train_call() {
+  static std::atomic<int64_t> calls{0};
+  return calls++;
+}
+
+// The node's first rank samples its GPUs (a GPU run, or a library named by
+// HPCBENCH_NVML_LIBRARY) and, on CPU runs, the process trees of the node's
+// ranks; the others sample nothing. Every rank takes part in the pid
+// exchange (a collective).
+std::unique_ptr<monitor::Sampler> start_sampler(const TrainConfig& cfg, const c10::Device& device,
+                                                const RunContext& ctx, int64_t call) {
+  if (cfg.sample_ms <= 0) return nullptr;
+  std::vector<std::string> pids{std::to_string(::getpid())};
+  if (ctx.comm && ctx.world_size > 1) pids = ctx.comm->exchange(monitor_key("pid", call), pids[0]);
+  if (ctx.local_rank != 0) return nullptr;
+  monitor::SamplerOptions o;
+  o.interval_ms = cfg.sample_ms;
+  const char* nvml_override = std::getenv("HPCBENCH_NVML_LIBRARY");
+  o.gpus = !device.is_cpu() || (nvml_override && *nvml_override);
+  if (device.is_cpu()) {
+    std::vector<std::string> hosts;
+    std::istringstream in(ctx.hosts);
+    for (std::string h; in >> h;) hosts.push_back(h);
+    for (int r = 0; r < static_cast<int>(pids.size()); ++r)
+      if (hosts.size() != pids.size() || hosts[size_t(r)] == hosts[size_t(ctx.rank)])
+        o.ranks.emplace_back(r, static_cast<pid_t>(std::stol(pids[size_t(r)])));
+  }
+  auto sampler = std::make_unique<monitor::Sampler>(std::move(o));
+  if (sampler->gpu_note().size()) spdlog::info("GPU sampling off: {}", sampler->gpu_note());
+  sampler->start();
+  return sampler;
+}
+
+// Stops the sampling and puts every node's samples and summary into `out`
+// (a collective: every rank calls it, with or without a sampler).
+void finish_sampling(std::unique_ptr<monitor::Sampler>& sampler, const TrainConfig& cfg, const RunContext& ctx,
+                     int64_t first_timed, int64_t last_timed, int64_t call, TrainOutput& out) {
+  if (cfg.sample_ms <= 0) return;
+  std::string rows;
+  nlohmann::json mine = nullptr;
+  if (sampler) {
+    sampler->stop();
+    auto samples = sampler->samples();
+    std::istringstream in(ctx.hosts);
+    std::vector<std::string> hosts{std::istream_iterator<std::string>(in), {}};
+    std::string host = size_t(ctx.rank) < hosts.size() ? hosts[size_t(ctx.rank)] : hostname();
+    rows = monitor::csv_rows(samples, host, first_timed - 1);
+    auto s = monitor::summarize(samples, first_timed, last_timed);
+    mine = {{"host", host}, {"gpu_sampling", sampler->gpu_sampling()}, {"gpu_note", sampler->gpu_note()},
+            {"samples", samples.size()}, {"util_of", s.util_of}, {"util_mean_percent", s.util_mean_percent},
+            {"util_samples", s.util_samples}, {"power_mean_w", s.power_mean_w}, {"energy_j", s.energy_j},
+            {"energy_method", s.energy_method}, {"nvml_peak_memory_bytes", s.nvml_peak_memory_bytes}};
+  }
+  std::vector<std::string> all_rows{rows}, all_summaries{mine.dump()};
+  if (ctx.comm && ctx.world_size > 1) {
+    // Through the rendezvous store: a node's rows are text of a few MB at most
+    // for hour-long runs at the default interval.
+    all_rows = ctx.comm->exchange(monitor_key("rows", call), rows);
+    all_summaries = ctx.comm->exchange(monitor_key("summary", call), mine.dump());
+  }
+  if (ctx.rank != 0) return;
+  out.utilisation_csv = monitor::csv_header();
+  for (auto& r : all_rows) out.utilisation_csv += r;
+  std::vector<monitor::Summary> nodes;
+  auto& d = out.details["monitor"];
+  d["sample_ms"] = cfg.sample_ms;
+  d["timed_steps"] = {first_timed, last_timed};
+  d["nodes"] = nlohmann::json::array();
+  for (auto& text : all_summaries) {
+    auto j = nlohmann::json::parse(text);
+    if (j.is_null()) continue;
+    d["nodes"].push_back(j);
+    monitor::Summary s;
+    s.util_of = j["util_of"];
+    s.util_mean_percent = j["util_mean_percent"];
+    s.util_samples = j["util_samples"];
+    s.power_mean_w = j["power_mean_w"];
+    s.energy_j = j["energy_j"];
+    s.energy_method = j["energy_method"];
+    s.nvml_peak_memory_bytes = j["nvml_peak_memory_bytes"];
+    nodes.push_back(s);
+  }
+  auto job = monitor::combine(nodes);
+  auto& res = out.result;
+  res.utilisation_of = job.util_of;
+  res.utilisation_mean_percent = job.util_mean_percent;
+  res.power_mean_w = job.power_mean_w;
+  res.energy_j = job.energy_j;
+  res.energy_method = job.energy_method;
+  res.samples_per_kj = job.energy_j > 0 ? static_cast<double>(res.samples_timed) / (job.energy_j / 1000.0) : -1;
+  res.nvml_peak_memory_bytes = job.nvml_peak_memory_bytes;
+}
+
 }  // namespace
 
 TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const RunContext& ctx,
@@ -203,6 +304,10 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
     }
   } observer_scope{ctx.comm.get()};
   if (ctx.comm) ctx.comm->set_observer(&timer);
+  // Sampled from here to the end of evaluation; stops (joins its thread)
+  // whichever way train() ends.
+  const int64_t monitor_call = next_train_call();
+  auto sampler = start_sampler(cfg, device, ctx, monitor_call);
   std::vector<StepRecord> records;
   records.reserve(static_cast<size_t>(total_steps));
   Progress progress(leader, total_steps);
@@ -213,6 +318,11 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   for (int64_t epoch = 0; step < total_steps; ++epoch) {
     auto order = epoch_indices(n, epoch, cfg.seed, ctx.rank, ctx.world_size);
     for (int64_t m = 0; m + cfg.grad_accum <= micro_per_epoch && step < total_steps; m += cfg.grad_accum) {
+      if (sampler) {
+        sampler->set_step(step + 1);
+        // The timed window's first boundary, read exactly (energy counters).
+        if (step == cfg.timing_warmup_steps) sampler->sample_now();
+      }
       timer.begin();
       step_origin.emplace_back(epoch, m);
       at::Tensor loss_sum;
@@ -276,6 +386,10 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
     }
   }
   progress.done();
+  if (sampler) {
+    sampler->sample_now();  // the timed window's last boundary
+    sampler->set_step(monitor::kDone);
+  }
   double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
 
   // The job's figures: a step ends when its slowest rank ends it, and its
@@ -410,7 +524,13 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
 
   // Every rank holds the whole model (unshard_model above) and evaluates its
   // share of the dev set; rank 0 gathers the logits and scores them.
-  if (!cfg.eval_data.empty()) evaluate_into(cfg, model, device, ctx, out);
+  if (!cfg.eval_data.empty()) {
+    if (sampler) sampler->set_step(monitor::kEvaluation);
+    monitor::nvtx::Scope range(!device.is_cpu(), "evaluation");
+    evaluate_into(cfg, model, device, ctx, out);
+    if (sampler) sampler->set_step(monitor::kDone);
+  }
+  finish_sampling(sampler, cfg, ctx, skip + 1, res.steps, monitor_call, out);
   return out;
 }
 

@@ -46,6 +46,9 @@ struct TrainHooks {
 struct TrainOutput {
   report::RunResult result;
   nlohmann::json details;  // configuration, environment, per-step records
+  // utilisation.csv (lib/monitor) with every node's samples; empty when
+  // sampling was off.
+  std::string utilisation_csv;
 };
 
 // Builds the model and data from cfg, trains under `strategy`, evaluates

@@ -3,12 +3,16 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "commands.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "predict/collective.h"
+#include "predict/system_toml.h"
+#include "predict/versus.h"
 #include "report/compare.h"
 #include "report/plot.h"
 #include "report/reference.h"
@@ -31,6 +35,7 @@ Action add_report(CLI::App& app) {
     bool reference = false;
     std::string reference_dir = "results/reference";
     std::string gnuplot = "gnuplot";
+    std::string system, comm;  // the scaling model's network: predicted beside measured
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
@@ -50,6 +55,9 @@ Action add_report(CLI::App& app) {
   cmd->add_flag("--reference", o->reference, "Show the published figures beside the runs");
   cmd->add_option("--reference-dir", o->reference_dir, "Where the published figures are (CSV files)")
       ->capture_default_str();
+  cmd->add_option("--system", o->system, "Also show each run beside the scaling model's prediction from the "
+                                         "baseline, on this system (configs/systems/*.toml)");
+  cmd->add_option("--comm", o->comm, "As --system, with a bench-comm --output file as the network");
   cmd->add_option("--gnuplot", o->gnuplot, "The gnuplot program that draws the plots")->capture_default_str();
 
   return [o] {
@@ -91,6 +99,13 @@ Action add_report(CLI::App& app) {
     if (o->format == "text") fmt::print("{}", report::terminal_report(comparison, references));
     else if (o->format == "markdown") fmt::print("{}", report::markdown_report(comparison, references, {}));
     else fmt::print("{}", report::csv_report(comparison));
+    if (!o->system.empty() || !o->comm.empty()) {
+      if (!o->system.empty() && !o->comm.empty()) fail("report: give one of --system and --comm");
+      std::unique_ptr<predict::CommModel> net;
+      if (!o->system.empty()) net = std::make_unique<predict::AlphaBeta>(predict::read_system(o->system));
+      else net = predict::read_bench_comm(o->comm);
+      fmt::print("{}", predict::versus_report(comparison, *net, o->system.empty() ? o->comm : o->system));
+    }
     std::fflush(stdout);
 
     if (!o->out.empty()) {

@@ -17,6 +17,7 @@ Action add_run(CLI::App& app);
 Action add_main(CLI::App& app);
 Action add_sweep(CLI::App& app);
 Action add_report(CLI::App& app);
+Action add_predict(CLI::App& app);
 
 std::string version_text();
 

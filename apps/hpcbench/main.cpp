@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   add(hpcbench::cli::add_bench_comm);
   add(hpcbench::cli::add_sweep);
   add(hpcbench::cli::add_report);
+  add(hpcbench::cli::add_predict);
   add(hpcbench::cli::add_run);
   add(hpcbench::cli::add_main);
 

@@ -54,28 +54,36 @@ double Ddp::theoretical_state_bytes() const {
 
 // Reverse parameter order approximates the order in which backward produces
 // the gradients, the order DDP rebuilds its buckets in after the first step.
-void Ddp::assign_buckets() {
-  const auto cap = static_cast<int64_t>(opts_.bucket_mb * 1024 * 1024);
-  slot_.assign(params_.size(), {0, 0});
-  buckets_.clear();
+std::vector<std::vector<size_t>> assign_ddp_buckets(const std::vector<at::Tensor>& params, double bucket_mb) {
+  const auto cap = static_cast<int64_t>(bucket_mb * 1024 * 1024);
+  std::vector<std::vector<size_t>> buckets;
   int64_t bytes = 0;
   std::vector<size_t> current;
   auto close = [&] {
     if (current.empty()) return;
-    Bucket b;
-    b.params = current;
-    buckets_.push_back(std::move(b));
+    buckets.push_back(std::move(current));
     current.clear();
     bytes = 0;
   };
-  for (size_t k = params_.size(); k-- > 0;) {
-    const auto& p = params_[k];
-    if (!current.empty() && p.scalar_type() != params_[current.front()].scalar_type()) close();
+  for (size_t k = params.size(); k-- > 0;) {
+    const auto& p = params[k];
+    if (!current.empty() && p.scalar_type() != params[current.front()].scalar_type()) close();
     current.push_back(k);
     bytes += static_cast<int64_t>(p.nbytes());
-    if (bytes >= (buckets_.empty() ? std::min(kFirstBucketBytes, cap) : cap)) close();
+    if (bytes >= (buckets.empty() ? std::min(kFirstBucketBytes, cap) : cap)) close();
   }
   close();
+  return buckets;
+}
+
+void Ddp::assign_buckets() {
+  slot_.assign(params_.size(), {0, 0});
+  buckets_.clear();
+  for (auto& ids : assign_ddp_buckets(params_, opts_.bucket_mb)) {
+    Bucket b;
+    b.params = std::move(ids);
+    buckets_.push_back(std::move(b));
+  }
   for (size_t bi = 0; bi < buckets_.size(); ++bi) {
     auto& b = buckets_[bi];
     int64_t numel = 0;

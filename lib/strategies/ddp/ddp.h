@@ -10,6 +10,13 @@
 
 namespace hpcbench::strategies {
 
+// DDP's bucket assignment (Reducer's compute_bucket_assignment_by_size):
+// parameters in reverse order, the order backward produces their gradients;
+// a new bucket at a dtype change or once the bucket holds the cap (the first
+// one 1 MiB). Indices into `params`, bucket by bucket in launch order. The
+// scaling model (lib/predict) replays the same buckets.
+std::vector<std::vector<size_t>> assign_ddp_buckets(const std::vector<at::Tensor>& params, double bucket_mb);
+
 // PyTorch's DistributedDataParallel: one replica per rank, initial state
 // broadcast from rank 0, gradients averaged by all-reduce in buckets that
 // start during backward as soon as their gradients are accumulated, so that

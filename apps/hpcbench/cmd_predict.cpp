@@ -1,0 +1,154 @@
+// `hpcbench predict`: each strategy's step time, throughput, speedup,
+// efficiency and memory per rank at N GPUs on M nodes, from a one-device
+// baseline, the model's layout and a network description (lib/predict,
+// docs/scaling-model.md).
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "model/bert.h"
+#include "predict/baseline.h"
+#include "predict/collective.h"
+#include "predict/layout.h"
+#include "predict/step_model.h"
+#include "predict/system_toml.h"
+
+namespace hpcbench::cli {
+
+namespace {
+
+struct PredictOptions {
+  std::string baseline, baseline_row, system, comm, model, csv, reduce_dtype;
+  std::vector<std::string> strategies{"ddp", "zero-2", "zero-3", "fsdp"};
+  std::vector<int> nodes{1}, gpus_per_node;
+  double bucket_mb = 25;
+  int64_t global_batch = 0;
+};
+
+std::string ops_text(const predict::Prediction& p) {
+  std::string s;
+  for (auto& [op, t] : p.exposed_by_op)
+    if (t * 1000 >= 0.005) s += fmt::format("{}{} {:.2f}", s.empty() ? "" : ", ", op, t * 1000);
+  return s.empty() ? "-" : s;
+}
+
+int run_predict(const PredictOptions& o) {
+  if (o.system.empty() == o.comm.empty()) fail("give exactly one of --system FILE and --comm FILE");
+  std::string model_path;
+  auto base = predict::read_baseline(o.baseline, o.baseline_row, &model_path);
+  if (!o.model.empty()) model_path = o.model;
+  bool is_file = model_path.ends_with(".json") || std::filesystem::is_regular_file(model_path);
+  auto mcfg = is_file ? model::BertConfig::from_json(model_path) : model::BertConfig::preset(model_path);
+  if (base.seq <= 0) fail("--baseline {}: seq_length is missing", o.baseline);
+
+  std::unique_ptr<predict::CommModel> comm;
+  std::vector<int> gpn = o.gpus_per_node;
+  if (!o.system.empty()) {
+    auto sys = predict::read_system(o.system);
+    if (gpn.empty()) gpn = {sys.gpus_per_node};
+    for (int g : gpn)
+      if (g > sys.gpus_per_node)
+        fail("--gpus-per-node {}: {} has {} GPUs a node", g, o.system, sys.gpus_per_node);
+    comm = std::make_unique<predict::AlphaBeta>(sys);
+  } else {
+    auto m = predict::read_bench_comm(o.comm);
+    if (gpn.empty()) gpn = {m->ranks()};
+    comm = std::move(m);
+  }
+  auto layout = predict::model_layout(mcfg, base.seq, o.bucket_mb);
+  predict::StepOptions so;
+  so.compute_bytes = predict::compute_bytes(base.precision);
+  so.reduce_bytes = o.reduce_dtype.empty() ? so.compute_bytes : predict::compute_bytes(o.reduce_dtype);
+  // ddp reduces the parameters' fp32 gradients unless told otherwise (an
+  // fp16 compression hook, apex's O2 fp16 model).
+  so.ddp_bytes = o.reduce_dtype.empty() ? 4 : so.reduce_bytes;
+  if (!o.reduce_dtype.empty() && o.reduce_dtype != "fp32" && o.reduce_dtype != "bf16" && o.reduce_dtype != "fp16")
+    fail("--reduce-dtype {}: must be fp32, bf16 or fp16", o.reduce_dtype);
+
+  fmt::print("# baseline {}: {} {} seq {} batch {} x{} accumulation, {:.2f} ms a step, {:.2f} samples/s{}\n",
+             base.source, base.model, base.precision, base.seq, base.batch, base.grad_accum, base.step_s * 1000,
+             base.samples_per_s(),
+             base.phases_assumed ? " (throughput only: forward:backward 1:2 assumed, optimizer time unknown)" : "");
+  fmt::print("# model {}: {} parameters, {} units, {} ddp buckets of {} MiB\n", layout.model, layout.parameters,
+             layout.unit_numel.size(), layout.buckets.size(), o.bucket_mb);
+  fmt::print("# network {}\n", comm->describe());
+  fmt::print("{:<14} {:>5} {:>4} {:>5} {:>5} {:>10} {:>10} {:>9} {:>9} {:>11} {:>8} {:>6} {:>10}  {}\n", "strategy",
+             "nodes", "gpn", "world", "accum", "step_ms", "compute_ms", "opt_ms", "exposed", "samples/s", "speedup",
+             "eff", "mem_GiB", "exposed ms by collective");
+  std::string csv =
+      "strategy,nodes,gpus_per_node,world_size,grad_accum,step_ms,compute_ms,other_ms,optimizer_ms,comm_ms,"
+      "comm_exposed_ms,exposed_all_reduce_ms,exposed_all_gather_ms,exposed_reduce_scatter_ms,exposed_other_ms,"
+      "samples_per_s,speedup,efficiency,memory_bytes,memory_persistent_bytes,memory_working_bytes\n";
+  for (auto& label : o.strategies) {
+    auto spec = predict::parse_strategy(label);
+    for (int n : o.nodes)
+      for (int g : gpn) {
+        predict::Shape shape{n, g};
+        if (spec.name == "baseline" && shape.world() != 1) continue;
+        if (spec.name == "dp" && n != 1) continue;
+        so.grad_accum = static_cast<int>(base.grad_accum);
+        if (o.global_batch > 0) {
+          int64_t per = base.batch * shape.world();
+          if (o.global_batch % per != 0)
+            fail("--global-batch {}: not a multiple of batch {} x {} ranks", o.global_batch, base.batch, shape.world());
+          so.grad_accum = static_cast<int>(o.global_batch / per);
+        }
+        auto p = predict::predict_step(base, layout, spec, shape, *comm, so);
+        fmt::print("{:<14} {:>5} {:>4} {:>5} {:>5} {:>10.2f} {:>10.2f} {:>9.2f} {:>9.2f} {:>11.2f} {:>8.3f} {:>6.3f} "
+                   "{:>10.3f}  {}\n",
+                   label, n, g, shape.world(), so.grad_accum, p.step_s * 1000, (p.compute_s + p.other_s) * 1000,
+                   p.optimizer_s * 1000, p.exposed_s * 1000, p.samples_per_s, p.speedup, p.efficiency,
+                   p.memory_bytes / (1 << 30), ops_text(p));
+        auto ex = [&](const std::string& op) {
+          auto it = p.exposed_by_op.find(op);
+          return it == p.exposed_by_op.end() ? 0.0 : it->second * 1000;
+        };
+        double rest = p.exposed_s * 1000 - ex("all_reduce") - ex("all_gather") - ex("reduce_scatter");
+        csv += fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},"
+                           "{:.6f},{:.6f},{:.6f},{:.0f},{:.0f},{:.0f}\n",
+                           label, n, g, shape.world(), so.grad_accum, p.step_s * 1000, p.compute_s * 1000,
+                           p.other_s * 1000, p.optimizer_s * 1000, p.comm_s * 1000, p.exposed_s * 1000,
+                           ex("all_reduce"), ex("all_gather"), ex("reduce_scatter"), std::max(0.0, rest),
+                           p.samples_per_s, p.speedup, p.efficiency, p.memory_bytes, p.memory_persistent,
+                           p.memory_working);
+      }
+  }
+  if (!o.csv.empty()) write_file_atomic(o.csv, csv);
+  return 0;
+}
+
+}  // namespace
+
+Action add_predict(CLI::App& app) {
+  auto o = std::make_shared<PredictOptions>();
+  auto* cmd = app.add_subcommand("predict", "Predict each strategy's step time, speedup and memory at N GPUs on M "
+                                            "nodes from a one-device baseline and a network description");
+  cmd->add_option("--baseline", o->baseline, "One-device run folder, run.json/summary.csv, or a results/reference CSV")
+      ->required();
+  cmd->add_option("--baseline-row", o->baseline_row, "run_id of the row to use when the file holds several");
+  cmd->add_option("--system", o->system, "System description (configs/systems/*.toml)");
+  cmd->add_option("--comm", o->comm, "hpcbench bench-comm --output file measured on the ranks to predict");
+  cmd->add_option("--strategies", o->strategies, "baseline, dp, ddp, zero-1, zero-2, zero-3, fsdp, fsdp-grad-op, "
+                                                 "fsdp-hybrid (optionally -no-overlap, -no-prefetch)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--nodes", o->nodes, "Node counts (comma-separated)")->delimiter(',')->capture_default_str();
+  cmd->add_option("--gpus-per-node", o->gpus_per_node,
+                  "Ranks per node (comma-separated; default: the system's GPUs a node, or bench-comm's ranks)")
+      ->delimiter(',');
+  cmd->add_option("--model", o->model, "Model preset or config.json (default: the baseline's)");
+  cmd->add_option("--bucket-mb", o->bucket_mb, "ddp bucket size, as hpcbench run's")->capture_default_str();
+  cmd->add_option("--reduce-dtype", o->reduce_dtype, "Gradient reduction dtype: zero/fsdp (default: the compute dtype) and ddp (default: fp32)");
+  cmd->add_option("--global-batch", o->global_batch,
+                  "Keep this global batch at every shape (strong scaling: accumulation = global / (batch x ranks))");
+  cmd->add_option("--csv", o->csv, "Also write the predictions to this CSV file");
+  return [o] { return run_predict(*o); };
+}
+
+}  // namespace hpcbench::cli

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""The scaling model on this machine: predictions for ddp, zero-2, zero-3 and
+fsdp at 2 and 4 CPU ranks, from a 1-rank baseline run and a bench-comm run at
+the same rank count, beside the measured runs. Prints each prediction's error
+(timings are not pass/fail: the machine is shared and noisy).
+
+  python bench/bench_predict_cpu.py --bin build/hpcbench [--model bert-mini] [--steps 12] [--ranks 2,4]
+
+Gloo on CPU, one intra-op thread per rank. With more ranks than free cores
+(4 ranks on a 2-core machine) the ranks take turns on the cores: compute slows
+and Gloo's threads compete with it, which the model (compute as the baseline
+measured it) does not know; the errors there measure that oversubscription.
+"""
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+STRATEGIES = [("ddp", ["--strategy", "ddp"]),
+              ("zero-2", ["--strategy", "zero", "--zero-stage", "2"]),
+              ("zero-3", ["--strategy", "zero", "--zero-stage", "3"]),
+              ("fsdp", ["--strategy", "fsdp", "--sharding", "full"])]
+
+
+def sh(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    if p.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+    return p.stdout
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", default="build/hpcbench")
+    ap.add_argument("--model", default="bert-mini")
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=12)
+    ap.add_argument("--ranks", default="2,4")
+    a = ap.parse_args()
+    ranks = [int(x) for x in a.ranks.split(",")]
+    load0 = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        def run(name, n, args):
+            sh([a.bin, "run", "--model", a.model, "--synthetic-samples", str(a.batch * max(ranks) * (a.steps + 2)),
+                "--max-seq-length", str(a.seq), "--batch-size", str(a.batch), "--max-steps", str(a.steps),
+                "--timing-warmup-steps", "3", "--threads", "1", "--device", "cpu", "--cache-dir", "none",
+                "--log-every", "1000", "--results-dir", tmp, "--run-name", name, "--precision", "fp32"]
+               + (["--nproc-per-node", str(n)] if n > 1 else []) + args)
+            with open(os.path.join(tmp, name, "run.json")) as f:
+                return json.load(f)["result"]
+
+        base = run("baseline", 1, ["--strategy", "baseline"])
+        rows = []
+        for n in ranks:
+            comm = os.path.join(tmp, f"comm-{n}.txt")
+            sh([a.bin, "bench-comm", "--nproc-per-node", str(n), "--device", "cpu", "--op", "all",
+                "--min-bytes", "1K", "--max-bytes", "64M", "--factor", "4", "--iters", "5", "--warmup-iters", "2",
+                "--output", comm])
+            pred_csv = os.path.join(tmp, f"pred-{n}.csv")
+            sh([a.bin, "predict", "--baseline", os.path.join(tmp, "baseline"), "--comm", comm,
+                "--strategies", ",".join(s for s, _ in STRATEGIES), "--nodes", "1", "--gpus-per-node", str(n),
+                "--csv", pred_csv])
+            with open(pred_csv) as f:
+                pred = {r["strategy"]: r for r in csv.DictReader(f)}
+            for name, args in STRATEGIES:
+                m = run(f"{name}-{n}", n, args)
+                p = pred[name]
+                rows.append((n, name, m["step_ms_median"], float(p["step_ms"]), m["comm_exposed_ms"],
+                             float(p["comm_exposed_ms"]), m["model_state_bytes"], float(p["memory_bytes"])))
+    cores = os.cpu_count()
+    load1 = os.getloadavg()[0]
+    print(f"# hpcbench predict against measured runs: {a.model}, seq {a.seq}, batch {a.batch} per rank, fp32, "
+          f"Gloo on CPU, 1 thread per rank, {os.cpu_count()} CPUs visible")
+    print(f"# baseline (1 rank): step {base['step_ms_median']:.1f} ms (forward {base['forward_ms']:.1f}, "
+          f"backward {base['backward_ms']:.1f}, optimizer {base['optimizer_ms']:.1f})")
+    print(f"# load average (1 min) {load0:.1f} at the start, {load1:.1f} at the end: other work shares the cores")
+    print("# network: bench-comm at the same rank count (--comm); error = predicted / measured - 1")
+    print("# compute = step - exposed communication: the model takes it from the 1-rank baseline; when it grows")
+    print("# at N ranks, the cores were shared (by the ranks, Gloo's threads or other jobs), not the network")
+    print(f"{'ranks':>5}  {'strategy':<8} {'step meas':>10} {'step pred':>10} {'error':>7} {'exposed meas':>13} "
+          f"{'exposed pred':>13} {'compute meas':>13} {'compute pred':>13} {'state meas':>11} {'state pred':>11}  note")
+    for n, s, ms, ps, em, ep, bm, bp in rows:
+        note = f"oversubscribed: {n} ranks on {cores} cores" if cores and n > cores else ""
+        print(f"{n:>5}  {s:<8} {ms:>10.1f} {ps:>10.1f} {ps / ms - 1:>+7.1%} {em:>13.1f} {ep:>13.1f} "
+              f"{ms - em:>13.1f} {ps - ep:>13.1f} {bm / 2**20:>10.2f}M {bp / 2**20:>10.2f}M  {note}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+#include "predict/baseline.h"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+#include "report/result_reader.h"
+
+namespace hpcbench::predict {
+
+namespace fs = std::filesystem;
+
+int compute_bytes(const std::string& precision) {
+  return precision == "fp16" || precision == "bf16" ? 2 : 4;
+}
+
+Baseline baseline_from_result(const report::RunResult& row, const std::string& where) {
+  auto rr = row;
+  report::fill_derived(rr);
+  if (report::devices(rr) != 1)
+    fail("--baseline {}: {} ran on {} devices; a baseline runs on one", where, rr.run_id, report::devices(rr));
+  Baseline b;
+  b.source = where;
+  b.model = rr.model;
+  b.precision = rr.precision.empty() ? "fp32" : rr.precision;
+  b.device = rr.device;
+  b.device_name = rr.device_name;
+  b.data = rr.data;
+  b.seq = rr.seq_length;
+  b.batch = rr.batch_per_device;
+  b.grad_accum = std::max<int64_t>(1, rr.grad_accum);
+  if (b.batch <= 0) fail("--baseline {}: batch_per_device is missing", where);
+  const double a = static_cast<double>(b.grad_accum);
+  if (rr.step_ms_median > 0 && rr.forward_ms > 0 && rr.backward_ms > 0) {
+    b.step_s = rr.step_ms_median / 1000;
+    b.forward_s = rr.forward_ms / 1000 / a;
+    b.backward_s = rr.backward_ms / 1000 / a;
+    b.optimizer_s = rr.optimizer_ms / 1000;
+    // Data loading and whatever else the step holds, kept as measured.
+    b.other_s = std::max(0.0, (b.step_s - b.optimizer_s) / a - b.forward_s - b.backward_s);
+  } else if (rr.samples_per_s > 0) {
+    b.step_s = static_cast<double>(b.batch) * a / rr.samples_per_s;
+    // Throughput only: backward does twice forward's matmuls (train/flops.h).
+    b.forward_s = b.step_s / a / 3;
+    b.backward_s = 2 * b.step_s / a / 3;
+    b.phases_assumed = true;
+  } else {
+    fail("--baseline {}: neither phase times nor samples_per_s are recorded", where);
+  }
+  return b;
+}
+
+Baseline read_baseline(const std::string& path, const std::string& row, std::string* model_path) {
+  fs::path file = path;
+  if (fs::is_directory(file)) file = fs::exists(file / "run.json") ? file / "run.json" : file / "summary.csv";
+  if (!fs::exists(file)) fail("--baseline {}: no such run folder or file", path);
+  auto rows = report::read_result_file(file);
+  const report::RunResult* r = nullptr;
+  for (auto& x : rows)
+    if (row.empty() ? rows.size() == 1 : x.run_id == row) r = &x;
+  if (!r) {
+    if (row.empty()) fail("--baseline {}: {} rows; name one with --baseline-row", path, rows.size());
+    fail("--baseline {}: no row with run_id {}", path, row);
+  }
+  auto b = baseline_from_result(*r, path);
+  b.source = file.string() + (row.empty() ? "" : ":" + row);
+  const auto& rr = *r;
+  if (model_path) {
+    *model_path = rr.model;
+    if (file.filename() == "run.json") {
+      std::ifstream in(file);
+      auto j = nlohmann::json::parse(in, nullptr, false);
+      if (j.is_object() && j.contains("config") && j["config"].contains("model") && j["config"]["model"].is_string())
+        *model_path = j["config"]["model"].get<std::string>();
+    }
+  }
+  return b;
+}
+
+}  // namespace hpcbench::predict

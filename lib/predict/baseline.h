@@ -1,0 +1,27 @@
+#pragma once
+// The one-device run a prediction starts from: a run folder (summary.csv /
+// run.json) with its phase medians, or a published row of
+// results/reference/ that gives throughput only.
+#include <string>
+
+#include "predict/step_model.h"
+
+namespace hpcbench::report {
+struct RunResult;
+}
+
+namespace hpcbench::predict {
+
+// `row`: the run_id to take from a file of several rows ("" when it holds
+// one). Throws UserError naming the path, the row, the missing figure.
+// `model_path` receives the model the run trained (a preset name or a
+// config.json path, from run.json's config when present).
+Baseline read_baseline(const std::string& path, const std::string& row, std::string* model_path);
+
+// The same from a row already read; `where` names it in errors.
+Baseline baseline_from_result(const report::RunResult& row, const std::string& where);
+
+// Bytes of a gathered parameter under a precision: 2 for fp16/bf16, else 4.
+int compute_bytes(const std::string& precision);
+
+}  // namespace hpcbench::predict

@@ -1,0 +1,72 @@
+#pragma once
+// One optimizer step of each strategy at N ranks, built as the strategy
+// issues it (compute on one stream, collectives on another, each collective
+// waiting for the compute issued before it, as c10d orders them) and
+// replayed (replay.h). Inputs: a one-device baseline's phase times, the
+// model's layout (layout.h) and a collective cost model (collective.h).
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "predict/collective.h"
+#include "predict/layout.h"
+#include "predict/replay.h"
+
+namespace hpcbench::predict {
+
+// A measured (or published) one-device step, per micro-batch of `batch`
+// sequences except the optimizer, which is per optimizer step.
+struct Baseline {
+  std::string source;
+  std::string model, precision, device, device_name, data;
+  int64_t seq = 0, batch = 0, grad_accum = 1;
+  double forward_s = 0, backward_s = 0, other_s = 0;  // per micro-step (other: data, the rest of the step)
+  double optimizer_s = 0;                             // per optimizer step
+  double step_s = 0;                                  // measured step (all micro-steps and the optimizer)
+  bool phases_assumed = false;  // the source gives throughput only: forward:backward split 1:2, no optimizer time
+  double samples_per_s() const { return static_cast<double>(batch * grad_accum) / step_s; }
+};
+
+struct StrategySpec {
+  std::string label;     // as given: "ddp", "zero-2", "fsdp", ...
+  std::string name;      // baseline, dp, ddp, zero, fsdp
+  int stage = 0;         // zero 1-3; fsdp 3
+  std::string sharding;  // fsdp: full, grad-op, hybrid
+  bool overlap = true, prefetch = true;
+};
+// baseline, dp, ddp, ddp-no-overlap, zero-1, zero-2, zero-3, fsdp (full),
+// fsdp-grad-op, fsdp-hybrid; "-no-overlap" / "-no-prefetch" suffixes for the
+// sharded ones. Throws UserError listing the names.
+StrategySpec parse_strategy(const std::string& text);
+
+struct Shape {
+  int nodes = 1, gpus_per_node = 1;
+  int world() const { return nodes * gpus_per_node; }
+};
+
+struct StepOptions {
+  int compute_bytes = 4;  // gathered parameters: 4 (fp32, tf32) or 2 (bf16, fp16)
+  int reduce_bytes = 4;   // zero/fsdp gradient reduction dtype
+  int ddp_bytes = 4;      // ddp's buckets: the parameters' dtype (fp32 under autocast), 2 with an fp16 hook / apex O2
+  int grad_accum = 1;     // micro-steps per optimizer step at this shape
+};
+
+struct Prediction {
+  std::string strategy;
+  Shape shape;
+  int grad_accum = 1;
+  double step_s = 0, compute_s = 0, optimizer_s = 0, other_s = 0, exposed_s = 0, comm_s = 0;
+  std::map<std::string, double> exposed_by_op;
+  double samples_per_s = 0, speedup = 0, efficiency = 0;
+  double memory_bytes = 0, memory_persistent = 0, memory_working = 0;
+};
+
+// The step's tasks (exposed for tests and for the report of what ran).
+std::vector<Task> step_schedule(const Baseline& b, const Layout& l, const StrategySpec& s, const Shape& shape,
+                                const CommModel& comm, const StepOptions& o);
+
+Prediction predict_step(const Baseline& b, const Layout& l, const StrategySpec& s, const Shape& shape,
+                        const CommModel& comm, const StepOptions& o);
+
+}  // namespace hpcbench::predict

@@ -1,0 +1,57 @@
+#include "predict/system_toml.h"
+
+#include <toml++/toml.h>
+
+#include "core/error.h"
+
+namespace hpcbench::predict {
+
+namespace {
+
+double number(const toml::table& t, const std::string& file, const std::string& key, bool required, double dflt) {
+  auto v = t[key];
+  if (!v) {
+    if (required) fail("{}: missing key {}", file, key);
+    return dflt;
+  }
+  auto d = v.value<double>();
+  if (!d) fail("{}: {} must be a number", file, key);
+  return *d;
+}
+
+Tier tier(const toml::table& root, const std::string& file, const std::string& name) {
+  auto* t = root[name].as_table();
+  if (!t) fail("{}: missing table [{}]", file, name);
+  Tier r;
+  r.link = (*t)["link"].value_or(std::string{});
+  r.bandwidth_GBps = number(*t, file, "bandwidth_GBps", true, 0);
+  r.latency_us = number(*t, file, "latency_us", true, 0);
+  r.efficiency = number(*t, file, "efficiency", false, 1);
+  if (!(r.bandwidth_GBps > 0)) fail("{}: [{}] bandwidth_GBps {} must be positive", file, name, r.bandwidth_GBps);
+  if (r.latency_us < 0) fail("{}: [{}] latency_us {} must not be negative", file, name, r.latency_us);
+  if (!(r.efficiency > 0 && r.efficiency <= 1))
+    fail("{}: [{}] efficiency {} must be in (0, 1]", file, name, r.efficiency);
+  return r;
+}
+
+}  // namespace
+
+System read_system(const std::string& path) {
+  toml::table root;
+  try {
+    root = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    fail("--system {}: {}", path, std::string(e.description()));
+  }
+  System s;
+  s.file = path;
+  s.name = root["name"].value_or(path);
+  s.device_name = root["device_name"].value_or(std::string{});
+  s.gpus_per_node = static_cast<int>(number(root, path, "gpus_per_node", true, 0));
+  if (s.gpus_per_node < 1) fail("{}: gpus_per_node {} must be at least 1", path, s.gpus_per_node);
+  s.intra = tier(root, path, "intra");
+  s.inter = tier(root, path, "inter");
+  return s;
+}
+
+}  // namespace hpcbench::predict

@@ -1,0 +1,85 @@
+#include "predict/versus.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+
+#include "core/error.h"
+#include "model/bert.h"
+#include "predict/baseline.h"
+#include "predict/layout.h"
+#include "predict/step_model.h"
+
+namespace hpcbench::predict {
+
+namespace {
+
+std::string option(const std::string& options, const std::string& key) {
+  auto at = options.find(key + "=");
+  if (at == std::string::npos) return "";
+  auto from = at + key.size() + 1;
+  return options.substr(from, options.find_first_of(", ", from) - from);
+}
+
+}  // namespace
+
+std::string strategy_label(const std::string& strategy, const std::string& options) {
+  std::string s = strategy;
+  if (strategy == "zero") s = "zero-" + (option(options, "stage").empty() ? "2" : option(options, "stage"));
+  if (strategy == "fsdp") {
+    auto sh = option(options, "sharding");
+    if (!sh.empty() && sh != "full") s = "fsdp-" + sh;
+  }
+  if (option(options, "overlap") == "off") s += "-no-overlap";
+  if (option(options, "prefetch") == "off") s += "-no-prefetch";
+  return s;
+}
+
+std::string versus_report(const report::Comparison& comparison, const CommModel& comm, const std::string& network) {
+  std::string out = fmt::format("\npredicted beside measured (hpcbench predict; network {}; docs/scaling-model.md)\n",
+                                network);
+  out += fmt::format("{:<28} {:<16} {:>7} {:>10} {:>10} {:>8} {:>11} {:>11}  {}\n", "run", "strategy", "devices",
+                     "step meas", "step pred", "error", "smp/s meas", "smp/s pred", "note");
+  std::map<std::string, Layout> layouts;
+  int shown = 0;
+  for (auto& row : comparison.rows) {
+    const auto& r = row.run;
+    if (row.is_baseline || !row.baseline || report::devices(r) <= 1 || r.status != "ok") continue;
+    auto line = [&](const std::string& pred, const std::string& err, const std::string& ps, const std::string& note) {
+      out += fmt::format("{:<28} {:<16} {:>7} {:>10.2f} {:>10} {:>8} {:>11.2f} {:>11}  {}\n", r.run_id,
+                         strategy_label(r.strategy, r.strategy_options), report::devices(r), r.step_ms_median, pred,
+                         err, r.samples_per_s, ps, note);
+      ++shown;
+    };
+    if (!row.weak_mismatch.empty()) {
+      line("n/c", "", "", row.weak_mismatch);
+      continue;
+    }
+    try {
+      auto base = baseline_from_result(*row.baseline, row.baseline->run_id);
+      auto spec = parse_strategy(strategy_label(r.strategy, r.strategy_options));
+      auto bucket = option(r.strategy_options, "bucket_mb");
+      double bucket_mb = bucket.empty() ? 25 : std::stod(bucket);
+      auto key = fmt::format("{}/{}/{}", base.model, base.seq, bucket_mb);
+      if (!layouts.count(key)) layouts[key] = model_layout(model::BertConfig::preset(base.model), base.seq, bucket_mb);
+      Shape shape;
+      shape.nodes = static_cast<int>(std::max<int64_t>(1, r.nodes));
+      shape.gpus_per_node = static_cast<int>(report::devices(r) / shape.nodes);
+      StepOptions so;
+      so.compute_bytes = compute_bytes(base.precision);
+      so.reduce_bytes = so.compute_bytes;
+      so.grad_accum = static_cast<int>(std::max<int64_t>(1, r.grad_accum));
+      auto p = predict_step(base, layouts[key], spec, shape, comm, so);
+      line(fmt::format("{:.2f}", p.step_s * 1000), fmt::format("{:+.1f}%", 100 * (p.step_s * 1000 / r.step_ms_median - 1)),
+           fmt::format("{:.2f}", p.samples_per_s), base.phases_assumed ? "baseline phases assumed 1:2" : "");
+    } catch (const UserError& e) {
+      line("-", "", "", e.what());
+    }
+  }
+  if (shown == 0) out += "(no run of more than one device to predict)\n";
+  return out;
+}
+
+}  // namespace hpcbench::predict

@@ -9,9 +9,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <ctime>
@@ -20,35 +17,11 @@
 #include "commands.h"
 #include "core/error.h"
 #include "device/device.h"
-
-extern char** environ;
+#include "self_exec.h"
 
 namespace hpcbench::cli {
 
 namespace {
-
-std::string self_exe() {
-  std::error_code ec;
-  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) fail("cannot find this program's path (/proc/self/exe): {}", ec.message());
-  return p.string();
-}
-
-// Runs this binary with `args`, output inherited; returns its exit status.
-int run_self(const std::vector<std::string>& args) {
-  std::vector<std::string> all{self_exe()};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0)
-    fail("cannot start {}", all[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 std::string timestamp() {
   auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());

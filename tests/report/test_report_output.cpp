@@ -1,6 +1,7 @@
 #include "test_catch.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -22,6 +23,9 @@ namespace {
 // mismatch the failure shows `diff -u expected actual`.
 void check_snapshot(const std::string& name, const std::string& actual) {
   auto expected_path = test::source_dir() / "tests/report/snapshots" / name;
+  // HPCBENCH_UPDATE_SNAPSHOTS=1 rewrites the files (review the diff in git).
+  if (const char* u = std::getenv("HPCBENCH_UPDATE_SNAPSHOTS"); u && std::string(u) == "1")
+    write_file_atomic(expected_path, actual);
   std::string expected = read_file(expected_path);
   if (expected == actual) {
     SUCCEED(name);

@@ -10,6 +10,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "report/compare.h"
+#include "report/noise.h"
 #include "report/plot.h"
 #include "report/reference.h"
 #include "report/report_tables.h"
@@ -80,6 +81,10 @@ Action add_report(CLI::App& app) {
     if (!results.empty())
       if (auto i = report::choose_baseline(results, o->baseline)) baseline = results[*i];
     auto comparison = report::compare(loaded.runs, baseline);
+    std::map<std::string, report::StepSeries> steps;
+    for (auto& r : loaded.runs)
+      if (auto s = report::read_step_series(r.origin); !s.ms.empty()) steps[r.result.run_id] = std::move(s);
+    for (auto& w : report::noise_warnings(comparison, steps)) comparison.warnings.push_back(w);
 
     std::vector<report::ReferenceSet> references;
     if (o->reference) {

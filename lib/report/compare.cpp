@@ -151,23 +151,23 @@ std::vector<double> throughputs(const std::vector<RunResult>& rs) {
   return v;
 }
 
-// Every pair of comparable rows on the same number of devices, faster first.
+// Every pair of rows doing the same work, faster first.
 std::vector<Verdict> verdicts(const std::vector<ComparisonRow>& rows) {
   std::vector<const ComparisonRow*> cands;
   for (auto& row : rows)
     if (row.run.status == "ok" && !throughputs(row.repeats).empty()) cands.push_back(&row);
-  std::stable_sort(cands.begin(), cands.end(), [](auto* a, auto* b) {
-    return std::make_tuple(devices(a->run), -a->run.samples_per_s) < std::make_tuple(devices(b->run), -b->run.samples_per_s);
-  });
+  std::stable_sort(cands.begin(), cands.end(),
+                   [](auto* a, auto* b) { return a->run.samples_per_s > b->run.samples_per_s; });
   std::vector<Verdict> out;
   for (size_t i = 0; i < cands.size(); ++i)
     for (size_t j = i + 1; j < cands.size(); ++j) {
       const auto &a = *cands[i], &b = *cands[j];
-      if (devices(a.run) != devices(b.run) || !strong_mismatch(a.run, b.run).empty()) continue;
+      if (!strong_mismatch(a.run, b.run).empty()) continue;
       Verdict v;
       v.faster = row_name(a);
       v.slower = row_name(b);
       v.devices = devices(a.run);
+      v.slower_devices = devices(b.run);
       auto ta = throughputs(a.repeats), tb = throughputs(b.repeats);
       v.ratio = ratio_interval(ta, tb);
       v.rank = mann_whitney_u(ta, tb);
@@ -183,6 +183,7 @@ std::vector<std::string> ranking_lines(const Comparison& c) {
   std::vector<std::string> out;
   std::map<int64_t, std::vector<std::string>> order;  // names by throughput, per devices
   for (auto& v : c.verdicts) {
+    if (v.devices != v.slower_devices) continue;
     auto& names = order[v.devices];
     for (auto* n : {&v.faster, &v.slower})
       if (std::find(names.begin(), names.end(), *n) == names.end()) names.push_back(*n);
@@ -192,7 +193,8 @@ std::vector<std::string> ranking_lines(const Comparison& c) {
     for (size_t i = 1; i < names.size(); ++i) {
       bool sig = false;
       for (auto& v : c.verdicts)
-        if (v.devices == n && v.faster == names[i - 1] && v.slower == names[i]) sig = v.significant;
+        if (v.devices == n && v.slower_devices == n && v.faster == names[i - 1] && v.slower == names[i])
+          sig = v.significant;
       line += fmt::format(" {} {}", sig ? ">" : "~", names[i]);
     }
     out.push_back(line);

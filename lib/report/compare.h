@@ -46,13 +46,15 @@ struct ComparisonRow {
   std::string weak_mismatch;    // why weak efficiency and memory are n/c
 };
 
-// Two rows of the same shape (devices, and comparable work) against each
-// other: `faster` has the higher median throughput; significant when the
+// Two rows doing the same work (strongly comparable: speedup rules) against
+// each other, on the same or different numbers of devices (a row against its
+// baseline is the speedup's verdict): `faster` has the higher median
+// throughput; significant when the
 // 95 % bootstrap interval of the ratio excludes 1 (both rows need two runs
 // or more). Mann-Whitney's p-value is shown beside it.
 struct Verdict {
   std::string faster, slower;  // row names (row_name)
-  int64_t devices = 0;
+  int64_t devices = 0, slower_devices = 0;  // faster's, slower's
   Interval ratio;  // faster's throughput / slower's
   RankTest rank;
   bool significant = false;

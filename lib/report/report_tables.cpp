@@ -210,8 +210,8 @@ Table reference_table(const Comparison& c) {
 std::vector<std::string> baseline_lines(const Comparison& c) {
   if (!c.baseline) return {"baseline: none"};
   auto line = [](const RunResult& b) {
-    return fmt::format("baseline: {} ({}, {} GPU, {}, model {}, {}, seq {}, global batch {}, data {})", b.run_id,
-                       b.strategy, devices(b), device_text(b), b.model, b.precision, b.seq_length,
+    return fmt::format("baseline: {} ({}, {} {}, {}, model {}, {}, seq {}, global batch {}, data {})", b.run_id,
+                       b.strategy, devices(b), b.device == "cpu" ? "device" : "GPU", device_text(b), b.model, b.precision, b.seq_length,
                        b.global_batch, b.data);
   };
   std::vector<std::string> out = {line(*c.baseline)};
@@ -227,8 +227,11 @@ std::vector<std::string> significance_lines(const Comparison& c) {
   }
   std::vector<std::string> out;
   for (auto& v : c.verdicts) {
-    std::string head = fmt::format("{} {}: {} / {} = {:.3f}x", v.devices, v.devices == 1 ? "device" : "devices",
-                                   v.faster, v.slower, v.ratio.point);
+    auto count = [&](int64_t n) { return fmt::format("{} {}", n, n == 1 ? "device" : "devices"); };
+    std::string head = v.devices == v.slower_devices
+                           ? fmt::format("{}: {} / {} = {:.3f}x", count(v.devices), v.faster, v.slower, v.ratio.point)
+                           : fmt::format("{} ({}) / {} ({}) = {:.3f}x", v.faster, count(v.devices), v.slower,
+                                         count(v.slower_devices), v.ratio.point);
     if (!v.ratio.has_interval()) {
       out.push_back(head + ": one run on a side, no verdict (repeat it)");
       continue;

@@ -85,6 +85,7 @@ Action add_report(CLI::App& app) {
     for (auto& r : loaded.runs)
       if (auto s = report::read_step_series(r.origin); !s.ms.empty()) steps[r.result.run_id] = std::move(s);
     for (auto& w : report::noise_warnings(comparison, steps)) comparison.warnings.push_back(w);
+    for (auto& n : report::loss_deviation_lines(comparison, steps)) comparison.notes.push_back(n);
 
     std::vector<report::ReferenceSet> references;
     if (o->reference) {
@@ -102,7 +103,7 @@ Action add_report(CLI::App& app) {
       fs::path dir = o->out;
       std::vector<std::string> images;
       if (!o->no_plots && !comparison.rows.empty()) {
-        auto plots = report::write_plots(comparison, dir, o->gnuplot);
+        auto plots = report::write_plots(comparison, dir, o->gnuplot, steps);
         for (auto& w : plots.warnings) spdlog::warn("{}", w);
         images = plots.images;
       }

@@ -84,4 +84,37 @@ std::vector<std::string> noise_warnings(const Comparison& c, const std::map<std:
   return out;
 }
 
+std::vector<std::string> loss_deviation_lines(const Comparison& c, const std::map<std::string, StepSeries>& steps) {
+  struct Worst {
+    double dev = -1, base_loss = 0;
+    std::string run;
+    int64_t step = 0;
+  } worst;
+  size_t compared = 0;
+  for (auto& row : c.rows) {
+    if (!row.baseline || row.is_baseline || row.run.status != "ok" || !row.strong_mismatch.empty()) continue;
+    auto a = steps.find(row.run.run_id), b = steps.find(row.baseline->run_id);
+    if (a == steps.end() || b == steps.end()) continue;
+    std::map<int64_t, double> base;
+    for (size_t i = 0; i < b->second.step.size(); ++i) base[b->second.step[i]] = b->second.loss[i];
+    bool any = false;
+    for (size_t i = 0; i < a->second.step.size(); ++i) {
+      auto it = base.find(a->second.step[i]);
+      if (it == base.end()) continue;
+      any = true;
+      double dev = std::fabs(a->second.loss[i] - it->second);
+      if (dev > worst.dev) worst = {dev, it->second, row.run.run_id, a->second.step[i]};
+    }
+    compared += any;
+  }
+  if (compared == 0) return {};
+  return {fmt::format("training loss of {} run(s) against the baseline's curve, step by step: the largest deviation "
+                      "is {:.3g} ({}, step {}, baseline loss {:.4f}, {:.2g} % of it){}",
+                      compared, worst.dev, worst.run, worst.step, worst.base_loss,
+                      worst.base_loss != 0 ? 100 * worst.dev / std::fabs(worst.base_loss) : 0.0,
+                      worst.dev <= 0.01 * std::fabs(worst.base_loss)
+                          ? ": every strategy trains the same model"
+                          : ": over 1 %, the strategies do not train the same model (different seed or data order?)")};
+}
+
 }  // namespace hpcbench::report

@@ -35,6 +35,13 @@ inline constexpr double kMaxDrift = 0.10;
 // figures of their result alone: the CV from step_ms_stddev / step_ms_mean).
 std::vector<std::string> noise_warnings(const Comparison& c, const std::map<std::string, StepSeries>& steps);
 
+// Training loss against step, each row's run (the median repeat) against its
+// baseline's curve: runs with the same seed, data and global batch train the
+// same model, so their curves coincide up to float reassociation. The line
+// states the largest deviation over the steps both ran; nothing without
+// curves to compare.
+std::vector<std::string> loss_deviation_lines(const Comparison& c, const std::map<std::string, StepSeries>& steps);
+
 // The timed steps of a series: the last `timed_steps` of them.
 std::vector<double> timed(const std::vector<double>& all, int64_t timed_steps);
 

@@ -4,6 +4,7 @@
 
 #include "core/atomic_file.h"
 #include "report/noise.h"
+#include "report/plot.h"
 #include "report_fixtures.h"
 #include "test_env.h"
 
@@ -87,4 +88,27 @@ TEST_CASE("step series are read from the loss.csv beside the result") {
   CHECK(s.step == std::vector<int64_t>{1, 2});
   CHECK(report::read_step_series(dir.path / "none/run.json").ms.empty());
   CHECK(report::timed({1, 2, 3, 4}, 2) == std::vector<double>{3, 4});
+}
+
+TEST_CASE("loss curves: the largest deviation from the baseline's curve, and the step plot data") {
+  auto base = test::make_run("base", "baseline", 1, 8, 100, 256);
+  auto ddp = test::make_run("ddp", "ddp", 2, 8, 180, 256);
+  auto other = test::make_run("ddp-gb16", "ddp", 2, 16, 190, 256);  // other work: not compared
+  std::vector<report::LoadedRun> loaded = {{base, "b/run.json"}, {ddp, "d/run.json"}, {other, "o/run.json"}};
+  auto c = report::compare(loaded, base);
+  report::StepSeries b, d, o;
+  b.step = d.step = o.step = {1, 2, 3};
+  b.loss = {6.0, 5.5, 5.0};
+  d.loss = {6.0, 5.502, 4.999};
+  o.loss = {6.0, 3.0, 1.0};
+  b.ms = d.ms = o.ms = {30, 10, 10};
+  auto lines = report::loss_deviation_lines(c, {{"base", b}, {"ddp", d}, {"ddp-gb16", o}});
+  REQUIRE(lines.size() == 1);
+  INFO(lines[0]);
+  CHECK(lines[0].find("1 run(s)") != std::string::npos);
+  CHECK(lines[0].find("largest deviation is 0.002 (ddp, step 2, baseline loss 5.5000") != std::string::npos);
+  CHECK(lines[0].find("every strategy trains the same model") != std::string::npos);
+  CHECK(report::loss_deviation_lines(c, {}).empty());
+  auto data = report::step_plot_data(c, {{"base", b}, {"ddp", d}});
+  CHECK(data.find("# ddp\n# step loss ms\n1 6 30\n2 5.502 10\n3 4.999 10\n") != std::string::npos);
 }

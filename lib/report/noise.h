@@ -37,9 +37,9 @@ std::vector<std::string> noise_warnings(const Comparison& c, const std::map<std:
 
 // Training loss against step, each row's run (the median repeat) against its
 // baseline's curve: runs with the same seed, data and global batch train the
-// same model, so their curves coincide up to float reassociation. The line
-// states the largest deviation over the steps both ran; nothing without
-// curves to compare.
+// same model, so their curves coincide up to dropout masks (drawn per rank)
+// and float reassociation. The line states the largest deviation over the
+// steps both ran; nothing without curves to compare.
 std::vector<std::string> loss_deviation_lines(const Comparison& c, const std::map<std::string, StepSeries>& steps);
 
 // The timed steps of a series: the last `timed_steps` of them.

@@ -160,8 +160,8 @@ std::string step_plot_script(const Comparison& c, const std::map<std::string, St
     const char *name, *title, *ylabel;
     int column;
   };
-  for (auto spec : {Spec{"loss", "Training loss (each row's median repeat)", "loss", 2},
-                    Spec{"step_time", "Step time (each row's median repeat; warm-up steps included)", "ms", 3}}) {
+  for (auto spec : {Spec{"loss", "Training loss (median repeat of each row)", "loss", 2},
+                    Spec{"step_time", "Step time (median repeat of each row, warm-up steps included)", "ms", 3}}) {
     names.push_back(spec.name);
     std::string plot = "plot ";
     for (size_t i = 0; i < labels.size(); ++i)

@@ -271,7 +271,16 @@ Action add_run(CLI::App& app) {
     sub->add_option_function<std::string>(
            s.flag, [values, flag = s.flag](const std::string& v) { (*values)[flag] = v; },
            s.help + " [" + s.key + "]")
-        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+        // Collected as text, but shown with the setting's own type.
+        ->type_name(std::visit(
+            [](auto* p) -> std::string {
+              using T = std::remove_pointer_t<decltype(p)>;
+              if constexpr (std::is_same_v<T, int64_t>) return "INT";
+              else if constexpr (std::is_same_v<T, double>) return "FLOAT";
+              else return "TEXT";
+            },
+            s.target));
   }
   return [cfg, config_file, values, o] {
     if (!config_file->empty()) train::load_toml(*cfg, *config_file);

@@ -129,3 +129,19 @@ TEST_CASE("three repeats of baseline and ddp: intervals, a verdict, and a warnin
   CHECK(md.find("- ddp-r2: ") != std::string::npos);
   CHECK(md.find("95 % bootstrap interval") != std::string::npos);
 }
+
+TEST_CASE("--help shows numeric settings with their type") {
+  auto r = test::run_command(test::hpcbench_bin().string() + " run --help");
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("--batch-size INT ") != std::string::npos);
+  CHECK(r.output.find("--lr FLOAT ") != std::string::npos);
+  CHECK(r.output.find("--run-name TEXT ") != std::string::npos);
+  CHECK(r.output.find("--repeats INT=1 ") != std::string::npos);
+  CHECK(r.output.find("--repeat-group") == std::string::npos);  // set by --repeats only
+}
+
+TEST_CASE("--repeats refuses zero, naming the flag") {
+  auto r = test::run_command(test::hpcbench_bin().string() + " run --repeats 0 --max-steps 2");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("--repeats 0: must be at least 1") != std::string::npos);
+}

@@ -169,9 +169,12 @@ std::vector<Verdict> verdicts(const std::vector<ComparisonRow>& rows) {
       v.devices = devices(a.run);
       v.slower_devices = devices(b.run);
       auto ta = throughputs(a.repeats), tb = throughputs(b.repeats);
+      v.faster_runs = ta.size();
+      v.slower_runs = tb.size();
       v.ratio = ratio_interval(ta, tb);
       v.rank = mann_whitney_u(ta, tb);
-      v.significant = v.ratio.has_interval() && ta.size() > 1 && tb.size() > 1 && v.ratio.lo > 1;
+      // Two runs a side only span their range: no verdict below three.
+      v.significant = ta.size() >= kMinRunsForVerdict && tb.size() >= kMinRunsForVerdict && v.ratio.lo > 1;
       out.push_back(v);
     }
   return out;

@@ -52,9 +52,11 @@ struct ComparisonRow {
 // throughput; significant when the
 // 95 % bootstrap interval of the ratio excludes 1 (both rows need two runs
 // or more). Mann-Whitney's p-value is shown beside it.
+inline constexpr size_t kMinRunsForVerdict = 3;
 struct Verdict {
   std::string faster, slower;  // row names (row_name)
   int64_t devices = 0, slower_devices = 0;  // faster's, slower's
+  size_t faster_runs = 0, slower_runs = 0;
   Interval ratio;  // faster's throughput / slower's
   RankTest rank;
   bool significant = false;

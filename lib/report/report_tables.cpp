@@ -236,6 +236,11 @@ std::vector<std::string> significance_lines(const Comparison& c) {
       out.push_back(head + ": one run on a side, no verdict (repeat it)");
       continue;
     }
+    if (!v.significant && v.ratio.lo > 1 && std::min(v.faster_runs, v.slower_runs) < kMinRunsForVerdict) {
+      out.push_back(fmt::format("{} [{:.3f}, {:.3f}]: {} run(s) on a side, too few for a verdict (3 or more)", head,
+                                v.ratio.lo, v.ratio.hi, std::min(v.faster_runs, v.slower_runs)));
+      continue;
+    }
     out.push_back(fmt::format("{} [{:.3f}, {:.3f}], Mann-Whitney p = {:.3g}: {}", head, v.ratio.lo, v.ratio.hi,
                               v.rank.p,
                               v.significant ? fmt::format("significant at 5 %, {} is faster", v.faster)

@@ -146,3 +146,20 @@ TEST_CASE("columns with figures appear: MFU, exposed comm, EM/F1") {
     CHECK(std::find(titles.begin(), titles.end(), want) != titles.end());
   CHECK(std::find(titles.begin(), titles.end(), "eval") == titles.end());
 }
+
+TEST_CASE("two runs a side: no verdict, however far apart") {
+  auto runs = repeat_runs();
+  std::vector<report::LoadedRun> two;
+  for (auto& r : runs)
+    if (r.result.repeat_index != 3) two.push_back(r);  // ddp, zero, dp, base: 2 each; fsdp: 1
+  auto c = report::compare(two, two[0].result);
+  bool found = false;
+  for (auto& v : c.verdicts)
+    if (v.faster == "ddp" && v.slower == "dp") {
+      found = true;
+      CHECK(v.ratio.lo > 1);  // separated samples
+      CHECK_FALSE(v.significant);
+    }
+  CHECK(found);
+  CHECK(report::terminal_report(c, {}).find("2 run(s) on a side, too few for a verdict") != std::string::npos);
+}

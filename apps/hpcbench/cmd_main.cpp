@@ -9,9 +9,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <ctime>
@@ -20,35 +17,11 @@
 #include "commands.h"
 #include "core/error.h"
 #include "device/device.h"
-
-extern char** environ;
+#include "self_exec.h"
 
 namespace hpcbench::cli {
 
 namespace {
-
-std::string self_exe() {
-  std::error_code ec;
-  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) fail("cannot find this program's path (/proc/self/exe): {}", ec.message());
-  return p.string();
-}
-
-// Runs this binary with `args`, output inherited; returns its exit status.
-int run_self(const std::vector<std::string>& args) {
-  std::vector<std::string> all{self_exe()};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0)
-    fail("cannot start {}", all[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 std::string timestamp() {
   auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -65,7 +38,8 @@ Action add_main(CLI::App& app) {
   struct Options {
     std::string out;
     int64_t ranks = 0;
-    int64_t steps = 40;
+    int64_t steps = 20;
+    int64_t repeats = 3;
     bool no_plots = false;
   };
   auto o = std::make_shared<Options>();
@@ -76,12 +50,17 @@ Action add_main(CLI::App& app) {
   sub->add_option("--ranks", o->ranks,
                   "Ranks (or dp replicas) per strategy run (default: one per GPU, or 2 CPU processes without GPUs)");
   sub->add_option("--max-steps", o->steps, "Optimizer steps per run")->capture_default_str();
+  sub->add_option("--repeats", o->repeats,
+                  "Runs of each strategy (separate processes), so that the report has intervals and "
+                  "significance verdicts instead of single samples")
+      ->capture_default_str();
   sub->add_flag("--no-plots", o->no_plots, "Skip the plots");
   return [o] {
     namespace fs = std::filesystem;
     const int gpus = accelerator_count();
     if (o->ranks == 0) o->ranks = gpus > 0 ? gpus : 2;
     if (o->ranks < 1) fail("--ranks {}: must be at least 1", o->ranks);
+    if (o->repeats < 1) fail("--repeats {}: must be at least 1", o->repeats);
     if (gpus > 0 && o->ranks > gpus)
       fail("--ranks {}: this machine has {} GPU(s) and hpcbench runs one rank per GPU; use --ranks {} or fewer",
            o->ranks, gpus, gpus);
@@ -98,7 +77,8 @@ Action add_main(CLI::App& app) {
     std::vector<std::string> common = {"--model", "bert-tiny", "--train-data", "synthetic",
                                        "--synthetic-samples", "1024", "--max-seq-length", "128",
                                        "--max-steps", std::to_string(o->steps), "--timing-warmup-steps", "5",
-                                       "--log-every", "20", "--threads", "1", "--results-dir", runs.string()};
+                                       "--log-every", "20", "--threads", "1", "--results-dir", runs.string(),
+                                       "--repeats", std::to_string(o->repeats)};
     struct Job {
       std::string name;
       std::vector<std::string> args;

@@ -14,6 +14,7 @@
 #include "predict/system_toml.h"
 #include "predict/versus.h"
 #include "report/compare.h"
+#include "report/noise.h"
 #include "report/plot.h"
 #include "report/reference.h"
 #include "report/report_tables.h"
@@ -88,6 +89,11 @@ Action add_report(CLI::App& app) {
     if (!results.empty())
       if (auto i = report::choose_baseline(results, o->baseline)) baseline = results[*i];
     auto comparison = report::compare(loaded.runs, baseline);
+    std::map<std::string, report::StepSeries> steps;
+    for (auto& r : loaded.runs)
+      if (auto s = report::read_step_series(r.origin); !s.ms.empty()) steps[r.result.run_id] = std::move(s);
+    for (auto& w : report::noise_warnings(comparison, steps)) comparison.warnings.push_back(w);
+    for (auto& n : report::loss_deviation_lines(comparison, steps)) comparison.notes.push_back(n);
 
     std::vector<report::ReferenceSet> references;
     if (o->reference) {
@@ -112,7 +118,7 @@ Action add_report(CLI::App& app) {
       fs::path dir = o->out;
       std::vector<std::string> images;
       if (!o->no_plots && !comparison.rows.empty()) {
-        auto plots = report::write_plots(comparison, dir, o->gnuplot);
+        auto plots = report::write_plots(comparison, dir, o->gnuplot, steps);
         for (auto& w : plots.warnings) spdlog::warn("{}", w);
         images = plots.images;
         // Each run's utilisation and power over time, where it was sampled.

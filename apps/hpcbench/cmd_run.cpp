@@ -1,5 +1,6 @@
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <signal.h>
@@ -20,6 +21,7 @@
 #include "dist/local_launcher.h"
 #include "dist/process_group.h"
 #include "report/run_folder.h"
+#include "self_exec.h"
 #include "strategies/strategy.h"
 #include "train/config.h"
 #include "train/names.h"
@@ -39,6 +41,11 @@ struct RunOptions {
   double connect_timeout_s = 120;
   strategies::StrategyOptions strategy;
   std::string save_checkpoint, save_initial_checkpoint, dump_data;
+  // --repeats N: N child runs of the same command; each child is told its
+  // group and index (--repeat-group, --repeat-index) and records them.
+  int64_t repeats = 1;
+  std::string repeat_group;
+  int64_t repeat_index = 0;
 };
 
 // HPCBENCH_TEST_FAULT=<rank>:<after>:<kill|abort|exit|hang>: that rank fails
@@ -106,6 +113,47 @@ void print_summary(const report::RunResult& r, const std::string& folder) {
   fmt::print("  Results: {}\n", folder);
 }
 
+// The timed loop N times as separate processes, one after the other, so that
+// each repeat starts with a fresh allocator, caches and thread pools; every
+// repeat is its own run folder <group>-r<i> with the shared repeat_group.
+int run_repeats(const train::TrainConfig& cfg, const RunOptions& o) {
+  auto layout = dist::detect_layout();
+  if (layout.world_size > 1)
+    fail("--repeats {}: this process is one of {} ranks of a launched job; repeat the job instead "
+         "(`hpcbench sweep --repeats N` submits N jobs per configuration)",
+         o.repeats, layout.world_size);
+  std::string group = cfg.run_name.empty()
+                          ? default_run_name(cfg, o.nproc_per_node > 0 ? o.nproc_per_node : 1)
+                          : cfg.run_name;
+  std::vector<std::string> base;
+  auto args = own_arguments();
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--repeats") {
+      ++i;
+      continue;
+    }
+    if (args[i].starts_with("--repeats=")) continue;
+    base.push_back(args[i]);
+  }
+  std::vector<std::string> failed;
+  for (int64_t i = 1; i <= o.repeats; ++i) {
+    spdlog::info("repeat {}/{} of {}", i, o.repeats, group);
+    auto child = base;
+    for (auto& a : {std::string("--run-name"), fmt::format("{}-r{}", group, i), std::string("--repeat-group"),
+                    group, std::string("--repeat-index"), std::to_string(i)})
+      child.push_back(a);
+    if (int rc = run_self(child); rc != 0) {
+      spdlog::error("repeat {}/{} of {} failed (exit {})", i, o.repeats, group, rc);
+      failed.push_back(std::to_string(i));
+    }
+  }
+  if (!failed.empty())
+    fail("--repeats {}: repeat(s) {} of {} failed; see the log above", o.repeats, fmt::join(failed, ", "), group);
+  fmt::print("\n  {} repeats of {} in {}/{}-r1 ... -r{}; compare them with `hpcbench report {}`\n", o.repeats,
+             group, cfg.results_dir, group, o.repeats, cfg.results_dir);
+  return 0;
+}
+
 }  // namespace
 
 int run_training(const train::TrainConfig& cfg, const RunOptions& o) {
@@ -116,6 +164,11 @@ int run_training(const train::TrainConfig& cfg, const RunOptions& o) {
   // What would otherwise fail only when the results are written, after the
   // whole run: the name, and a results folder that can take it.
   if (!cfg.run_name.empty()) report::check_run_name(cfg.run_name);
+  if (o.repeats < 1) fail("--repeats {}: must be at least 1", o.repeats);
+  if (o.repeats > 1) {
+    report::check_results_dir(cfg.results_dir);
+    return run_repeats(cfg, o);
+  }
   if (o.nproc_per_node > 0) {
     report::check_results_dir(cfg.results_dir);
     dist::LaunchOptions launch{.nproc = o.nproc_per_node};
@@ -177,6 +230,8 @@ int run_training(const train::TrainConfig& cfg, const RunOptions& o) {
   if (ctx.comm) ctx.comm->barrier();
   if (ctx.rank != 0) return 0;
   std::string name = cfg.run_name.empty() ? default_run_name(cfg, ctx.world_size) : cfg.run_name;
+  out.result.repeat_group = o.repeat_group;
+  out.result.repeat_index = o.repeat_index;
   std::map<std::string, std::string> extra;
   if (out.details.contains("predictions")) extra["predictions.json"] = out.details["predictions"].dump(1);
   out.details.erase("predictions");
@@ -227,6 +282,13 @@ Action add_run(CLI::App& app) {
                   "Write the model every rank starts from here (rank 0)");
   sub->add_option("--dump-data", o->dump_data,
                   "Write the training features and every rank's sample order to this .safetensors (rank 0)");
+  sub->add_option("--repeats", o->repeats,
+                  "Run the timed loop this many times, each as a separate process and results folder "
+                  "<run name>-r<i> with a shared repeat_group; `hpcbench report` groups them")
+      ->capture_default_str();
+  sub->add_option("--repeat-group", o->repeat_group, "Set by --repeats: the group recorded in the results")
+      ->group("");
+  sub->add_option("--repeat-index", o->repeat_index, "Set by --repeats: this repeat's index")->group("");
   for (auto& s : train::settings_of(*cfg)) {
     // Flags are collected as text and applied after the TOML file, so that
     // the command line always wins, whatever the order of the arguments.
@@ -235,7 +297,16 @@ Action add_run(CLI::App& app) {
     sub->add_option_function<std::string>(
            s.flag, [values, flag = s.flag](const std::string& v) { (*values)[flag] = v; },
            s.help + " [" + s.key + "]")
-        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+        // Collected as text, but shown with the setting's own type.
+        ->type_name(std::visit(
+            [](auto* p) -> std::string {
+              using T = std::remove_pointer_t<decltype(p)>;
+              if constexpr (std::is_same_v<T, int64_t>) return "INT";
+              else if constexpr (std::is_same_v<T, double>) return "FLOAT";
+              else return "TEXT";
+            },
+            s.target));
   }
   return [cfg, config_file, values, o] {
     if (!config_file->empty()) train::load_toml(*cfg, *config_file);

@@ -44,6 +44,10 @@ Action add_sweep(CLI::App& app) {
   sub->add_option("--gpus-per-node", a->gpus,
                   "Comma-separated GPUs per node (ranks per node with --cpu)")->capture_default_str();
   sub->add_option("--out", a->out, "Sweep folder (default results/sweeps/sweep-<time>)");
+  sub->add_option("--repeats", a->opts.repeats,
+                  "Jobs per configuration (<name>-r1 ... -rN, sharing a repeat_group), so that the report has "
+                  "intervals; they land on whatever nodes SLURM gives, as repeats should")
+      ->capture_default_str();
   sub->add_flag("--submit", a->submit, "Queue every job with sbatch --parsable, record the job ids");
   sub->add_option("--partition", a->opts.partition, "sbatch --partition");
   sub->add_option("--account", a->opts.account, "sbatch --account");

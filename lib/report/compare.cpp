@@ -123,16 +123,144 @@ std::optional<size_t> choose_baseline(const std::vector<RunResult>& runs, const 
   return auto_baseline(runs, [](const RunResult&) { return true; });
 }
 
-Comparison compare(const std::vector<LoadedRun>& runs, const std::optional<RunResult>& baseline) {
+std::string configuration_key(const RunResult& r) {
+  return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", r.strategy, r.strategy_options, r.nodes,
+                     r.gpus_per_node, r.world_size, r.device, r.device_name, r.precision, r.model, r.seq_length,
+                     r.data, r.batch_per_device, r.global_batch, r.grad_accum);
+}
+
+std::string row_name(const ComparisonRow& row) {
+  const auto& rs = row.repeats;
+  if (rs.size() <= 1) return row.run.run_id;
+  if (!rs.front().repeat_group.empty() &&
+      std::all_of(rs.begin(), rs.end(), [&](auto& r) { return r.repeat_group == rs.front().repeat_group; }))
+    return rs.front().repeat_group;
+  return fmt::format("{} +{}", row.run.run_id, rs.size() - 1);
+}
+
+bool has_repeats(const Comparison& c) {
+  return std::any_of(c.rows.begin(), c.rows.end(), [](auto& r) { return r.repeats.size() > 1; });
+}
+
+namespace {
+
+std::vector<double> throughputs(const std::vector<RunResult>& rs) {
+  std::vector<double> v;
+  for (auto& r : rs)
+    if (r.samples_per_s > 0) v.push_back(r.samples_per_s);
+  return v;
+}
+
+// Every pair of rows doing the same work, faster first.
+std::vector<Verdict> verdicts(const std::vector<ComparisonRow>& rows) {
+  std::vector<const ComparisonRow*> cands;
+  for (auto& row : rows)
+    if (row.run.status == "ok" && !throughputs(row.repeats).empty()) cands.push_back(&row);
+  std::stable_sort(cands.begin(), cands.end(),
+                   [](auto* a, auto* b) { return a->run.samples_per_s > b->run.samples_per_s; });
+  std::vector<Verdict> out;
+  for (size_t i = 0; i < cands.size(); ++i)
+    for (size_t j = i + 1; j < cands.size(); ++j) {
+      const auto &a = *cands[i], &b = *cands[j];
+      if (!strong_mismatch(a.run, b.run).empty()) continue;
+      Verdict v;
+      v.faster = row_name(a);
+      v.slower = row_name(b);
+      v.devices = devices(a.run);
+      v.slower_devices = devices(b.run);
+      auto ta = throughputs(a.repeats), tb = throughputs(b.repeats);
+      v.faster_runs = ta.size();
+      v.slower_runs = tb.size();
+      v.ratio = ratio_interval(ta, tb);
+      v.rank = mann_whitney_u(ta, tb);
+      // Two runs a side only span their range: no verdict below three.
+      v.significant = ta.size() >= kMinRunsForVerdict && tb.size() >= kMinRunsForVerdict && v.ratio.lo > 1;
+      out.push_back(v);
+    }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> ranking_lines(const Comparison& c) {
+  std::vector<std::string> out;
+  std::map<int64_t, std::vector<std::string>> order;  // names by throughput, per devices
+  for (auto& v : c.verdicts) {
+    if (v.devices != v.slower_devices) continue;
+    auto& names = order[v.devices];
+    for (auto* n : {&v.faster, &v.slower})
+      if (std::find(names.begin(), names.end(), *n) == names.end()) names.push_back(*n);
+  }
+  for (auto& [n, names] : order) {
+    std::string line = fmt::format("{} device{}: {}", n, n == 1 ? "" : "s", names.front());
+    for (size_t i = 1; i < names.size(); ++i) {
+      bool sig = false;
+      for (auto& v : c.verdicts)
+        if (v.devices == n && v.slower_devices == n && v.faster == names[i - 1] && v.slower == names[i])
+          sig = v.significant;
+      line += fmt::format(" {} {}", sig ? ">" : "~", names[i]);
+    }
+    out.push_back(line);
+  }
+  return out;
+}
+
+Comparison compare(const std::vector<LoadedRun>& loaded, const std::optional<RunResult>& chosen) {
   Comparison out;
+  // Repeats of one configuration become one row (status-ok runs only: a
+  // failed run stays a row of its own).
+  std::vector<std::vector<size_t>> groups;
+  std::map<std::string, size_t> by_key;
+  for (size_t i = 0; i < loaded.size(); ++i) {
+    const auto& r = loaded[i].result;
+    if (r.status != "ok") {
+      groups.push_back({i});
+      continue;
+    }
+    auto [it, added] = by_key.try_emplace(configuration_key(r), groups.size());
+    if (added) groups.emplace_back();
+    groups[it->second].push_back(i);
+  }
+  std::vector<LoadedRun> runs;
+  std::vector<std::vector<RunResult>> group_runs;
+  for (auto& g : groups) {
+    std::vector<RunResult> rs;
+    for (size_t i : g) rs.push_back(loaded[i].result);
+    std::stable_sort(rs.begin(), rs.end(), [](auto& a, auto& b) { return a.samples_per_s < b.samples_per_s; });
+    size_t mid = (rs.size() - 1) / 2;
+    RunResult rep = rs[mid];
+    if (rs.size() > 1) {
+      std::vector<double> tp, per;
+      for (auto& r : rs) tp.push_back(r.samples_per_s), per.push_back(r.samples_per_s_per_device);
+      rep.samples_per_s = median(tp);
+      rep.samples_per_s_per_device = median(per);
+    }
+    size_t origin = g[0];
+    for (size_t i : g)
+      if (same_run(loaded[i].result, rs[mid])) origin = i;
+    runs.push_back({rep, loaded[origin].origin});
+    group_runs.push_back(std::move(rs));
+  }
+  auto group_of = [&](const RunResult& r) -> std::optional<size_t> {
+    for (size_t g = 0; g < group_runs.size(); ++g)
+      for (auto& m : group_runs[g])
+        if (same_run(m, r)) return g;
+    return std::nullopt;
+  };
+  // The baseline chosen among single runs stands for its configuration's row.
+  std::optional<RunResult> baseline = chosen;
+  if (chosen)
+    if (auto g = group_of(*chosen)) baseline = runs[*g].result;
   out.baseline = baseline;
   std::vector<RunResult> results;
   for (auto& lr : runs) results.push_back(lr.result);
   // The choice depends on the device alone, and costs runs² comparisons.
   std::map<std::pair<std::string, std::string>, std::optional<size_t>> device_baseline;
-  for (auto& lr : runs) {
+  for (size_t gi = 0; gi < runs.size(); ++gi) {
+    const auto& lr = runs[gi];
     ComparisonRow row;
     row.run = lr.result;
+    row.repeats = group_runs[gi];
     row.origin = lr.origin.string();
     const RunResult& r = row.run;
     if (baseline) {
@@ -146,6 +274,8 @@ Comparison compare(const std::vector<LoadedRun>& runs, const std::optional<RunRe
         if (it->second) row.baseline = results[*it->second];
       }
     }
+    auto tp = throughputs(row.repeats);
+    if (r.status == "ok" && !tp.empty()) row.throughput_ci = median_interval(tp);
     if (row.baseline && r.status == "ok") {
       const RunResult& b = *row.baseline;
       row.is_baseline = same_run(r, b);
@@ -161,6 +291,14 @@ Comparison compare(const std::vector<LoadedRun>& runs, const std::optional<RunRe
       if (row.strong_mismatch.empty()) {
         row.speedup = *ratio;
         row.efficiency = *ratio / scale;
+        auto bg = group_of(b);
+        auto tb = bg ? throughputs(group_runs[*bg]) : std::vector<double>{};
+        if (!row.is_baseline && !tp.empty() && !tb.empty()) {
+          row.speedup_ci = ratio_interval(tp, tb);
+          Interval e = *row.speedup_ci;
+          e.point /= scale, e.lo /= scale, e.hi /= scale;
+          row.efficiency_ci = e;
+        }
       }
       if (row.weak_mismatch.empty()) {
         if (r.samples_per_s_per_device > 0 && b.samples_per_s_per_device > 0)
@@ -185,6 +323,7 @@ Comparison compare(const std::vector<LoadedRun>& runs, const std::optional<RunRe
     if (std::none_of(listed.begin(), listed.end(), [&](auto& b) { return same_run(b, *row.baseline); }))
       listed.push_back(*row.baseline);
   }
+  out.verdicts = verdicts(out.rows);
   for (auto& row : out.rows)
     if (!row.strong_mismatch.empty())
       out.warnings.push_back(fmt::format("{}: no speedup against baseline {}: {}", row.run.run_id,

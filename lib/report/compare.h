@@ -16,11 +16,21 @@
 
 #include "report/result_reader.h"
 #include "report/run_result.h"
+#include "report/stats.h"
 
 namespace hpcbench::report {
 
+// Runs of one configuration (strategy and options, shape, device, precision,
+// model, sequence length, data, batch) form one row: `run` is the repeat of
+// median throughput with the group's median throughput in samples_per_s
+// (and per device), so every figure divides medians.
 struct ComparisonRow {
   RunResult run;
+  // Every status-ok run of the configuration, by throughput (just `run` for
+  // one run or a run that is not ok).
+  std::vector<RunResult> repeats;
+  // Bootstrap intervals (stats.h; n == 1: one run, no interval).
+  std::optional<Interval> throughput_ci, speedup_ci, efficiency_ci;
   std::string origin;  // file it was read from
   std::string source;  // for published figures: where they come from
   // What this row is divided by: Comparison::baseline, or for a run on
@@ -36,10 +46,27 @@ struct ComparisonRow {
   std::string weak_mismatch;    // why weak efficiency and memory are n/c
 };
 
+// Two rows doing the same work (strongly comparable: speedup rules) against
+// each other, on the same or different numbers of devices (a row against its
+// baseline is the speedup's verdict): `faster` has the higher median
+// throughput; significant when the
+// 95 % bootstrap interval of the ratio excludes 1 (both rows need two runs
+// or more). Mann-Whitney's p-value is shown beside it.
+inline constexpr size_t kMinRunsForVerdict = 3;
+struct Verdict {
+  std::string faster, slower;  // row names (row_name)
+  int64_t devices = 0, slower_devices = 0;  // faster's, slower's
+  size_t faster_runs = 0, slower_runs = 0;
+  Interval ratio;  // faster's throughput / slower's
+  RankTest rank;
+  bool significant = false;
+};
+
 struct Comparison {
   std::optional<RunResult> baseline;  // the one chosen (auto or --baseline)
   std::vector<RunResult> device_baselines;  // the other devices' baselines some rows use, in row order
   std::vector<ComparisonRow> rows;  // by strategy, then world size
+  std::vector<Verdict> verdicts;  // by devices, then faster first
   std::vector<std::string> warnings;
   // What a reader must know to read the table right (not a problem with it).
   std::vector<std::string> notes;
@@ -59,6 +86,16 @@ bool same_device(const RunResult& a, const RunResult& b);
 // inverse ratio of training times when both processed the same samples
 // (published figures often give only a time for a fixed number of epochs).
 std::optional<double> throughput_ratio(const RunResult& run, const RunResult& base);
+
+// The configuration that makes runs repeats of each other (the row key).
+std::string configuration_key(const RunResult& r);
+// A row's name: its runs' repeat_group where they share one, else the run
+// id (with "+N" for N more runs).
+std::string row_name(const ComparisonRow& row);
+// Rows whose configuration ran more than once.
+bool has_repeats(const Comparison& c);
+// "ddp > fsdp = zero" per shape: ">" only where significant.
+std::vector<std::string> ranking_lines(const Comparison& c);
 
 // spec "auto": the status-ok run with world size 1 and strategy baseline
 // that the most runs compare with (same model, precision, sequence length

@@ -15,6 +15,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "report/report_tables.h"
 
 namespace hpcbench::report {
 
@@ -24,6 +25,7 @@ namespace {
 
 constexpr const char* kData = "plot-data.dat";
 constexpr const char* kScript = "plots.gp";
+constexpr const char* kSteps = "plot-steps.dat";
 
 // The rows that can be drawn, one series per strategy in table order; a
 // strategy run at several global batches or precisions (a strong- and a
@@ -76,16 +78,29 @@ struct PlotSpec {
   const char* ylabel;
   int column;
   const char* ideal;  // gnuplot expression of the ideal line, or nullptr
+  const char* using_;  // gnuplot columns: x, y and, for error bars, low and high
+  const char* style;
 };
 
+// Throughput, speedup and efficiency carry their bootstrap intervals as
+// error bars (zero-length where a configuration ran once).
 const std::vector<PlotSpec>& specs() {
   static const std::vector<PlotSpec> s = {
-      {"throughput", "Training throughput", "sequences / s", 2, nullptr},
-      {"speedup", "Speedup over the baseline (same samples)", "speedup (x)", 3, "x / base_gpus"},
-      {"efficiency", "Strong-scaling efficiency", "efficiency (%)", 4, "100"},
-      {"memory", "Peak memory per GPU", "MiB", 5, nullptr},
+      {"throughput", "Training throughput (median, 95 % interval)", "sequences / s", 2, nullptr, "1:2:10:11",
+       "yerrorlines"},
+      {"speedup", "Speedup over the baseline (same samples; median, 95 % interval)", "speedup (x)", 3,
+       "x / base_gpus", "1:3:6:7", "yerrorlines"},
+      {"efficiency", "Strong-scaling efficiency (median, 95 % interval)", "efficiency (%)", 4, "100", "1:4:8:9",
+       "yerrorlines"},
+      {"memory", "Peak memory per device", "MiB", 5, nullptr, "1:5", "linespoints"},
   };
   return s;
+}
+
+std::string bounds(const std::optional<double>& point, const std::optional<Interval>& iv, double scale) {
+  if (!point) return "NaN NaN";
+  if (!iv || !iv->has_interval()) return fmt::format("{:.6g} {:.6g}", *point * scale, *point * scale);
+  return fmt::format("{:.6g} {:.6g}", iv->lo * scale, iv->hi * scale);
 }
 
 }  // namespace
@@ -94,18 +109,79 @@ std::string plot_data(const Comparison& c) {
   std::string out;
   for (auto& [strategy, rows] : series(c)) {
     // One gnuplot data block per strategy, selected with `index`.
-    out += fmt::format("# {}\n# gpus samples_per_s speedup efficiency_pct memory_mib\n", strategy);
+    out += fmt::format("# {}\n# devices samples_per_s speedup efficiency_pct memory_mib speedup_lo speedup_hi "
+                       "efficiency_lo efficiency_hi samples_per_s_lo samples_per_s_hi\n",
+                       strategy);
     for (auto* row : rows) {
       const RunResult& r = row->run;
       std::optional<double> mem;
       if (r.peak_memory_bytes > 0) mem = static_cast<double>(r.peak_memory_bytes) / (1024.0 * 1024.0);
-      out += fmt::format("{} {:.6g} {} {} {}\n", devices(r), r.samples_per_s, value(row->speedup),
-                         value(row->efficiency, 100), value(mem));
+      out += fmt::format("{} {:.6g} {} {} {} {} {} {}\n", devices(r), r.samples_per_s, value(row->speedup),
+                         value(row->efficiency, 100), value(mem), bounds(row->speedup, row->speedup_ci, 1),
+                         bounds(row->efficiency, row->efficiency_ci, 100),
+                         bounds(r.samples_per_s, row->throughput_ci, 1));
     }
     out += "\n\n";
   }
   return out;
 }
+
+std::string step_plot_data(const Comparison& c, const std::map<std::string, StepSeries>& steps) {
+  std::string out;
+  for (auto& row : c.rows) {
+    auto it = steps.find(row.run.run_id);
+    if (row.run.status != "ok" || it == steps.end() || it->second.step.empty()) continue;
+    out += fmt::format("# {}\n# step loss ms\n", row_name(row));
+    const auto& st = it->second;
+    for (size_t i = 0; i < st.step.size(); ++i)
+      out += fmt::format("{} {:.6g} {:.6g}\n", st.step[i], st.loss.at(i), st.ms.at(i));
+    out += "\n\n";
+  }
+  return out;
+}
+
+namespace {
+
+// Loss and step time against the step, one curve per row: the same model
+// trained the same way lies on one loss curve; warm-up and stragglers show in
+// the step times.
+std::string step_plot_script(const Comparison& c, const std::map<std::string, StepSeries>& steps,
+                             std::vector<std::string>& names) {
+  std::vector<std::string> labels;
+  for (auto& row : c.rows) {
+    auto it = steps.find(row.run.run_id);
+    if (row.run.status == "ok" && it != steps.end() && !it->second.step.empty()) labels.push_back(row_name(row));
+  }
+  if (labels.empty()) return "";
+  std::ostringstream s;
+  s << "unset logscale x\nunset logscale y\nset xtics autofreq\nset xrange [*:*]\nset yrange [*:*]\n"
+       "set xlabel 'optimizer step'\n";
+  struct Spec {
+    const char *name, *title, *ylabel;
+    int column;
+  };
+  for (auto spec : {Spec{"loss", "Training loss (median repeat of each row)", "loss", 2},
+                    Spec{"step_time", "Step time (median repeat of each row, warm-up steps included)", "ms", 3}}) {
+    names.push_back(spec.name);
+    std::string plot = "plot ";
+    for (size_t i = 0; i < labels.size(); ++i)
+      plot += fmt::format("'{}' index {} using 1:{} with lines lw 2 title '{}', ", kSteps, i, spec.column, labels[i]);
+    plot.resize(plot.size() - 2);
+    for (const char* term : {"png", "svg"}) {
+      if (std::string(term) == "png")
+        s << "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
+             "  set terminal pngcairo size 960,540 font 'sans,11'\n"
+             "} else {\n  set terminal png size 960,540\n}\n";
+      else
+        s << "set terminal svg size 960,540 dynamic font 'sans,11'\n";
+      s << fmt::format("set output '.{}.{}.partial'\nset title '{}'\nset ylabel '{}'\n{}\nunset output\n",
+                       spec.name, term, spec.title, spec.ylabel, plot);
+    }
+  }
+  return s.str();
+}
+
+}  // namespace
 
 std::string plot_script(const Comparison& c, std::vector<std::string>& names) {
   auto ser = series(c);
@@ -120,13 +196,15 @@ std::string plot_script(const Comparison& c, std::vector<std::string>& names) {
   double efficiency_top = 110;
   for (auto& [st, rows] : ser)
     for (auto* row : rows)
-      if (row->efficiency) efficiency_top = std::max(efficiency_top, *row->efficiency * 110);
+      if (row->efficiency)
+        efficiency_top = std::max(efficiency_top, (row->efficiency_ci ? row->efficiency_ci->hi : *row->efficiency) * 110);
 
   std::ostringstream s;
   s << "# Written by hpcbench report; run `gnuplot plots.gp` in this folder to redraw.\n"
     << "# The outputs go to hidden names first: hpcbench renames them once all are drawn.\n"
     << fmt::format("base_gpus = {}\n", base_gpus)
-    << "set datafile missing 'NaN'\nset grid\nset key outside right top box\nset xlabel 'GPUs'\n"
+    << fmt::format("set datafile missing 'NaN'\nset grid\nset key outside right top box\nset xlabel '{}'\n",
+                   device_word(c))
     // Colours that stay apart for colour-blind readers and on paper.
     << "set linetype 1 lc rgb '#0072B2' pt 7\nset linetype 2 lc rgb '#D55E00' pt 5\n"
     << "set linetype 3 lc rgb '#009E73' pt 9\nset linetype 4 lc rgb '#CC79A7' pt 11\n"
@@ -152,7 +230,7 @@ std::string plot_script(const Comparison& c, std::vector<std::string>& names) {
     names.push_back(spec.name);
     std::string plot = "plot ";
     for (size_t i = 0; i < ser.size(); ++i)
-      plot += fmt::format("'{}' index {} using 1:{} with linespoints lw 2 title '{}', ", kData, i, spec.column,
+      plot += fmt::format("'{}' index {} using {} with {} lw 2 title '{}', ", kData, i, spec.using_, spec.style,
                           ser[i].first);
     if (spec.ideal) plot += fmt::format("{} with lines dt 2 lw 1.5 lc rgb 'black' title 'ideal', ", spec.ideal);
     plot.resize(plot.size() - 2);
@@ -169,8 +247,10 @@ std::string plot_script(const Comparison& c, std::vector<std::string>& names) {
              "} else {\n  set terminal png size 960,540\n}\n";
       else
         s << "set terminal svg size 960,540 dynamic font 'sans,11'\n";
+      std::string title = spec.title;
+      if (spec.column == 5) title = device_word(c) == "GPUs" ? "Peak memory per GPU" : "Peak memory per device";
       s << fmt::format("set output '.{}.{}.partial'\nset title '{}'\nset ylabel '{}'\n{}\nunset output\n",
-                       spec.name, term, spec.title, spec.ylabel, plot);
+                       spec.name, term, title, spec.ylabel, plot);
     }
   }
   return s.str();
@@ -213,7 +293,8 @@ int run_in(const std::string& program, const fs::path& dir, const fs::path& log,
 
 }  // namespace
 
-PlotOutcome write_plots(const Comparison& c, const fs::path& dir, const std::string& gnuplot) {
+PlotOutcome write_plots(const Comparison& c, const fs::path& dir, const std::string& gnuplot,
+                        const std::map<std::string, StepSeries>& steps) {
   PlotOutcome out;
   std::vector<std::string> names;
   std::string script = plot_script(c, names);
@@ -221,7 +302,9 @@ PlotOutcome write_plots(const Comparison& c, const fs::path& dir, const std::str
     out.warnings.push_back("no plots: no run with status ok and a throughput");
     return out;
   }
+  script += step_plot_script(c, steps, names);
   write_file_atomic(dir / kData, plot_data(c));
+  if (auto data = step_plot_data(c, steps); !data.empty()) write_file_atomic(dir / kSteps, data);
   write_file_atomic(dir / kScript, script);
   std::string program = find_program(gnuplot);
   if (program.empty()) {

@@ -1,6 +1,9 @@
 #include "report/report_tables.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 namespace hpcbench::report {
 
@@ -40,39 +43,99 @@ bool any_sampled(const Comparison& c) {
   return false;
 }
 std::string sampled(double v, const char* format) { return v >= 0 ? fmt::format(fmt::runtime(format), v) : "-"; }
+// An interval's bound; "" without an interval (one run, not computed).
+std::string bound(const std::optional<Interval>& iv, double Interval::*which) {
+  return iv && iv->has_interval() ? fmt::format("{:.6g}", (*iv).*which) : "";
+}
 
 std::string device_text(const RunResult& r) {
   std::string type = r.device.empty() ? "?" : r.device;
   return r.device_name.empty() ? type : type + " " + r.device_name;
 }
 
+// A figure with its interval where the report has repeats: "1.20 [1.10, 1.31]",
+// "1.20 (1 run)" for a configuration run once.
+std::string with_interval(const Comparison& c, std::string cell, const std::optional<Interval>& iv, double scale,
+                          const char* format) {
+  if (!has_repeats(c) || !iv || cell == "-" || cell == "n/c") return cell;
+  if (!iv->has_interval()) return cell + " (1 run)";
+  return fmt::format("{} [{}, {}]", cell, fmt::format(fmt::runtime(format), iv->lo * scale),
+                     fmt::format(fmt::runtime(format), iv->hi * scale));
+}
+
+// Evaluation's own clock, all of its parts; -1 where there was none.
+double eval_seconds(const RunResult& r) {
+  if (r.eval_forward_s < 0) return -1;
+  return std::max(0.0, r.eval_load_s) + r.eval_forward_s + std::max(0.0, r.eval_postprocess_s) +
+         std::max(0.0, r.eval_metric_s);
+}
+
+std::string score(double v) { return v >= 0 ? fmt::format("{:.2f}", v) : "-"; }
+
+// Leaves out the numeric columns with no figure in any row.
+void drop_empty_columns(Table& t, size_t from) {
+  for (size_t col = t.columns.size(); col-- > from;) {
+    if (!t.columns[col].numeric) continue;
+    bool empty = std::all_of(t.rows.begin(), t.rows.end(), [&](auto& row) { return row[col] == "-"; });
+    if (!empty) continue;
+    t.columns.erase(t.columns.begin() + static_cast<std::ptrdiff_t>(col));
+    for (auto& row : t.rows) row.erase(row.begin() + static_cast<std::ptrdiff_t>(col));
+  }
+}
+
 }  // namespace
+
+std::string device_word(const Comparison& c) {
+  bool any = false;
+  for (auto& row : c.rows) {
+    if (row.run.device.empty()) continue;
+    any = true;
+    if (row.run.device != "cpu") return "GPUs";
+  }
+  return any ? "devices" : "GPUs";
+}
 
 Table comparison_table(const Comparison& c) {
   Table t;
-  t.columns = {{"run", "", false},         {"strategy", "", false},       {"GPUs", "", true},
-               {"global batch", "seq", true}, {"status", "", false},      {"throughput", "seq/s", true},
-               {"per GPU", "seq/s", true},  {"speedup", "x", true},         {"efficiency", "%", true},
-               {"weak scaling", "%", true}, {"memory/GPU", "MiB", true},    {"vs baseline", "x", true},
-               {"model state", "MiB", true}};
+  const std::string word = device_word(c);
+  const std::string one = word == "GPUs" ? "GPU" : "device";
+  const bool repeats = has_repeats(c);
+  t.columns = {{"run", "", false},         {"strategy", "", false},       {word, "", true},
+               {"global batch", "seq", true}, {"status", "", false}};
+  if (repeats) t.columns.push_back({"runs", "", true});
+  size_t figures_from = t.columns.size();
+  for (TableColumn col : std::vector<TableColumn>{
+           {"throughput", "seq/s", true}, {"per " + one, "seq/s", true}, {"speedup", "x", true},
+           {"efficiency", "%", true}, {"weak scaling", "%", true}, {"memory/" + one, "MiB", true},
+           {"vs baseline", "x", true}, {"model state", "MiB", true}, {"step p90", "ms", true},
+           {"comm", "ms", true}, {"exposed comm", "ms", true}, {"MFU", "%", true}, {"eval", "s", true},
+           {"EM", "%", true}, {"F1", "%", true}})
+    t.columns.push_back(col);
   for (auto& row : c.rows) {
     const RunResult& r = row.run;
     bool ok = r.status == "ok";
-    t.rows.push_back({
-        r.run_id,
-        r.strategy,
-        std::to_string(devices(r)),
-        r.global_batch > 0 ? std::to_string(r.global_batch) : "-",
-        r.status,
-        ok ? positive(r.samples_per_s, 1, "{:.2f}") : "-",
-        ok ? positive(r.samples_per_s_per_device, 1, "{:.2f}") : "-",
-        figure(c, row, row.speedup, 1, "{:.2f}"),
-        figure(c, row, row.efficiency, 100, "{:.1f}"),
-        figure(c, row, row.weak_efficiency, 100, "{:.1f}"),
-        ok ? positive(static_cast<double>(r.peak_memory_bytes), kMiB, "{:.1f}") : "-",
-        figure(c, row, row.memory_ratio, 1, "{:.2f}"),
-        ok ? positive(static_cast<double>(r.model_state_bytes), kMiB, "{:.1f}") : "-",
-    });
+    std::vector<std::string> cells = {row_name(row), r.strategy, std::to_string(devices(r)),
+                                      r.global_batch > 0 ? std::to_string(r.global_batch) : "-", r.status};
+    if (repeats) cells.push_back(std::to_string(row.repeats.size()));
+    for (auto& cell : std::vector<std::string>{
+             with_interval(c, ok ? positive(r.samples_per_s, 1, "{:.2f}") : "-", row.throughput_ci, 1, "{:.2f}"),
+             ok ? positive(r.samples_per_s_per_device, 1, "{:.2f}") : "-",
+             with_interval(c, figure(c, row, row.speedup, 1, "{:.2f}"), row.speedup_ci, 1, "{:.2f}"),
+             with_interval(c, figure(c, row, row.efficiency, 100, "{:.1f}"), row.efficiency_ci, 100, "{:.1f}"),
+             figure(c, row, row.weak_efficiency, 100, "{:.1f}"),
+             ok ? positive(static_cast<double>(r.peak_memory_bytes), kMiB, "{:.1f}") : "-",
+             figure(c, row, row.memory_ratio, 1, "{:.2f}"),
+             ok ? positive(static_cast<double>(r.model_state_bytes), kMiB, "{:.1f}") : "-",
+             ok ? positive(r.step_ms_p90, 1, "{:.2f}") : "-",
+             ok ? positive(r.comm_ms, 1, "{:.2f}") : "-",
+             ok && r.comm_ms > 0 ? fmt::format("{:.2f}", r.comm_exposed_ms) : "-",
+             ok ? positive(r.mfu, 0.01, "{:.1f}") : "-",
+             ok && eval_seconds(r) >= 0 ? fmt::format("{:.2f}", eval_seconds(r)) : "-",
+             ok ? score(r.exact_match) : "-",
+             ok ? score(r.f1) : "-",
+         })
+      cells.push_back(cell);
+    t.rows.push_back(std::move(cells));
     if (!c.device_baselines.empty()) t.rows.back().push_back(row.baseline ? row.baseline->run_id : "-");
     if (any_sampled(c)) {
       t.rows.back().push_back(ok && r.utilisation_mean_percent >= 0
@@ -86,6 +149,7 @@ Table comparison_table(const Comparison& c) {
     t.columns.push_back({"utilisation", "%", true});
     t.columns.push_back({"samples/kJ", "seq/kJ", true});
   }
+  drop_empty_columns(t, figures_from);
   return t;
 }
 
@@ -94,7 +158,9 @@ Table comparison_csv_table(const Comparison& c) {
   for (const char* name : {"run_id", "strategy", "devices", "global_batch", "status", "samples_per_s",
                            "samples_per_s_per_device", "speedup", "efficiency", "weak_scaling_efficiency",
                            "peak_memory_bytes", "memory_ratio", "model_state_bytes", "baseline_run_id",
-                           "not_comparable"})
+                           "not_comparable", "runs", "samples_per_s_lo", "samples_per_s_hi", "speedup_lo",
+                           "speedup_hi", "efficiency_lo", "efficiency_hi", "step_ms_p90", "comm_ms",
+                           "comm_exposed_ms", "mfu", "exact_match", "f1"})
     t.columns.push_back({name, "", false});
   for (auto& row : c.rows) {
     const RunResult& r = row.run;
@@ -115,6 +181,19 @@ Table comparison_csv_table(const Comparison& c) {
         ok ? measured_csv(r.model_state_bytes) : "",
         row.baseline ? row.baseline->run_id : "",
         has_figures(c, row) ? row.strong_mismatch : "",
+        std::to_string(row.repeats.size()),
+        bound(row.throughput_ci, &Interval::lo),
+        bound(row.throughput_ci, &Interval::hi),
+        bound(row.speedup_ci, &Interval::lo),
+        bound(row.speedup_ci, &Interval::hi),
+        bound(row.efficiency_ci, &Interval::lo),
+        bound(row.efficiency_ci, &Interval::hi),
+        ok ? measured_csv(r.step_ms_p90) : "",
+        ok ? measured_csv(r.comm_ms) : "",
+        ok && r.comm_ms > 0 ? fmt::format("{:.6g}", r.comm_exposed_ms) : "",
+        ok ? measured_csv(r.mfu) : "",
+        ok && r.exact_match >= 0 ? fmt::format("{:.6g}", r.exact_match) : "",
+        ok && r.f1 >= 0 ? fmt::format("{:.6g}", r.f1) : "",
     });
     if (any_sampled(c)) {
       t.rows.back().push_back(ok && r.utilisation_mean_percent >= 0 ? fmt::format("{:.6g}", r.utilisation_mean_percent) : "");
@@ -157,12 +236,43 @@ Table reference_table(const Comparison& c) {
 std::vector<std::string> baseline_lines(const Comparison& c) {
   if (!c.baseline) return {"baseline: none"};
   auto line = [](const RunResult& b) {
-    return fmt::format("baseline: {} ({}, {} GPU, {}, model {}, {}, seq {}, global batch {}, data {})", b.run_id,
-                       b.strategy, devices(b), device_text(b), b.model, b.precision, b.seq_length,
+    return fmt::format("baseline: {} ({}, {} {}, {}, model {}, {}, seq {}, global batch {}, data {})", b.run_id,
+                       b.strategy, devices(b), b.device == "cpu" ? "device" : "GPU", device_text(b), b.model, b.precision, b.seq_length,
                        b.global_batch, b.data);
   };
   std::vector<std::string> out = {line(*c.baseline)};
   for (auto& b : c.device_baselines) out.push_back(line(b) + ", for the runs on its device");
+  return out;
+}
+
+std::vector<std::string> significance_lines(const Comparison& c) {
+  if (!has_repeats(c)) {
+    if (c.rows.size() < 2) return {};
+    return {"one run per configuration: no intervals and no significance test; repeat the runs "
+            "(`hpcbench run --repeats 3`, `hpcbench sweep --repeats 3`) to tell differences from noise"};
+  }
+  std::vector<std::string> out;
+  for (auto& v : c.verdicts) {
+    auto count = [&](int64_t n) { return fmt::format("{} {}", n, n == 1 ? "device" : "devices"); };
+    std::string head = v.devices == v.slower_devices
+                           ? fmt::format("{}: {} / {} = {:.3f}x", count(v.devices), v.faster, v.slower, v.ratio.point)
+                           : fmt::format("{} ({}) / {} ({}) = {:.3f}x", v.faster, count(v.devices), v.slower,
+                                         count(v.slower_devices), v.ratio.point);
+    if (!v.ratio.has_interval()) {
+      out.push_back(head + ": one run on a side, no verdict (repeat it)");
+      continue;
+    }
+    if (!v.significant && v.ratio.lo > 1 && std::min(v.faster_runs, v.slower_runs) < kMinRunsForVerdict) {
+      out.push_back(fmt::format("{} [{:.3f}, {:.3f}]: {} run(s) on a side, too few for a verdict (3 or more)", head,
+                                v.ratio.lo, v.ratio.hi, std::min(v.faster_runs, v.slower_runs)));
+      continue;
+    }
+    out.push_back(fmt::format("{} [{:.3f}, {:.3f}], Mann-Whitney p = {:.3g}: {}", head, v.ratio.lo, v.ratio.hi,
+                              v.rank.p,
+                              v.significant ? fmt::format("significant at 5 %, {} is faster", v.faster)
+                                            : "not significant at 5 %, not ranked"));
+  }
+  for (auto& line : ranking_lines(c)) out.push_back("ranking, " + line);
   return out;
 }
 
@@ -173,6 +283,9 @@ std::string terminal_report(const Comparison& c, const std::vector<ReferenceSet>
     if (!c.warnings.empty() || !c.notes.empty()) out += "\n";
     for (auto& w : c.warnings) out += "warning: " + w + "\n";
     for (auto& n : c.notes) out += "note: " + n + "\n";
+    auto sig = significance_lines(c);
+    if (!sig.empty()) out += "\n";
+    for (auto& line : sig) out += "significance: " + line + "\n";
   }
   for (auto& ref : references) {
     if (!out.empty()) out += "\n";
@@ -189,9 +302,15 @@ std::string markdown_report(const Comparison& c, const std::vector<ReferenceSet>
   std::string out = "# hpcbench report\n\n";
   if (c.rows.empty()) out += "No measured runs.\n";
   else out += fmt::format("{}\n\n", fmt::join(baseline_lines(c), "\n\n"));
-  if (!c.rows.empty()) out += "Speedup: baseline time / time for the same samples; efficiency: speedup / GPUs relative to the "
-         "baseline (strong scaling); weak scaling: throughput per GPU / the baseline's. n/c: not comparable "
-         "with the baseline (see the warnings).\n\n";
+  if (!c.rows.empty())
+    out += fmt::format("Speedup: baseline time / time for the same samples; efficiency: speedup / {0} relative to the "
+                       "baseline (strong scaling); weak scaling: throughput per {1} / the baseline's. n/c: not "
+                       "comparable with the baseline (see the warnings).\n\n",
+                       device_word(c), device_word(c) == "GPUs" ? "GPU" : "device");
+  if (has_repeats(c))
+    out += "Runs of the same configuration form one row: throughput is their median, speedup and efficiency "
+           "the ratio of medians; brackets hold the 95 % bootstrap interval (10000 resamples, fixed seed), "
+           "\"1 run\" where a configuration ran once.\n\n";
   if (!c.device_baselines.empty())
     out += "Runs on another device than the first baseline are divided by the baseline of their own device "
            "(column baseline).\n\n";
@@ -203,6 +322,11 @@ std::string markdown_report(const Comparison& c, const std::vector<ReferenceSet>
   if (!c.notes.empty()) {
     out += "\nNotes:\n\n";
     for (auto& n : c.notes) out += "- " + n + "\n";
+  }
+  if (auto sig = significance_lines(c); !sig.empty()) {
+    out += "\nSignificance (the throughput ratio's 95 % bootstrap interval excludes 1; `>` ranks, `~` does "
+           "not):\n\n";
+    for (auto& line : sig) out += "- " + line + "\n";
   }
   if (!plots.empty()) {
     out += "\n## Plots\n\n";

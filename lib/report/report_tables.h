@@ -11,6 +11,10 @@
 
 namespace hpcbench::report {
 
+// "GPUs" when any row ran on an accelerator (or none states its device),
+// "devices" when every run was on CPU.
+std::string device_word(const Comparison& c);
+
 // Human cells: rounded, memory in MiB, efficiencies in percent, "n/c" where
 // the run does not compare with the baseline, "-" where there is no figure
 // (status not ok, no baseline, not measured). With baselines for several

@@ -16,6 +16,8 @@ const std::vector<Column>& columns() {
       {"git_commit", "", &R::git_commit},
       {"hosts", "", &R::hosts},
       {"slurm_job_id", "", &R::slurm_job_id},
+      {"repeat_group", "", &R::repeat_group},
+      {"repeat_index", "", &R::repeat_index},
       {"strategy", "", &R::strategy},
       {"strategy_options", "", &R::strategy_options},
       {"nodes", "", &R::nodes},

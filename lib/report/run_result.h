@@ -12,7 +12,7 @@
 
 namespace hpcbench::report {
 
-inline constexpr int kSchemaVersion = 2;  // 2: the device sampler's columns (utilisation_*, power, energy)
+inline constexpr int kSchemaVersion = 2;  // 2: repeat_group/repeat_index, the device sampler's columns (utilisation_*, power, energy)
 
 struct RunResult {
   // identity
@@ -23,6 +23,11 @@ struct RunResult {
   std::string git_commit;
   std::string hosts;  // space-separated, rank order
   std::string slurm_job_id;
+  // Repeats of one configuration (`run --repeats`, `sweep --repeats`) share
+  // the group; the report groups runs by configuration, this says which
+  // invocation they came from. "" and 0 for a single run (schema < 2 too).
+  std::string repeat_group;
+  int64_t repeat_index = 0;  // 1..N
   // set-up
   std::string strategy;
   std::string strategy_options;

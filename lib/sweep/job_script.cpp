@@ -68,6 +68,10 @@ std::string render_job_script(const SweepOptions& opts, const SweepJob& job,
   std::vector<std::string> cmd = {"srun", "\"${srun_opts[@]}\"", opts.hpcbench.string(), "run",
                                   "--strategy", job.strategy, "--results-dir",
                                   (sweep_dir / "runs").string(), "--run-name", job.name};
+  if (job.repeat_index > 0)
+    for (auto& a : {std::string("--repeat-group"), job.repeat_group, std::string("--repeat-index"),
+                    std::to_string(job.repeat_index)})
+      cmd.push_back(a);
   if (opts.cpu) {
     cmd.push_back("--device");
     cmd.push_back("cpu");

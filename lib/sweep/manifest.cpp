@@ -25,6 +25,8 @@ nlohmann::ordered_json job_json(const SweepJob& j) {
           {"script", j.script.string()},
           {"run_dir", j.run_dir.string()},
           {"log", j.log},
+          {"repeat_group", j.repeat_group},
+          {"repeat_index", j.repeat_index},
           {"job_id", j.job_id ? nlohmann::ordered_json(*j.job_id) : nlohmann::ordered_json(nullptr)},
           {"state", j.state},
           {"submit_error", j.submit_error}};
@@ -88,6 +90,8 @@ Sweep read_manifest(const fs::path& dir) {
       job.script = jj.at("script").get<std::string>();
       job.run_dir = jj.at("run_dir").get<std::string>();
       job.log = jj.at("log");
+      job.repeat_group = jj.value("repeat_group", "");
+      job.repeat_index = jj.value("repeat_index", 0);
       if (!jj.at("job_id").is_null()) job.job_id = jj.at("job_id").get<std::string>();
       job.state = jj.at("state");
       job.submit_error = jj.value("submit_error", "");

@@ -18,7 +18,8 @@ const std::vector<std::string> kKnownStrategies(strategies::kStrategyNames.begin
 
 // Flags that the sweep sets for every job; repeating them would make the run
 // folder land somewhere the manifest does not say.
-const std::vector<std::string> kOwnedRunFlags = {"--strategy", "--results-dir", "--run-name", "--device"};
+const std::vector<std::string> kOwnedRunFlags = {"--strategy", "--results-dir", "--run-name", "--device",
+                                                 "--repeats", "--repeat-group", "--repeat-index"};
 
 }  // namespace
 
@@ -61,6 +62,7 @@ std::vector<SweepJob> plan_jobs(const SweepOptions& opts) {
         fail("'{}' after '--': the sweep sets {} itself for every job (use --strategies, --out or --cpu)",
              a, owned);
 
+  if (opts.repeats < 1) fail("--repeats {}: must be at least 1", opts.repeats);
   if (opts.global_batch < 0) fail("--global-batch {}: must be positive", opts.global_batch);
   if (opts.global_batch > 0)
     for (const auto& a : opts.run_args)
@@ -85,6 +87,21 @@ std::vector<SweepJob> plan_jobs(const SweepOptions& opts) {
     if (s == "baseline") continue;
     for (int n : opts.nodes)
       for (int g : opts.gpus_per_node) jobs.push_back(make(s, n, g));
+  }
+  if (opts.repeats > 1) {
+    std::vector<SweepJob> repeated;
+    for (const auto& j : jobs)
+      for (int i = 1; i <= opts.repeats; ++i) {
+        SweepJob r = j;
+        r.repeat_group = j.name;
+        r.repeat_index = i;
+        r.name = fmt::format("{}-r{}", j.name, i);
+        r.script = std::filesystem::path("jobs") / (r.name + ".sbatch");
+        r.run_dir = std::filesystem::path("runs") / r.name;
+        r.log = fmt::format("logs/{}-%j.out", r.name);
+        repeated.push_back(std::move(r));
+      }
+    jobs = std::move(repeated);
   }
   if (opts.global_batch > 0)
     for (const auto& j : jobs)

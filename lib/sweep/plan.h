@@ -27,6 +27,9 @@ struct SweepOptions {
   // set to it divided by the job's devices), so that the baseline and the
   // strategies are comparable as strong scaling (speedup, efficiency).
   int global_batch = 0;
+  // > 1: every configuration is N jobs, <name>-r1 ... -rN, so that repeats
+  // land on different nodes and times, as a user's would.
+  int repeats = 1;
 };
 
 struct SweepJob {
@@ -35,6 +38,8 @@ struct SweepJob {
   int nodes = 1;
   int gpus_per_node = 1;
   int world_size() const { return nodes * gpus_per_node; }
+  std::string repeat_group;  // the configuration's name when repeated, else ""
+  int repeat_index = 0;      // 1..N when repeated
   // Relative to the sweep folder.
   std::filesystem::path script;   // jobs/<name>.sbatch
   std::filesystem::path run_dir;  // runs/<name>

@@ -155,7 +155,7 @@ TEST_CASE("baseline, ddp on 2 ranks and dp on 2 replicas: the report over their 
   auto text = test::run_command(bin() + " report " + results.string());
   INFO(text.output);
   REQUIRE(text.exit_code == 0);
-  CHECK(text.output.find("baseline: base (baseline, 1 GPU") != std::string::npos);
+  CHECK(text.output.find("baseline: base (baseline, 1 device, cpu") != std::string::npos);
   CHECK(text.output.find("dp2-b6: no speedup against baseline base: global batch 12 vs baseline 8") !=
         std::string::npos);
 }

@@ -211,7 +211,7 @@ TEST_CASE("CLI: runs on another device type or GPU model are shown with the reas
 
   auto csv = run_report(dir, "'" + runs.string() + "' --format csv");
   CHECK(csv.out.find("\nddp-cpu,ddp,2,8,ok,37,18.5,n/c,n/c,n/c,402653184,n/c,67108864,base-a100,device cpu vs "
-                     "baseline cuda\n") != std::string::npos);
+                     "baseline cuda,1,") != std::string::npos);
 
   // A CPU baseline in the same folder serves the CPU run (37/s over 20/s);
   // the GPU runs keep theirs, and the H100 run, with no baseline of its own,
@@ -224,7 +224,7 @@ TEST_CASE("CLI: runs on another device type or GPU model are shown with the reas
   REQUIRE(both.rc == 0);
   INFO(both.out);
   CHECK(both.out.find("baseline: base-a100 (") != std::string::npos);
-  CHECK(both.out.find(fmt::format("baseline: base-cpu (baseline, 1 GPU, cpu {}, model", kXeon)) != std::string::npos);
+  CHECK(both.out.find(fmt::format("baseline: base-cpu (baseline, 1 device, cpu {}, model", kXeon)) != std::string::npos);
   CHECK(both.out.find("for the runs on its device") != std::string::npos);
   auto cpu_line = table_line(both.out, "ddp-cpu");
   CHECK(cpu_line.find(" 1.85 ") != std::string::npos);

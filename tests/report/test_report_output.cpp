@@ -1,6 +1,7 @@
 #include "test_catch.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -22,6 +23,9 @@ namespace {
 // mismatch the failure shows `diff -u expected actual`.
 void check_snapshot(const std::string& name, const std::string& actual) {
   auto expected_path = test::source_dir() / "tests/report/snapshots" / name;
+  // HPCBENCH_UPDATE_SNAPSHOTS=1 rewrites the files (review the diff in git).
+  if (const char* u = std::getenv("HPCBENCH_UPDATE_SNAPSHOTS"); u && std::string(u) == "1")
+    write_file_atomic(expected_path, actual);
   std::string expected = read_file(expected_path);
   if (expected == actual) {
     SUCCEED(name);
@@ -64,13 +68,18 @@ TEST_CASE("plots: each device is its own series, starting at its own baseline") 
   for (auto& r : runs) results.push_back(r.result);
   auto data = report::plot_data(report::compare(runs, results[*report::choose_baseline(results, "auto")]));
   INFO(data);
-  const std::string cols = "# gpus samples_per_s speedup efficiency_pct memory_mib\n";
-  CHECK(data.find(fmt::format("# ddp {}\n{}1 10 1 100 1024\n2 15 1.5 75 600\n", test::kXeon, cols)) !=
-        std::string::npos);
-  CHECK(data.find(fmt::format("# ddp {}\n{}1 100 1 100 512\n2 180 1.8 90 384\n4 300 3 75 328\n", test::kA100,
-                              cols)) != std::string::npos);
+  // Single runs: the error bars' bounds are the points themselves.
+  const std::string cols =
+      "# devices samples_per_s speedup efficiency_pct memory_mib speedup_lo speedup_hi efficiency_lo "
+      "efficiency_hi samples_per_s_lo samples_per_s_hi\n";
+  CHECK(data.find(fmt::format("# ddp {}\n{}1 10 1 100 1024 1 1 100 100 10 10\n2 15 1.5 75 600 1.5 1.5 75 75 15 15\n",
+                              test::kXeon, cols)) != std::string::npos);
+  CHECK(data.find(fmt::format("# ddp {}\n{}1 100 1 100 512 1 1 100 100 100 100\n2 180 1.8 90 384 1.8 1.8 90 90 180 "
+                              "180\n4 300 3 75 328 3 3 75 75 300 300\n",
+                              test::kA100, cols)) != std::string::npos);
   // Refused against the A100 baseline: no line from it, no speedup.
-  CHECK(data.find(fmt::format("# ddp {}\n{}2 400 NaN NaN 300\n", test::kH100, cols)) != std::string::npos);
+  CHECK(data.find(fmt::format("# ddp {}\n{}2 400 NaN NaN 300 NaN NaN NaN NaN 400 400\n", test::kH100, cols)) !=
+        std::string::npos);
 }
 
 TEST_CASE("snapshot: published figures") {

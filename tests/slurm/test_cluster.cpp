@@ -339,3 +339,48 @@ TEST_CASE("a sweep job whose rank 1 is killed ends FAILED; the report marks it f
   CHECK(rows["baseline-1x1"]["status"] == "ok");
   CHECK(rows["ddp-2x1"]["status"] == "failed");
 }
+
+TEST_CASE("a sweep with --repeats 2 of baseline and ddp on 2 nodes: four jobs, and a report of two rows with "
+          "intervals and a verdict",
+          "[sweep_repeats]") {
+  if (!cluster_up()) return;
+  test::TempDir tmp;
+  auto bin = test::hpcbench_bin().string();
+  auto dir = tmp.path / "sweep";
+  auto r = test::sh(bin + " sweep --strategies baseline,ddp --nodes 2 --gpus-per-node 1 --cpu --submit --time 2"
+                    " --global-batch 8 --repeats 2 --out " + dir.string() +
+                    " -- --max-steps 5 --synthetic-samples 64 --max-seq-length 64 --doc-stride 16"
+                    " --timing-warmup-steps 1");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  auto manifest = nlohmann::json::parse(test::slurp(dir / "sweep.json"));
+  REQUIRE(manifest["jobs"].size() == 4);
+  for (auto& job : manifest["jobs"]) {
+    auto id = job["job_id"].get<std::string>();
+    auto state = wait_job(id, 120);
+    auto log_path = dir / std::regex_replace(job["log"].get<std::string>(), std::regex("%j"), id);
+    INFO(job["name"] << " log:\n" << test::slurp(log_path));
+    CHECK(state == "COMPLETED");
+    auto run = nlohmann::json::parse(test::slurp(dir / job["run_dir"].get<std::string>() / "run.json"));
+    CHECK(run["result"]["repeat_group"] == job["repeat_group"]);
+    CHECK(run["result"]["repeat_index"] == job["repeat_index"]);
+  }
+  auto out = tmp.path / "report";
+  auto rep = test::sh(bin + " report " + dir.string() + " --no-plots --out " + out.string());
+  INFO(rep.out);
+  REQUIRE(rep.status == 0);
+  CHECK(rep.out.find("significance: baseline-1x1") != std::string::npos);
+  auto rows = report_rows(bin, dir);
+  REQUIRE(rows.size() == 2);
+  for (auto& [id, row] : rows) {
+    INFO(id);
+    CHECK(row["runs"] == "2");
+    CHECK(row["status"] == "ok");
+    if (row["strategy"] != "ddp") continue;
+    double s = std::stod(row["speedup"]);
+    CHECK(std::stod(row["speedup_lo"]) <= s);
+    CHECK(s <= std::stod(row["speedup_hi"]));
+  }
+  // The report folder keeps what a reviewer reads.
+  std::cout << test::slurp(out / "report.md") << std::endl;
+}

@@ -278,3 +278,35 @@ TEST_CASE("the main job script passes settings and run flags to srun", "[slurm]"
                            Catch::EndsWith("--device cpu --run-name mine"));
   CHECK_THAT(lines[2], !Catch::Contains("zero-2x4-42"));
 }
+
+TEST_CASE("--repeats 2: two jobs per configuration sharing a repeat group, read back from the manifest", "[sweep]") {
+  test::TempDir tmp;
+  auto o = options(tmp.path / "sweep");
+  o.strategies = {"baseline", "ddp"};
+  o.nodes = {2};
+  o.gpus_per_node = {1};
+  o.repeats = 2;
+  auto s = sweep::write_sweep(o);
+  REQUIRE(s.jobs.size() == 4);
+  std::vector<std::string> names;
+  for (const auto& j : s.jobs) names.push_back(j.name);
+  CHECK(names == std::vector<std::string>{"baseline-1x1-r1", "baseline-1x1-r2", "ddp-2x1-r1", "ddp-2x1-r2"});
+  for (const auto& j : s.jobs) {
+    INFO(j.name);
+    auto srun = srun_line(test::slurp(s.dir / j.script));
+    CHECK(srun.find("--run-name " + j.name) != std::string::npos);
+    CHECK(srun.find("--repeat-group " + j.repeat_group + " --repeat-index " + std::to_string(j.repeat_index)) !=
+          std::string::npos);
+    CHECK(j.run_dir == fs::path("runs") / j.name);
+  }
+  auto back = sweep::read_manifest(s.dir);
+  REQUIRE(back.jobs.size() == 4);
+  CHECK(back.jobs[3].repeat_group == "ddp-2x1");
+  CHECK(back.jobs[3].repeat_index == 2);
+  o.repeats = 0;
+  o.out_dir = tmp.path / "other";
+  CHECK_THROWS_WITH(sweep::write_sweep(o), Catch::Contains("--repeats 0: must be at least 1"));
+  o.repeats = 1;
+  o.run_args = {"--repeats", "3"};
+  CHECK_THROWS_WITH(sweep::write_sweep(o), Catch::Contains("the sweep sets --repeats itself"));
+}

@@ -1,0 +1,52 @@
+#include "self_exec.h"
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+
+extern char** environ;
+
+namespace hpcbench::cli {
+
+std::string self_exe() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) fail("cannot find this program's path (/proc/self/exe): {}", ec.message());
+  return p.string();
+}
+
+int run_self(const std::vector<std::string>& args) {
+  std::vector<std::string> all{self_exe()};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0)
+    fail("cannot start {}", all[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::vector<std::string> own_arguments() {
+  std::string raw = read_file("/proc/self/cmdline");
+  std::vector<std::string> out;
+  for (size_t i = 0; i < raw.size();) {
+    size_t end = raw.find('\0', i);
+    if (end == std::string::npos) end = raw.size();
+    out.push_back(raw.substr(i, end - i));
+    i = end + 1;
+  }
+  if (!out.empty()) out.erase(out.begin());
+  return out;
+}
+
+}  // namespace hpcbench::cli

@@ -1,0 +1,48 @@
+#pragma once
+// Noise warnings: what makes a run's figures untrustworthy, each named with
+// the run and what to do about it (hyperfine's outlier warnings, for
+// training runs). The thresholds are the issue's: step-time coefficient of
+// variation over 10 % within a run, a repeat more than 3 scaled MADs from
+// its row's median throughput, a first timed step far slower than the
+// median (warm-up too short), step times drifting across the run.
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "report/compare.h"
+#include "report/result_reader.h"
+
+namespace hpcbench::report {
+
+// Each run's per-step series from its run folder's loss.csv.
+struct StepSeries {
+  std::vector<double> ms;    // every optimizer step, warm-up included
+  std::vector<double> loss;  // training loss per step
+  std::vector<int64_t> step;
+};
+
+// The loss.csv beside `origin` (run.json or summary.csv in a run folder);
+// empty when there is none or it does not read.
+StepSeries read_step_series(const std::filesystem::path& origin);
+
+inline constexpr double kMaxStepCv = 0.10;
+inline constexpr double kOutlierMads = 3.0;
+inline constexpr double kSlowFirstStep = 1.5;  // x the median of the timed steps
+inline constexpr double kMaxDrift = 0.10;
+
+// `steps`: by run id, the runs' series (runs without one are checked on the
+// figures of their result alone: the CV from step_ms_stddev / step_ms_mean).
+std::vector<std::string> noise_warnings(const Comparison& c, const std::map<std::string, StepSeries>& steps);
+
+// Training loss against step, each row's run (the median repeat) against its
+// baseline's curve: runs with the same seed, data and global batch train the
+// same model, so their curves coincide up to dropout masks (drawn per rank)
+// and float reassociation. The line states the largest deviation over the
+// steps both ran; nothing without curves to compare.
+std::vector<std::string> loss_deviation_lines(const Comparison& c, const std::map<std::string, StepSeries>& steps);
+
+// The timed steps of a series: the last `timed_steps` of them.
+std::vector<double> timed(const std::vector<double>& all, int64_t timed_steps);
+
+}  // namespace hpcbench::report

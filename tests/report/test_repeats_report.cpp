@@ -1,0 +1,165 @@
+#include "test_catch.h"
+
+#include <fmt/format.h>
+
+#include "report/compare.h"
+#include "report/report_tables.h"
+#include "report/stats.h"
+#include "report_fixtures.h"
+
+using namespace hpcbench;
+using test::make_run;
+
+namespace {
+
+// Three repeats each of baseline (1 device), ddp and zero at 2 devices whose
+// throughputs overlap, dp clearly slower, and fsdp run once; all on CPU.
+std::vector<report::LoadedRun> repeat_runs() {
+  std::vector<report::RunResult> rs;
+  auto add = [&](const std::string& group, const std::string& strategy, int64_t world, std::vector<double> tps) {
+    for (size_t i = 0; i < tps.size(); ++i) {
+      auto r = make_run(tps.size() > 1 ? fmt::format("{}-r{}", group, i + 1) : group, strategy, world, 8, tps[i], 256);
+      r.device = "cpu";
+      r.repeat_group = tps.size() > 1 ? group : "";
+      r.repeat_index = tps.size() > 1 ? static_cast<int64_t>(i + 1) : 0;
+      r.started_at = fmt::format("2025-01-01T00:0{}:{}0Z", world, i);
+      rs.push_back(r);
+    }
+  };
+  add("base", "baseline", 1, {104, 96, 100});
+  add("ddp", "ddp", 2, {190, 170, 180});
+  add("zero", "zero", 2, {178, 186, 182});
+  add("dp", "dp", 2, {121, 122, 120});
+  add("fsdp", "fsdp", 2, {150});
+  std::vector<report::LoadedRun> out;
+  for (auto& r : rs) out.push_back({r, "runs/" + r.run_id + "/run.json"});
+  return out;
+}
+
+report::Comparison compare_repeats() {
+  auto runs = repeat_runs();
+  std::vector<report::RunResult> results;
+  for (auto& r : runs) results.push_back(r.result);
+  auto i = report::choose_baseline(results, "auto");
+  REQUIRE(i);
+  return report::compare(runs, results[*i]);
+}
+
+const report::ComparisonRow& row(const report::Comparison& c, const std::string& strategy) {
+  for (auto& r : c.rows)
+    if (r.run.strategy == strategy) return r;
+  FAIL("no row of " << strategy);
+  throw;
+}
+
+}  // namespace
+
+TEST_CASE("repeats of a configuration form one row of medians with bootstrap intervals") {
+  auto c = compare_repeats();
+  REQUIRE(c.rows.size() == 5);
+  REQUIRE(report::has_repeats(c));
+  auto& ddp = row(c, "ddp");
+  CHECK(ddp.repeats.size() == 3);
+  CHECK(report::row_name(ddp) == "ddp");
+  CHECK(ddp.run.run_id == "ddp-r3");  // the repeat of median throughput
+  CHECK(ddp.run.samples_per_s == 180);
+  CHECK(*ddp.speedup == Approx(1.8));
+  // The intervals are the stats functions' (checked against numpy/scipy) on
+  // the groups' throughputs.
+  auto expected = report::ratio_interval({190, 170, 180}, {104, 96, 100});
+  REQUIRE(ddp.speedup_ci);
+  CHECK(ddp.speedup_ci->lo == expected.lo);
+  CHECK(ddp.speedup_ci->hi == expected.hi);
+  CHECK(ddp.speedup_ci->contains(*ddp.speedup));
+  CHECK(ddp.efficiency_ci->lo == Approx(expected.lo / 2));
+  CHECK(ddp.throughput_ci->lo == report::median_interval({190, 170, 180}).lo);
+  auto& base = row(c, "baseline");
+  CHECK(base.is_baseline);
+  CHECK(base.run.samples_per_s == 100);
+  CHECK_FALSE(base.speedup_ci);
+  auto& fsdp = row(c, "fsdp");
+  CHECK(fsdp.repeats.size() == 1);
+  CHECK_FALSE(fsdp.speedup_ci->has_interval());
+}
+
+TEST_CASE("significance: overlapping strategies are not ranked, separated ones are") {
+  auto c = compare_repeats();
+  auto find = [&](const std::string& a, const std::string& b) -> const report::Verdict& {
+    for (auto& v : c.verdicts)
+      if (v.faster == a && v.slower == b) return v;
+    FAIL("no verdict " << a << " vs " << b);
+    throw;
+  };
+  auto& dz = find("zero", "ddp");  // medians 182 vs 180
+  CHECK_FALSE(dz.significant);
+  CHECK(dz.ratio.contains(1.0));
+  auto& zd = find("ddp", "dp");
+  CHECK(zd.significant);
+  CHECK(zd.ratio.lo > 1);
+  CHECK(zd.rank.p == Approx(0.1));  // 3 against 3: the exact test's smallest p
+  CHECK_FALSE(find("fsdp", "dp").significant);  // fsdp ran once: no verdict
+  // Only neighbours in throughput order are ranked, and fsdp (one run)
+  // cannot be: the chain stays unranked although ddp > dp holds pairwise.
+  auto lines = report::ranking_lines(c);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0] == "2 devices: zero ~ ddp ~ fsdp ~ dp");
+}
+
+TEST_CASE("the table: intervals, \"1 run\", devices on CPU, no empty columns") {
+  auto c = compare_repeats();
+  auto t = report::comparison_table(c);
+  auto col = [&](const std::string& title) {
+    for (size_t i = 0; i < t.columns.size(); ++i)
+      if (t.columns[i].title == title) return static_cast<int>(i);
+    return -1;
+  };
+  CHECK(col("devices") >= 0);
+  CHECK(col("GPUs") < 0);
+  CHECK(col("runs") >= 0);
+  CHECK(col("MFU") < 0);  // no run measured it
+  CHECK(col("EM") < 0);
+  auto& ddp_cells = t.rows[static_cast<size_t>(
+      std::find_if(c.rows.begin(), c.rows.end(), [](auto& r) { return r.run.strategy == "ddp"; }) - c.rows.begin())];
+  auto expected = report::ratio_interval({190, 170, 180}, {104, 96, 100});
+  CHECK(ddp_cells[static_cast<size_t>(col("speedup"))] ==
+        fmt::format("1.80 [{:.2f}, {:.2f}]", expected.lo, expected.hi));
+  auto text = report::terminal_report(c, {});
+  CHECK(text.find("150.00 (1 run)") != std::string::npos);
+  CHECK(text.find("not significant at 5 %, not ranked") != std::string::npos);
+  CHECK(text.find("ranking, 2 devices: zero ~ ddp ~ fsdp ~ dp") != std::string::npos);
+}
+
+TEST_CASE("columns with figures appear: MFU, exposed comm, EM/F1") {
+  auto runs = repeat_runs();
+  for (auto& r : runs) {
+    r.result.mfu = 0.25;
+    r.result.comm_ms = 2;
+    r.result.comm_exposed_ms = 0.5;
+    r.result.exact_match = 10;
+    r.result.f1 = 20;
+  }
+  auto c = report::compare(runs, runs[0].result);
+  auto t = report::comparison_table(c);
+  std::vector<std::string> titles;
+  for (auto& col : t.columns) titles.push_back(col.title);
+  for (auto* want : {"MFU", "comm", "exposed comm", "EM", "F1"})
+    CHECK(std::find(titles.begin(), titles.end(), want) != titles.end());
+  CHECK(std::find(titles.begin(), titles.end(), "eval") == titles.end());
+}
+
+TEST_CASE("two runs a side: no verdict, however far apart") {
+  auto runs = repeat_runs();
+  std::vector<report::LoadedRun> two;
+  for (auto& r : runs)
+    if (r.result.repeat_index != 3) two.push_back(r);  // ddp, zero, dp, base: 2 each; fsdp: 1
+  auto c = report::compare(two, two[0].result);
+  bool found = false;
+  for (auto& v : c.verdicts)
+    if (v.faster == "ddp" && v.slower == "dp") {
+      found = true;
+      CHECK(v.ratio.lo > 1);  // separated samples
+      CHECK_FALSE(v.significant);
+    }
+  CHECK(found);
+  CHECK(report::terminal_report(c, {}).find("2 run(s) on a side, too few for a verdict") != std::string::npos);
+}

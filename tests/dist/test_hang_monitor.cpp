@@ -74,7 +74,7 @@ TEST_CASE("finished collectives never fire") {
     for (int i = 0; i < 20; ++i) {
       auto w = c10::make_intrusive<FakeWork>();
       w->done = true;
-      monitor.attach(monitor.watch("c" + std::to_string(i)), w);
+      monitor.attach(monitor.watch(std::string("c").append(std::to_string(i))), w);
     }
     std::this_thread::sleep_for(150ms);
     CHECK(monitor.watched() == 0);

@@ -135,10 +135,10 @@ TEST_CASE("with the fake NVML the run's GPU rows and summaries are exactly the s
   auto mw_of = [](int k) { return 100000 + (k % 13) * 1000; };
   auto mj_of = [](int k) { return 1000000LL + 50000LL * k + (k % 3) * 7; };
   for (int k = 0; k < kCalls; ++k) {
-    util += " " + std::to_string(util_of(k));
-    power += " " + std::to_string(mw_of(k));
-    energy += " " + std::to_string(mj_of(k));
-    mem += " " + std::to_string(1000 + k % 17);
+    util.append(" ").append(std::to_string(util_of(k)));
+    power.append(" ").append(std::to_string(mw_of(k)));
+    energy.append(" ").append(std::to_string(mj_of(k)));
+    mem.append(" ").append(std::to_string(1000 + k % 17));
   }
   auto script = dir.path / "nvml.txt";
   write_file_atomic(script, "count 2\n" + util + "\n" + power + "\n" + energy + "\n" + mem +

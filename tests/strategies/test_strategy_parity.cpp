@@ -221,7 +221,7 @@ TEST_CASE("zero stages 1-3 and fsdp through hpcbench run equal the baseline and 
   auto ddp4 = run(dir.path, "ddp4", "--strategy ddp --nproc-per-node 4 --batch-size 2");
   for (std::string s : {"zero --zero-stage 1", "zero --zero-stage 2", "zero --zero-stage 3", "fsdp --sharding full",
                         "fsdp --sharding grad-op"}) {
-    auto name = "s" + std::to_string(std::hash<std::string>{}(s) % 100000);
+    auto name = std::string("s").append(std::to_string(std::hash<std::string>{}(s) % 100000));
     auto r = run(dir.path, name, "--strategy " + s + " --nproc-per-node 2 --batch-size 2");
     require_same(r, base4, s + ", 2 ranks");
     require_same(r, ddp2, s + ", 2 ranks, against ddp");

@@ -27,6 +27,18 @@ constexpr const char* kData = "plot-data.dat";
 constexpr const char* kScript = "plots.gp";
 constexpr const char* kSteps = "plot-steps.dat";
 
+// pngcairo where gnuplot has it (anti-aliased), plain png otherwise, so a
+// minimal gnuplot still draws every plot.
+void set_terminal(std::ostream& s, const std::string& term, int width, int height) {
+  if (term == "png")
+    s << fmt::format("if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {{\n"
+                     "  set terminal pngcairo size {0},{1} font 'sans,11'\n"
+                     "}} else {{\n  set terminal png size {0},{1}\n}}\n",
+                     width, height);
+  else
+    s << fmt::format("set terminal svg size {},{} dynamic font 'sans,11'\n", width, height);
+}
+
 // The rows that can be drawn, one series per strategy in table order; a
 // strategy run at several global batches or precisions (a strong- and a
 // weak-scaling sweep side by side) or on several devices gets one series for
@@ -168,12 +180,7 @@ std::string step_plot_script(const Comparison& c, const std::map<std::string, St
       plot += fmt::format("'{}' index {} using 1:{} with lines lw 2 title '{}', ", kSteps, i, spec.column, labels[i]);
     plot.resize(plot.size() - 2);
     for (const char* term : {"png", "svg"}) {
-      if (std::string(term) == "png")
-        s << "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
-             "  set terminal pngcairo size 960,540 font 'sans,11'\n"
-             "} else {\n  set terminal png size 960,540\n}\n";
-      else
-        s << "set terminal svg size 960,540 dynamic font 'sans,11'\n";
+      set_terminal(s, term, 960, 540);
       s << fmt::format("set output '.{}.{}.partial'\nset title '{}'\nset ylabel '{}'\n{}\nunset output\n",
                        spec.name, term, spec.title, spec.ylabel, plot);
     }
@@ -241,12 +248,7 @@ std::string plot_script(const Comparison& c, std::vector<std::string>& names) {
       // Room above the ideal 100 % line.
       else if (spec.column == 4) s << fmt::format("unset logscale y\nset yrange [0:{:.6g}]\n", efficiency_top);
       else s << "unset logscale y\nset yrange [0:*]\n";
-      if (std::string(term) == "png")
-        s << "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
-             "  set terminal pngcairo size 960,540 font 'sans,11'\n"
-             "} else {\n  set terminal png size 960,540\n}\n";
-      else
-        s << "set terminal svg size 960,540 dynamic font 'sans,11'\n";
+      set_terminal(s, term, 960, 540);
       std::string title = spec.title;
       if (spec.column == 5) title = device_word(c) == "GPUs" ? "Peak memory per GPU" : "Peak memory per device";
       s << fmt::format("set output '.{}.{}.partial'\nset title '{}'\nset ylabel '{}'\n{}\nunset output\n",
@@ -420,8 +422,7 @@ std::string utilisation_plot_script(const UtilisationPlotData& d, const std::str
     return p + "\n";
   };
   for (const char* term : {"png", "svg"}) {
-    if (std::string(term) == "png") s << "set terminal pngcairo size 1200," << (d.has_power ? 800 : 450) << "\n";
-    else s << "set terminal svg size 1200," << (d.has_power ? 800 : 450) << " dynamic font 'sans,11'\n";
+    set_terminal(s, term, 1200, d.has_power ? 800 : 450);
     s << fmt::format("set output '.{}.{}.partial'\n", stem, term);
     s << "set datafile missing 'NaN'\nset key outside right\nset grid ytics\nunset arrow\nunset label\n" << arrows;
     s << "set xlabel 'time since sampling started (s); dotted: a training step begins'\n";

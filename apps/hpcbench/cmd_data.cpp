@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "data/features.h"
 #include "data/squad.h"
+#include "train/names.h"
 #include "data/tokenizer.h"
 
 namespace hpcbench::cli {
@@ -39,8 +40,11 @@ size_t count_impossible_labels(const data::Features& f) {
   return n;
 }
 
-int run_data(const DataOptions& o) {
+int run_data(DataOptions o) {
   data::validate(o.cfg);
+  // The names `run` takes work here too: squad_v2, bert-base-uncased.
+  train::resolve_dataset(o.squad, "--squad", o.eval ? "dev" : "train");
+  train::resolve_vocab(o.vocab, "--vocab");
   if (o.repeat < 0) fail("--repeat {} must be 0 or more", o.repeat);
   nlohmann::json report;
   report["max_seq_length"] = o.cfg.max_seq_length;
@@ -115,8 +119,8 @@ Action add_data(CLI::App& app) {
   auto o = std::make_shared<DataOptions>();
   auto* cmd = app.add_subcommand("data", "Load SQuAD and build BERT training/evaluation features (run_qa.py's); "
                                          "without --squad, synthetic features");
-  cmd->add_option("--squad", o->squad, "SQuAD v1.1/v2.0 JSON file");
-  cmd->add_option("--vocab", o->vocab, "BERT WordPiece vocab.txt (bert-base-uncased)");
+  cmd->add_option("--squad", o->squad, "SQuAD v1.1/v2.0 JSON file, or squad / squad_v2 (fetched)");
+  cmd->add_option("--vocab", o->vocab, "BERT WordPiece vocab.txt, or a fetched model (bert-base-uncased)");
   cmd->add_option("--max-seq-length", o->cfg.max_seq_length, "Tokens per feature")->capture_default_str();
   cmd->add_option("--doc-stride", o->cfg.doc_stride, "Overlap of consecutive context windows")->capture_default_str();
   cmd->add_option("--max-query-length", o->cfg.max_query_length, "Question tokens kept")->capture_default_str();

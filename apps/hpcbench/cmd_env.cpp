@@ -8,6 +8,7 @@
 #include "core/hostinfo.h"
 #include "core/version.h"
 #include "device/device.h"
+#include "hub/cache.h"
 
 namespace hpcbench::cli {
 
@@ -49,6 +50,12 @@ Action add_env(CLI::App& app) {
       auto d = describe(resolve_device("cuda:" + std::to_string(i)));
       fmt::print("device cuda:{}     {} ({:.1f} GiB)\n", i, d.name, d.total_memory / 1073741824.0);
     }
+    // Where `run` looks for fetched models and SQuAD: a job that cannot find
+    // them is most often looking in another cache than the login node filled.
+    fmt::print("# caches\n");
+    fmt::print("hub cache         {}\n", hub::hub_cache().string());
+    fmt::print("datasets cache    {}\n", hub::datasets_cache().string());
+    fmt::print("hub endpoint      {}{}\n", hub::endpoint(), hub::offline() ? " (offline: HF_HUB_OFFLINE)" : "");
     auto vars = job_environment();
     fmt::print("# job environment ({} variables)\n", vars.size());
     for (auto& [k, v] : vars) fmt::print("{:<24}  {}\n", k, v);

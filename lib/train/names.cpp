@@ -61,6 +61,14 @@ void resolve_model(TrainConfig& cfg) {
        hub::fetch_command(cfg.model), presets);
 }
 
+}  // namespace
+
+bool model_brings_vocab(const std::string& model) {
+  if (is_path(model)) return false;
+  auto [id, revision] = hub::split_revision(model);
+  return hub::is_repo_id(id) && (!is_preset(id) || hub_has(id));
+}
+
 void resolve_dataset(std::string& value, const char* flag, const char* split) {
   if (!hub::is_dataset_name(value)) return;
   std::error_code ec;
@@ -72,12 +80,16 @@ void resolve_dataset(std::string& value, const char* flag, const char* split) {
   value = p->string();
 }
 
-}  // namespace
-
-bool model_brings_vocab(const std::string& model) {
-  if (is_path(model)) return false;
-  auto [id, revision] = hub::split_revision(model);
-  return hub::is_repo_id(id) && (!is_preset(id) || hub_has(id));
+void resolve_vocab(std::string& value, const char* flag) {
+  std::error_code ec;
+  if (value.empty() || fs::exists(value, ec)) return;
+  auto [id, revision] = hub::split_revision(value);
+  if (!hub::is_repo_id(id)) return;  // the tokenizer names the missing file
+  auto m = hub::find_cached_model(id, revision);
+  if (!m)
+    fail("{} {}: neither a file nor a model in the Hugging Face cache {}; run `{}` first", flag, value,
+         hub::hub_cache().string(), hub::fetch_command(value));
+  value = m->vocab.string();
 }
 
 void resolve_names(TrainConfig& cfg) {

@@ -18,4 +18,12 @@ void resolve_names(TrainConfig& cfg);
 // configuration need not name one (resolve_names fills it, or fails).
 bool model_brings_vocab(const std::string& model);
 
+// For commands that take files rather than a run's settings (`hpcbench
+// data`): `value` squad / squad_v2 becomes the cached JSON of `split`
+// ("train" or "dev"); a hub model id becomes its cached vocab.txt. Anything
+// else is left as it is (a path). Missing from the cache: UserError with the
+// fetch command, naming `flag`.
+void resolve_dataset(std::string& value, const char* flag, const char* split);
+void resolve_vocab(std::string& value, const char* flag);
+
 }  // namespace hpcbench::train

@@ -267,6 +267,23 @@ TEST_CASE("a cache filled by huggingface_hub serves hpcbench run --model, offlin
   auto run_json = test::slurp(home.path / "results" / "hf" / "run.json");
   for (auto* f : {"config.json", "vocab.txt", "model.safetensors"})
     CHECK(run_json.find((snap / f).string()) != std::string::npos);
+
+  // `data` takes the same names; `env` says which caches a job looks in.
+  auto d = test::run_command(e + test::hpcbench_bin().string() + " data --squad squad_v2 --eval --vocab org/tiny " +
+                             "--max-seq-length 128 --doc-stride 64 --no-cache");
+  INFO(d.output);
+  CHECK(d.exit_code == 0);
+  CHECK(d.output.find((home.path / "hpcbench-datasets" / "squad_v2" / "dev-v2.0.json").string()) != std::string::npos);
+  auto missing = test::run_command(e + test::hpcbench_bin().string() + " data --squad squad --vocab org/tiny");
+  CHECK(missing.exit_code != 0);
+  CHECK(missing.output.find("`hpcbench fetch squad`") != std::string::npos);
+  auto no_model = test::run_command(e + test::hpcbench_bin().string() + " data --squad squad_v2 --vocab org/absent");
+  CHECK(no_model.exit_code != 0);
+  CHECK(no_model.output.find("`hpcbench fetch org/absent`") != std::string::npos);
+  auto env_out = test::run_command(e + test::hpcbench_bin().string() + " env");
+  CHECK(env_out.output.find("hub cache         " + (home.path / "hub").string()) != std::string::npos);
+  CHECK(env_out.output.find("datasets cache    " + (home.path / "hpcbench-datasets").string()) !=
+        std::string::npos);
 }
 
 TEST_CASE("the shipped configs resolve from a huggingface_hub cache", "[hub]") {

@@ -370,7 +370,7 @@ void Comm::barrier() {
 }
 
 std::vector<std::string> Comm::exchange(const std::string& key, const std::string& value) {
-  std::string prefix = "hpcbench/exchange/" + key + "/";
+  std::string prefix = fmt::format("hpcbench/exchange/{}/{}/", key, exchanges_[key]++);
   auto t0 = Clock::now();
   std::vector<std::string> out;
   try {

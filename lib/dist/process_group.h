@@ -21,6 +21,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -111,7 +112,9 @@ class Comm {
   void set_observer(CommObserver* observer);
 
   // Every rank's `value` for `key`, in rank order, through the rendezvous
-  // store (small metadata only: host names, device names).
+  // store (small metadata only: host names, device names). Collective: every
+  // rank calls it in the same order; a key used again gets fresh store keys,
+  // so no rank can read another's value from an earlier call.
   std::vector<std::string> exchange(const std::string& key, const std::string& value);
 
   c10d::Backend& backend() { return *backend_; }
@@ -147,6 +150,7 @@ class Comm {
   // Shared with subgroups, so that setting it on the job's Comm reaches them.
   std::shared_ptr<CommObserver*> observer_ = std::make_shared<CommObserver*>(nullptr);
   std::unique_ptr<HangMonitor> monitor_;  // NCCL only
+  std::map<std::string, int64_t> exchanges_;  // calls of exchange() so far, by key
 };
 
 }  // namespace hpcbench::dist

@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "dist/launch_env.h"
 #include "dist/process_group.h"
@@ -225,6 +226,14 @@ TEST_CASE("shard worker", "[.][shard_worker]") {
     dist::CommOptions copts;
     copts.timeout = std::chrono::seconds(60);
     auto comm = std::make_shared<dist::Comm>(layout, c10::Device(c10::kCPU), copts);
+    // A key exchanged again must give this call's values: the last rank comes
+    // late to the second call, so a store key left from the first would be
+    // read by the others.
+    for (int i = 0; i < 2; ++i) {
+      if (i == 1 && rank == world - 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      auto all = comm->exchange("test/twice", std::to_string(100 * i + rank));
+      for (int r = 0; r < world; ++r) REQUIRE(all[size_t(r)] == std::to_string(100 * i + r));
+    }
     auto strategy = make(spec);
     strategies::StrategyContext sctx{c10::kCPU, rank, world, spec.precision, comm, {}};
     for (int r = 0; r < world && !spec.hosts.empty(); ++r)

@@ -83,19 +83,6 @@ struct Server {
   }
 };
 
-// A port nothing listens on: bound, then closed.
-int closed_port() {
-  int s = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(s);
-  return ntohs(a.sin_port);
-}
-
 // The environment prefix that points hpcbench and huggingface_hub at one cache.
 std::string env(const fs::path& home, const std::string& endpoint, const std::string& extra = "") {
   // Nothing of the developer's own set-up leaks in: token, caches, and a proxy
@@ -201,7 +188,7 @@ TEST_CASE("a model fetched into the cache layout, read by huggingface_hub", "[hu
                          file_sha(model_root() / "org/tiny" / f)) != std::string::npos);
   CHECK(server.count({"\"GET\""}) == 3);  // still only hpcbench's downloads
   // Offline, huggingface_hub goes by refs/main alone.
-  auto closed = "http://127.0.0.1:" + std::to_string(closed_port());
+  auto closed = "http://127.0.0.1:" + std::to_string(test::free_loopback_port());
   auto py_off = hf_read(env(home.path, closed, "HF_HUB_OFFLINE=1"), "org/tiny");
   INFO(py_off.output);
   REQUIRE(py_off.exit_code == 0);
@@ -219,7 +206,7 @@ TEST_CASE("a model fetched into the cache layout, read by huggingface_hub", "[hu
 
 TEST_CASE("offline mode and names not in the cache fail with the fetch command", "[hub]") {
   test::TempDir home;
-  auto offline = env(home.path, "http://127.0.0.1:" + std::to_string(closed_port()), "HF_HUB_OFFLINE=1");
+  auto offline = env(home.path, "http://127.0.0.1:" + std::to_string(test::free_loopback_port()), "HF_HUB_OFFLINE=1");
   auto r = fetch(offline, "org/tiny");
   INFO(r.output);
   CHECK(r.exit_code == 2);
@@ -252,7 +239,7 @@ TEST_CASE("a cache filled by huggingface_hub serves hpcbench run --model, offlin
     REQUIRE(py.exit_code == 0);
   }  // the server is gone: the run must not need it
   place_squad(home.path, "squad_v2");
-  auto e = env(home.path, "http://127.0.0.1:" + std::to_string(closed_port()));
+  auto e = env(home.path, "http://127.0.0.1:" + std::to_string(test::free_loopback_port()));
   auto r = test::run_command(e + test::hpcbench_bin().string() +
                              " run --model org/tiny --train-data squad_v2 --eval-data squad_v2 --max-steps 2 "
                              "--batch-size 4 --max-seq-length 128 --doc-stride 64 --device cpu --cache-dir none "
@@ -298,7 +285,7 @@ TEST_CASE("the shipped configs resolve from a huggingface_hub cache", "[hub]") {
   }
   place_squad(home.path, "squad");
   place_squad(home.path, "squad_v2");
-  auto e = env(home.path, "http://127.0.0.1:" + std::to_string(closed_port()));
+  auto e = env(home.path, "http://127.0.0.1:" + std::to_string(test::free_loopback_port()));
   for (auto* config : {"bert-base-squad2.toml", "bert-large-squad1-nvidia.toml"}) {
     INFO(config);
     // As shipped, but one step, fp32 (no fp16 on a CPU) and the tiny model's speed.
@@ -392,7 +379,7 @@ TEST_CASE("404, 401 without a token, a refused connection and a timeout are clea
     CHECK(r.exit_code == 2);
     CHECK(r.output.find("RevisionNotFound") != std::string::npos);
   }
-  int port = closed_port();
+  int port = test::free_loopback_port();
   auto r = fetch(env(home.path, "http://127.0.0.1:" + std::to_string(port)), "org/other");
   INFO(r.output);
   CHECK(r.exit_code == 2);

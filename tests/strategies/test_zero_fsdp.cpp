@@ -107,26 +107,13 @@ std::string self_exe() {
   return std::string(buf, size_t(n));
 }
 
-int free_port() {
-  int s = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  int port = ntohs(a.sin_port);
-  ::close(s);
-  return port;
-}
-
 // Runs `spec` ("baseline", "zero2", "fsdp-full", ...) as `world` processes
 // with `rows` rows per rank and micro-step; returns rank 0's outputs.
 std::map<std::string, at::Tensor> run(const fs::path& dir, const std::string& spec, int world, int rows, int accum) {
   auto out = dir / (spec + "-" + std::to_string(world) + "-" + std::to_string(rows) + "-" + std::to_string(accum));
   fs::create_directories(out);
   std::ostringstream cmd;
-  int port = free_port();
+  int port = test::free_loopback_port();
   cmd << "pids=''; ";
   for (int r = 0; r < world; ++r)
     cmd << "RANK=" << r << " WORLD_SIZE=" << world << " LOCAL_RANK=" << r << " LOCAL_WORLD_SIZE=" << world

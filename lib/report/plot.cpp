@@ -293,6 +293,36 @@ int run_in(const std::string& program, const fs::path& dir, const fs::path& log,
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// Runs `script` in `dir` and moves each plot's .partial files into place:
+// gnuplot writes every output it was asked for even when a later command
+// fails, so only a clean exit makes plots visible, and the partials never stay.
+void run_gnuplot(const std::string& program, const fs::path& dir, const std::string& script, const fs::path& log,
+                 const std::vector<std::string>& names, const std::string& what, PlotOutcome& out) {
+  int rc = run_in(program, dir, log, script.c_str());
+  std::error_code ec;
+  if (rc != 0) {
+    std::string msg;
+    try {
+      msg = read_file(log);
+    } catch (const UserError&) {
+    }
+    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    out.warnings.push_back(fmt::format("{}: {} {} exited with status {}{}{}", what, program, (dir / script).string(),
+                                       rc, msg.empty() ? "" : ": ", msg));
+  } else {
+    for (auto& n : names)
+      for (const char* ext : {"png", "svg"}) {
+        fs::path tmp = dir / fmt::format(".{}.{}.partial", n, ext), final_path = dir / fmt::format("{}.{}", n, ext);
+        fs::rename(tmp, final_path, ec);
+        if (ec) out.warnings.push_back(fmt::format("plot {} missing: {}", final_path.string(), ec.message()));
+        else if (std::string(ext) == "svg") out.images.push_back(final_path.filename().string());
+      }
+  }
+  for (auto& n : names)
+    for (const char* ext : {"png", "svg"}) fs::remove(dir / fmt::format(".{}.{}.partial", n, ext), ec);
+  fs::remove(log, ec);
+}
+
 }  // namespace
 
 PlotOutcome write_plots(const Comparison& c, const fs::path& dir, const std::string& gnuplot,
@@ -316,30 +346,7 @@ PlotOutcome write_plots(const Comparison& c, const fs::path& dir, const std::str
         gnuplot, dir.string()));
     return out;
   }
-  fs::path log = dir / ".gnuplot.log";
-  int rc = run_in(program, dir, log);
-  std::error_code ec;
-  if (rc != 0) {
-    std::string msg;
-    try {
-      msg = read_file(log);
-    } catch (const UserError&) {
-    }
-    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-    out.warnings.push_back(fmt::format("no plots: {} {} exited with status {}{}{}", program,
-                                       (dir / kScript).string(), rc, msg.empty() ? "" : ": ", msg));
-  } else {
-    for (auto& n : names)
-      for (const char* ext : {"png", "svg"}) {
-        fs::path tmp = dir / fmt::format(".{}.{}.partial", n, ext), final_path = dir / fmt::format("{}.{}", n, ext);
-        fs::rename(tmp, final_path, ec);
-        if (ec) out.warnings.push_back(fmt::format("plot {} missing: {}", final_path.string(), ec.message()));
-        else if (std::string(ext) == "svg") out.images.push_back(final_path.filename().string());
-      }
-  }
-  for (auto& n : names)
-    for (const char* ext : {"png", "svg"}) fs::remove(dir / fmt::format(".{}.{}.partial", n, ext), ec);
-  fs::remove(log, ec);
+  run_gnuplot(program, dir, kScript, dir / ".gnuplot.log", names, "no plots", out);
   return out;
 }
 
@@ -453,27 +460,7 @@ PlotOutcome write_utilisation_plot(const fs::path& csv, const fs::path& dir, con
                                        gnuplot, dir.string()));
     return out;
   }
-  fs::path log = dir / ".gnuplot-utilisation.log";
-  int rc = run_in(program, dir, log, script_name.c_str());
-  std::error_code ec;
-  if (rc != 0) {
-    std::string msg;
-    try {
-      msg = read_file(log);
-    } catch (const UserError&) {
-    }
-    out.warnings.push_back(fmt::format("no utilisation plot: {} {} exited with status {}: {}", program,
-                                       (dir / script_name).string(), rc, msg));
-  } else {
-    for (const char* ext : {"png", "svg"}) {
-      fs::path tmp = dir / fmt::format(".{}.{}.partial", stem, ext), final_path = dir / fmt::format("{}.{}", stem, ext);
-      fs::rename(tmp, final_path, ec);
-      if (ec) out.warnings.push_back(fmt::format("plot {} missing: {}", final_path.string(), ec.message()));
-      else if (std::string(ext) == "svg") out.images.push_back(final_path.filename().string());
-    }
-  }
-  for (const char* ext : {"png", "svg"}) fs::remove(dir / fmt::format(".{}.{}.partial", stem, ext), ec);
-  fs::remove(log, ec);
+  run_gnuplot(program, dir, script_name, dir / ".gnuplot-utilisation.log", {stem}, "no utilisation plot", out);
   return out;
 }
 

@@ -58,7 +58,8 @@ int run_bench_comm(BenchCommOptions o) {
   auto layout = dist::detect_layout();
   bool accel = o.device != "cpu" && (o.device != "auto" || accelerator_count() > 0);
   dist::check_layout(layout, {.nodes = o.nodes, .gpus_per_node = o.gpus_per_node,
-                              .uses_accelerator = accel, .visible_devices = accelerator_count()});
+                              .uses_accelerator = accel, .visible_devices = accelerator_count(),
+                              .bound_by_visible_devices = dist::one_visible_device_named(dist::current_environment())});
   auto device = dist::select_device(o.device, layout);
   dist::CommOptions copts;
   copts.timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000));

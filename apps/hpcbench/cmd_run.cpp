@@ -39,6 +39,11 @@ struct RunOptions {
   int gpus_per_node = 0;
   double collective_timeout_s = 300;
   double connect_timeout_s = 120;
+  // --keep-collectives: a strategy at world size 1 issues its collectives
+  // anyway, so that one GPU runs NCCL (and the timing of collectives) for real.
+  bool keep_collectives = false;
+  std::string backend = "auto";
+  bool allow_shared_gpu = false;
   strategies::StrategyOptions strategy;
   std::string save_checkpoint, save_initial_checkpoint, dump_data;
   // --repeats N: N child runs of the same command; each child is told its
@@ -160,6 +165,14 @@ int run_training(const train::TrainConfig& cfg, const RunOptions& o) {
   train::validate(cfg);
   if (!(o.collective_timeout_s > 0)) fail("--collective-timeout {}: must be positive", o.collective_timeout_s);
   if (!(o.connect_timeout_s > 0)) fail("--connect-timeout {}: must be positive", o.connect_timeout_s);
+  if (o.backend != "auto" && o.backend != "nccl" && o.backend != "gloo")
+    fail("--backend {}: unknown (use auto, nccl or gloo)", o.backend);
+  if (o.keep_collectives && !strategies::needs_comm(cfg.strategy))
+    fail("--keep-collectives applies to strategies that communicate (ddp, zero, fsdp), not {}", cfg.strategy);
+  if (cfg.device == "cpu" && o.backend == "nccl") fail("--backend nccl needs --device cuda (NCCL runs on GPUs only)");
+  if (o.allow_shared_gpu && o.backend != "gloo")
+    fail("--allow-shared-gpu needs --backend gloo: NCCL refuses two ranks on one GPU (\"duplicate GPU\"), while "
+         "Gloo stages CUDA tensors through host memory and lets ranks share it");
   auto strategy = strategies::make_strategy(cfg.strategy, o.strategy);
   // What would otherwise fail only when the results are written, after the
   // whole run: the name, and a results folder that can take it.
@@ -186,13 +199,18 @@ int run_training(const train::TrainConfig& cfg, const RunOptions& o) {
   if (layout.rank == 0) report::check_results_dir(cfg.results_dir);
   bool accel = cfg.device != "cpu" && (cfg.device != "auto" || accelerator_count() > 0);
   dist::check_layout(layout, {.nodes = o.nodes, .gpus_per_node = o.gpus_per_node, .uses_accelerator = accel,
-                              .visible_devices = accelerator_count()});
+                              .visible_devices = accelerator_count(),
+                              .bound_by_visible_devices = dist::one_visible_device_named(dist::current_environment()),
+                              .shared_devices = o.allow_shared_gpu});
   train::RunContext ctx;
   if (layout.world_size > 1 || strategies::needs_comm(cfg.strategy)) {
     dist::CommOptions copts;
+    copts.elide_single_rank = !o.keep_collectives;
+    copts.backend = o.backend;
+    copts.allow_shared_device = o.allow_shared_gpu;
     copts.timeout = std::chrono::milliseconds(static_cast<long long>(o.collective_timeout_s * 1000));
     copts.connect_timeout = std::chrono::milliseconds(static_cast<long long>(o.connect_timeout_s * 1000));
-    ctx.comm = std::make_shared<dist::Comm>(layout, dist::select_device(cfg.device, layout), copts);
+    ctx.comm = std::make_shared<dist::Comm>(layout, dist::select_device(cfg.device, layout, o.allow_shared_gpu), copts);
     ctx.rank = layout.rank;
     ctx.world_size = layout.world_size;
     ctx.local_rank = layout.local_rank;
@@ -257,6 +275,16 @@ Action add_run(CLI::App& app) {
                   "Seconds one collective may take before the job is declared broken")->capture_default_str();
   sub->add_option("--connect-timeout", o->connect_timeout_s, "Seconds to wait for all ranks at the rendezvous")
       ->capture_default_str();
+  sub->add_flag("--keep-collectives", o->keep_collectives,
+                "ddp, zero, fsdp at world size 1: issue every collective anyway (one GPU then runs NCCL, its "
+                "stream-ordered waits and its timing for real; the step's overhead against the baseline includes them)");
+  sub->add_option("--backend", o->backend,
+                  "Collectives' backend: auto (NCCL on GPUs, Gloo on CPUs), nccl or gloo (also with CUDA tensors, "
+                  "staged through host memory)")
+      ->capture_default_str();
+  sub->add_flag("--allow-shared-gpu", o->allow_shared_gpu,
+                "Let local ranks share GPUs (local rank modulo the visible GPUs); needs --backend gloo, since "
+                "NCCL refuses two ranks on one GPU");
   sub->add_option("--bucket-mb", o->strategy.bucket_mb, "ddp: gradient bucket size in MB")->capture_default_str();
   sub->add_flag_function("--no-overlap", [o](int64_t) { o->strategy.overlap = false; },
                 "ddp: all-reduce after backward instead of during it; zero, fsdp: finish each unit's gradient "

@@ -108,6 +108,29 @@ std::string device_bus_id(const c10::Device& device) {
   return buf;
 }
 
+c10::Device make_current(c10::Device device) {
+  if (!device.is_cpu()) at::accelerator::setDeviceIndex(device.index());
+  return device;
+}
+
+std::string device_identity(const c10::Device& device) {
+  std::string bus = device_bus_id(device);
+  if (bus.empty()) return "";
+  void* lib = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (!lib) return bus;
+  using DeviceGet = int (*)(int*, int);
+  using Uuid = int (*)(unsigned char*, int);  // CUuuid is 16 bytes
+  auto get = reinterpret_cast<DeviceGet>(::dlsym(lib, "cuDeviceGet"));
+  // _v2 reports a MIG instance's own UUID; the first version the parent GPU's.
+  auto uuid = reinterpret_cast<Uuid>(::dlsym(lib, "cuDeviceGetUuid_v2"));
+  int dev = 0;
+  unsigned char u[16] = {0};
+  if (!get || !uuid || get(&dev, device.index()) != 0 || uuid(u, dev) != 0) return bus;
+  std::string hex;
+  for (unsigned char c : u) hex += fmt::format("{:02x}", c);
+  return bus + " " + hex;
+}
+
 DeviceDescription describe(const c10::Device& device) {
   DeviceDescription d;
   d.kind = c10::DeviceTypeName(device.type(), true);

@@ -15,6 +15,11 @@ namespace hpcbench {
 // With "auto"/"cuda" the local rank picks the device index.
 c10::Device resolve_device(const std::string& spec, int local_rank = 0);
 
+// Makes `device` the current accelerator (a no-op on CPU) and returns it: a
+// context created later by anything (streams, events, NCCL) lands there and
+// not on GPU 0.
+c10::Device make_current(c10::Device device);
+
 // Waits for all queued work on the device; a no-op on CPU.
 void synchronize(const c10::Device& device);
 
@@ -29,6 +34,12 @@ DeviceDescription describe(const c10::Device& device);
 // CUDA_VISIBLE_DEVICES calls it: two ranks of one host with the same id share
 // a GPU. Empty on CPU or when the driver cannot say.
 std::string device_bus_id(const c10::Device& device);
+
+// What tells two ranks' devices apart: the bus id and, where the driver has
+// one, the device's UUID. MIG instances of one GPU share a bus id but not a
+// UUID, so they are distinct devices here. Empty on CPU or when the driver
+// cannot say.
+std::string device_identity(const c10::Device& device);
 
 // A warning for a run whose --precision this CPU has no native matmul
 // kernels for (fp16 without AVX512-FP16/AMX-FP16, bf16 without

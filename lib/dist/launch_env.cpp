@@ -187,7 +187,7 @@ void check_layout(const RankLayout& l, const LayoutRequest& r) {
   if (r.uses_accelerator) {
     if (r.visible_devices == 0)
       fail("rank {} sees no accelerator (check CUDA_VISIBLE_DEVICES and the job's GPU request)", l.rank);
-    if (device_index_for(l, r.visible_devices) < 0) {
+    if (device_index_for(l, r.visible_devices, r.bound_by_visible_devices, r.shared_devices) < 0) {
       if (l.source == "slurm")
         fail("{} tasks per node need one GPU each but rank {} sees only {} (check --gpus-per-node, "
              "CUDA_VISIBLE_DEVICES and --gpus-per-task/--gres)", l.local_world_size, l.rank, r.visible_devices);
@@ -195,20 +195,30 @@ void check_layout(const RankLayout& l, const LayoutRequest& r) {
            "at most {} (--nproc-per-node {}){}, or make more GPUs visible (CUDA_VISIBLE_DEVICES)",
            l.local_world_size, r.visible_devices, r.visible_devices == 1 ? "is" : "are", r.visible_devices,
            r.visible_devices,
-           r.visible_devices == 1 ? "; a strategy at world size 1 measures its overhead against the baseline" : "");
+           r.visible_devices == 1 ? "; a strategy at world size 1 measures its overhead against the baseline "
+                                    "(--keep-collectives runs its collectives there too), and --backend gloo "
+                                    "--allow-shared-gpu lets the ranks share the GPU" : "");
     }
   }
 }
 
-int device_index_for(const RankLayout& l, int visible_devices) {
+int device_index_for(const RankLayout& l, int visible_devices, bool bound, bool shared) {
   if (visible_devices >= l.local_world_size) return l.local_rank;
+  if (shared && visible_devices > 0) return l.local_rank % visible_devices;
   // SLURM's --gpus-per-task / --gpu-bind hand each task exactly its own GPU,
-  // which it sees as its only one. Anywhere else (our launcher, torchrun)
-  // every rank sees the same devices, and one GPU for several ranks would
-  // put them all on it. (Comm also compares the ranks' PCI bus ids, which
-  // catches a SLURM job whose tasks were not bound after all.)
-  if (visible_devices == 1 && l.source == "slurm") return 0;
+  // which it sees as its only one; so does a launcher that sets
+  // CUDA_VISIBLE_DEVICES per rank (`bound`). Otherwise (our launcher,
+  // torchrun) every rank sees the same devices, and one GPU for several
+  // ranks would put them all on it. (Comm also compares the ranks' GPUs,
+  // which catches a job whose tasks were not bound after all.)
+  if (visible_devices == 1 && (l.source == "slurm" || bound)) return 0;
   return -1;
+}
+
+bool one_visible_device_named(const EnvMap& env) {
+  auto v = find(env, "CUDA_VISIBLE_DEVICES");
+  if (!v || v->empty()) return false;
+  return v->find(',') == std::string::npos;
 }
 
 std::string describe(const RankLayout& l) {

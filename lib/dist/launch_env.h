@@ -53,12 +53,22 @@ struct LayoutRequest {
   int gpus_per_node = 0;
   bool uses_accelerator = false;
   int visible_devices = 0;
+  // CUDA_VISIBLE_DEVICES names exactly one device: a launcher bound this
+  // rank to its GPU (SLURM's binding is recognised without it).
+  bool bound_by_visible_devices = false;
+  // --allow-shared-gpu: ranks may share the visible GPUs (Gloo only).
+  bool shared_devices = false;
 };
 void check_layout(const RankLayout& layout, const LayoutRequest& request);
 
 // The accelerator index this rank uses: its local rank when the node's GPUs
-// are all visible, 0 when the job binds one GPU per task, -1 when neither.
-int device_index_for(const RankLayout& layout, int visible_devices);
+// are all visible, 0 when the job binds one GPU per task (SLURM, or a
+// launcher's per-rank CUDA_VISIBLE_DEVICES: `bound`), local rank modulo the
+// visible GPUs when they may be `shared`, -1 otherwise.
+int device_index_for(const RankLayout& layout, int visible_devices, bool bound = false, bool shared = false);
+
+// Whether CUDA_VISIBLE_DEVICES in `env` names exactly one device.
+bool one_visible_device_named(const EnvMap& env);
 
 std::string describe(const RankLayout& layout);
 

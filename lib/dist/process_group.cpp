@@ -89,8 +89,21 @@ c10::intrusive_ptr<c10d::Backend> make_nccl(const c10::intrusive_ptr<c10d::Store
 
 }  // namespace
 
-WaitMode wait_mode(const c10::Device& device) {
-  return device.is_cpu() ? WaitMode::HostBlocking : WaitMode::StreamOrdered;
+WaitMode wait_mode(const std::string& backend) {
+  return backend == "nccl" ? WaitMode::StreamOrdered : WaitMode::HostBlocking;
+}
+
+std::string resolve_backend(const std::string& requested, const c10::Device& device, bool allow_shared_device) {
+  if (requested != "auto" && requested != "nccl" && requested != "gloo")
+    fail("--backend {}: unknown (use auto, nccl or gloo)", requested);
+  if (requested == "nccl" && !device.is_cuda())
+    fail("--backend nccl needs CUDA devices, but this rank computes on {} (use --backend gloo, or --device cuda)",
+         device.str());
+  std::string backend = requested == "auto" ? (device.is_cuda() ? "nccl" : "gloo") : requested;
+  if (allow_shared_device && backend == "nccl")
+    fail("--allow-shared-gpu needs --backend gloo: NCCL refuses two ranks on one GPU (\"duplicate GPU\" at its "
+         "first collective), while Gloo stages CUDA tensors through host memory and lets ranks share a GPU");
+  return backend;
 }
 
 void check_distinct_devices(const std::vector<std::string>& ids) {
@@ -107,11 +120,11 @@ void check_distinct_devices(const std::vector<std::string>& ids) {
   }
 }
 
-c10::Device select_device(const std::string& spec, const RankLayout& layout) {
+c10::Device select_device(const std::string& spec, const RankLayout& layout, bool shared_device) {
   if (spec == "auto" || spec == "cuda") {
     int visible = accelerator_count();
     if (visible == 0) return resolve_device(spec, 0);  // CPU for auto, a clear error for cuda
-    int index = device_index_for(layout, visible);
+    int index = device_index_for(layout, visible, one_visible_device_named(current_environment()), shared_device);
     if (index < 0)
       fail("rank {} (local rank {} of {}) sees {} accelerator(s): start at most one task per GPU "
            "(check --gpus-per-node and CUDA_VISIBLE_DEVICES)", layout.rank, layout.local_rank,
@@ -144,24 +157,34 @@ Comm::Comm(const RankLayout& layout, c10::Device device, const CommOptions& opti
   }
   // Later lookups (exchange) may wait as long as a collective.
   store_->setTimeout(options.timeout);
-  if (!device.is_cpu() && size_ > 1) {
-    auto ids = exchange("device", hostname() + "/" + device_bus_id(device));
+  nccl_ = resolve_backend(options.backend, device, options.allow_shared_device) == "nccl";
+  if (!device.is_cpu() && size_ > 1 && !options.allow_shared_device) {
+    auto ids = exchange("device", hostname() + "/" + device_identity(device));
     check_distinct_devices(ids);
   }
-  auto pg_store = c10::make_intrusive<c10d::PrefixStore>("hpcbench/pg", store_);
-  try {
-    backend_ = device.is_cpu() ? make_gloo(pg_store, layout, options) : make_nccl(pg_store, layout, options);
-  } catch (const UserError&) {
-    throw;
-  } catch (const std::exception& e) {
-    fail("rank {} of {} could not set up the {} process group: {}", rank_, size_,
-         device.is_cpu() ? "Gloo" : "NCCL", message_of(e));
-  }
+  backend_ = make_backend(c10::make_intrusive<c10d::PrefixStore>("hpcbench/pg", store_), layout_);
   start_monitor();
 }
 
+c10::intrusive_ptr<c10d::Backend> Comm::make_backend(const c10::intrusive_ptr<c10d::Store>& store,
+                                                     const RankLayout& layout) {
+  c10::intrusive_ptr<c10d::Backend> b;
+  try {
+    b = nccl_ ? make_nccl(store, layout, options_) : make_gloo(store, layout, options_);
+    // Bound to its device at once, as init_process_group(device_id=...) does:
+    // NCCL then neither guesses a device (rank % device count) for a barrier
+    // before the first collective nor creates a context on another GPU.
+    if (device_.is_cuda()) b->setBoundDeviceId(device_);
+  } catch (const UserError&) {
+    throw;
+  } catch (const std::exception& e) {
+    failed(fmt::format("setting up the {} process group", nccl_ ? "NCCL" : "Gloo"), Clock::now(), message_of(e));
+  }
+  return b;
+}
+
 void Comm::start_monitor() {
-  if (wait_mode(device_) != WaitMode::StreamOrdered || elided()) return;
+  if (wait_mode() != WaitMode::StreamOrdered || elided()) return;
   std::string where = this->where();
   auto timeout = options_.timeout;
   monitor_ = std::make_unique<HangMonitor>(timeout, [where, timeout](const std::string& what, double secs) {
@@ -181,7 +204,7 @@ Comm::~Comm() {
   // dead peer; destroying it would join that thread and hang the exit that
   // is meant to report the failure. The process is ending anyway.
   if (broken_) {
-    if (backend_ && !device_.is_cpu()) backend_->abort();
+    if (backend_ && nccl_) backend_->abort();
     (void)backend_.release();
     (void)store_.release();
     return;
@@ -226,21 +249,14 @@ std::unique_ptr<Comm> Comm::subgroup(const std::string& name, const std::vector<
   g->global_size_ = global_size_;
   g->group_ = group_.empty() ? name : group_ + "/" + name;
   g->device_ = device_;
+  g->nccl_ = nccl_;
   g->options_ = options_;
   g->layout_ = layout_;
   g->layout_.rank = g->rank_;
   g->layout_.world_size = g->size_;
   g->observer_ = observer_;
   g->store_ = c10::make_intrusive<c10d::PrefixStore>("hpcbench/group/" + g->group_, store_);
-  auto pg_store = c10::make_intrusive<c10d::PrefixStore>("pg", g->store_);
-  try {
-    g->backend_ = device_.is_cpu() ? make_gloo(pg_store, g->layout_, options_) : make_nccl(pg_store, g->layout_, options_);
-  } catch (const UserError&) {
-    throw;
-  } catch (const std::exception& e) {
-    g->failed(fmt::format("setting up the {} process group", device_.is_cpu() ? "Gloo" : "NCCL"),
-              Clock::now(), message_of(e));
-  }
+  g->backend_ = g->make_backend(c10::make_intrusive<c10d::PrefixStore>("pg", g->store_), g->layout_);
   g->start_monitor();
   return g;
 }
@@ -288,7 +304,7 @@ void Comm::wait(Pending& p) {
   const std::string range_name = device_.is_cpu() ? std::string() : "wait " + p.what;
   monitor::nvtx::Scope range(!device_.is_cpu(), range_name.c_str());
   try {
-    if (wait_mode(device_) == WaitMode::HostBlocking) {
+    if (wait_mode() == WaitMode::HostBlocking) {
       p.work->wait(options_.timeout);  // Gloo: the host blocks, with the deadline
     } else {
       p.work->wait();  // NCCL: the compute stream waits; the host does not
@@ -366,7 +382,7 @@ void Comm::barrier() {
   wait(p);
   // c10d's NCCL barrier is an all-reduce ordered on the current stream; a
   // barrier is meant for the host.
-  if (!device_.is_cpu()) synchronize(device_);
+  if (nccl_) synchronize(device_);
 }
 
 std::vector<std::string> Comm::exchange(const std::string& key, const std::string& value) {

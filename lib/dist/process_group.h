@@ -41,7 +41,19 @@ struct CommOptions {
   // With one rank, collectives are skipped (see above). bench-comm turns this
   // off to time the backend's own single-rank path.
   bool elide_single_rank = true;
+  // "auto" (NCCL for CUDA tensors, Gloo for CPU ones), "nccl" or "gloo".
+  // Gloo also takes CUDA tensors (staging them through host memory), which
+  // lets several ranks share one GPU, where NCCL refuses.
+  std::string backend = "auto";
+  // Ranks of one host may compute on the same GPU (Gloo only): the one-GPU
+  // machine runs every multi-rank strategy's CUDA kernels this way.
+  bool allow_shared_device = false;
 };
+
+// The backend `requested` resolves to on `device` ("nccl" or "gloo"); throws
+// a UserError naming --backend / --allow-shared-gpu for combinations that
+// cannot work.
+std::string resolve_backend(const std::string& requested, const c10::Device& device, bool allow_shared_device);
 
 // A collective in flight; Comm::wait finishes it. Holds no work when nothing
 // had to run (one rank).
@@ -53,11 +65,12 @@ struct Pending {
   std::string what;
 };
 
-// Whether a wait on `device`'s backend blocks the host (Gloo) or only orders
-// the compute stream (NCCL). Kept as a function so that a test can check the
-// choice without a GPU.
+// Whether a wait on `backend` ("gloo", "nccl") blocks the host or only orders
+// the compute stream. Gloo blocks on any device: its CUDA path stages through
+// host memory and its Work has no stream-ordered wait. Kept as a function so
+// that a test can check the choice without a GPU.
 enum class WaitMode { HostBlocking, StreamOrdered };
-WaitMode wait_mode(const c10::Device& device);
+WaitMode wait_mode(const std::string& backend);
 
 // Ranks on one host must not share an accelerator (NCCL refuses, with a
 // "duplicate GPU" error that does not say what to change). `ids` holds each
@@ -65,8 +78,10 @@ WaitMode wait_mode(const c10::Device& device);
 void check_distinct_devices(const std::vector<std::string>& ids);
 
 // The device this rank computes on: "auto", "cpu", "cuda" take the local
-// rank's accelerator (or the one GPU a task was bound to) and make it current.
-c10::Device select_device(const std::string& spec, const RankLayout& layout);
+// rank's accelerator (or the one GPU a task was bound to; with
+// `shared_device`, local rank modulo the visible GPUs) and make it current, so
+// that no later call creates a context on another GPU.
+c10::Device select_device(const std::string& spec, const RankLayout& layout, bool shared_device = false);
 
 class HangMonitor;
 
@@ -82,6 +97,8 @@ class Comm {
   int size() const { return size_; }
   const c10::Device& device() const { return device_; }
   std::string backend_name() const;
+  // Whether waits block the host (Gloo) or order the compute stream (NCCL).
+  WaitMode wait_mode() const { return nccl_ ? WaitMode::StreamOrdered : WaitMode::HostBlocking; }
   std::chrono::milliseconds timeout() const { return options_.timeout; }
 
   // Sum (or mean when `average`) over ranks, in place.
@@ -135,6 +152,8 @@ class Comm {
   bool elided() const { return size_ == 1 && options_.elide_single_rank; }
   template <typename Issue>
   Pending issue(std::string what, Issue&& call);
+  c10::intrusive_ptr<c10d::Backend> make_backend(const c10::intrusive_ptr<c10d::Store>& store,
+                                                 const RankLayout& layout);
   void start_monitor();
 
   int rank_ = 0;
@@ -142,6 +161,7 @@ class Comm {
   int global_rank_ = 0, global_size_ = 1;  // in the whole job (differs in subgroups)
   std::string group_;                       // "" for the whole job
   c10::Device device_{c10::kCPU};
+  bool nccl_ = false;
   CommOptions options_;
   RankLayout layout_;
   c10::intrusive_ptr<c10d::Store> store_;

@@ -5,11 +5,17 @@
 #include <c10/util/Half.h>
 #include <c10/util/BFloat16.h>
 
+#include <atomic>
 #include <limits>
 
 namespace hpcbench::model {
 
 namespace {
+
+// SDPA's choice for the last training forward (sdp::SDPBackend's values;
+// -2: none yet). Asked of the dispatcher with the call's own arguments, as
+// the Python reference does, so that both sides name the kernel they ran.
+std::atomic<int64_t> g_sdpa_choice{-2};
 
 torch::nn::LayerNorm layer_norm(const BertConfig& c) {
   return torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.hidden_size}).eps(c.layer_norm_eps));
@@ -74,9 +80,25 @@ at::Tensor BertSelfAttentionImpl::forward(const at::Tensor& x, const at::Tensor&
   // the attention probabilities happens inside it, in training only.
   std::optional<at::Tensor> mask;
   if (key_mask.defined()) mask = additive;
-  auto o = at::scaled_dot_product_attention(q, k, v, mask, is_training() ? dropout_p_ : 0.0, false,
-                                            1.0 / std::sqrt(static_cast<double>(head_dim_)));
+  const double p = is_training() ? dropout_p_ : 0.0, scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
+  if (is_training() && g_sdpa_choice.load(std::memory_order_relaxed) == -2)
+    g_sdpa_choice = at::_fused_sdp_choice(q, k, v, mask, p, false, scale);
+  auto o = at::scaled_dot_product_attention(q, k, v, mask, p, false, scale);
   return o.transpose(1, 2).reshape({b, s, heads_ * head_dim_});
+}
+
+std::string sdpa_backend_used() {
+  // torch/csrc/.../sdp_utils: SDPBackend {error=-1, math, flash_attention,
+  // efficient_attention, cudnn_attention, overrideable}.
+  switch (g_sdpa_choice.load()) {
+    case -2: return "none";
+    case 0: return "math";
+    case 1: return "flash_attention";
+    case 2: return "efficient_attention";
+    case 3: return "cudnn_attention";
+    case 4: return "overrideable";
+    default: return "error";
+  }
 }
 
 BertResidualOutputImpl::BertResidualOutputImpl(int64_t in, const BertConfig& c) {

@@ -99,6 +99,11 @@ inline at::Tensor linear(const torch::nn::Linear& l, const at::Tensor& x) {
 // Hugging Face drops an all-ones mask. Reads the mask (a sync on GPUs).
 at::Tensor key_mask_of(const at::Tensor& attention_mask);
 
+// The kernel scaled_dot_product_attention chose for the first training
+// forward ("flash_attention", "efficient_attention", "cudnn_attention",
+// "math"; "none" before any), for run.json and the GPU comparisons.
+std::string sdpa_backend_used();
+
 // BertModel without the pooler (add_pooling_layer=False, as the QA model has it).
 class BertModelImpl : public torch::nn::Module {
  public:

@@ -18,6 +18,7 @@
 #include "core/version.h"
 #include "device/device.h"
 #include "dist/process_group.h"
+#include "model/bert_modules.h"
 #include "model/checkpoint.h"
 #include "monitor/nvtx.h"
 #include "monitor/sampler.h"
@@ -223,7 +224,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   const bool leader = ctx.rank == 0;
   // With a communicator the rank's device was chosen with it (its local
   // rank's GPU, or the one a task was bound to).
-  auto device = ctx.comm ? ctx.comm->device() : resolve_device(cfg.device, ctx.local_rank);
+  auto device = ctx.comm ? ctx.comm->device() : make_current(resolve_device(cfg.device, ctx.local_rank));
   auto dev_desc = hpcbench::describe(device);
   configure_precision(cfg.precision);
 
@@ -490,6 +491,9 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   if (!rank_median_ms.empty()) d["rank_step_ms_median"] = rank_median_ms;
   d["rank_model_state_bytes"] = rank_state_bytes;
   d["rank_peak_memory_bytes"] = rank_peak_bytes;
+  // Which attention kernel the timed steps ran: the GPU comparisons with
+  // Hugging Face name it on both sides (a padded batch cannot take flash).
+  d["sdpa_backend"] = model::sdpa_backend_used();
 
   // Whole parameters on every rank before the checkpoint and evaluation
   // (a collective for sharded strategies, a no-op for the others).

@@ -150,6 +150,40 @@ TEST_CASE("two local ranks on one visible GPU are refused with what to change") 
   CHECK(dist::device_index_for(dist::detect_layout(EnvMap{}), 1) == 0);
 }
 
+TEST_CASE("a launcher's per-rank CUDA_VISIBLE_DEVICES binds each rank to its one GPU") {
+  EnvMap env{{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"},
+             {"CUDA_VISIBLE_DEVICES", "3"}};
+  auto l = dist::detect_layout(env);
+  CHECK(dist::one_visible_device_named(env));
+  CHECK_FALSE(dist::one_visible_device_named(EnvMap{{"CUDA_VISIBLE_DEVICES", "0,1"}}));
+  CHECK_FALSE(dist::one_visible_device_named(EnvMap{}));
+  CHECK(dist::device_index_for(l, 1, /*bound=*/true) == 0);
+  CHECK_NOTHROW(dist::check_layout(l, {.uses_accelerator = true, .visible_devices = 1,
+                                       .bound_by_visible_devices = true}));
+}
+
+TEST_CASE("--allow-shared-gpu puts local ranks on the visible GPUs in turn") {
+  auto rank = [](int r) {
+    return dist::detect_layout(EnvMap{{"RANK", std::to_string(r)}, {"WORLD_SIZE", "4"},
+                                      {"LOCAL_RANK", std::to_string(r)}, {"LOCAL_WORLD_SIZE", "4"}});
+  };
+  CHECK(dist::device_index_for(rank(3), 1, false, /*shared=*/true) == 0);
+  CHECK(dist::device_index_for(rank(3), 2, false, /*shared=*/true) == 1);
+  CHECK(dist::device_index_for(rank(3), 1, false, /*shared=*/false) == -1);
+  CHECK_NOTHROW(dist::check_layout(rank(2), {.uses_accelerator = true, .visible_devices = 1, .shared_devices = true}));
+}
+
+TEST_CASE("the backend follows the device unless chosen, and sharing a GPU needs Gloo") {
+  c10::Device cpu(c10::kCPU), gpu(c10::kCUDA, 0);
+  CHECK(dist::resolve_backend("auto", cpu, false) == "gloo");
+  CHECK(dist::resolve_backend("auto", gpu, false) == "nccl");
+  CHECK(dist::resolve_backend("gloo", gpu, true) == "gloo");
+  CHECK_THROWS_WITH(dist::resolve_backend("nccl", cpu, false), Catch::Contains("--backend nccl needs CUDA"));
+  CHECK_THROWS_WITH(dist::resolve_backend("auto", gpu, true),
+                    Catch::Contains("--allow-shared-gpu needs --backend gloo") && Catch::Contains("duplicate GPU"));
+  CHECK_THROWS_WITH(dist::resolve_backend("mpi", cpu, false), Catch::Contains("--backend mpi: unknown"));
+}
+
 TEST_CASE("ranks of one host that would share a GPU are named") {
   CHECK_NOTHROW(dist::check_distinct_devices({"n1/0000:1B:00.0", "n1/0000:1C:00.0", "n2/0000:1B:00.0"}));
   // The driver could not say: nothing to compare.
@@ -160,6 +194,6 @@ TEST_CASE("ranks of one host that would share a GPU are named") {
 }
 
 TEST_CASE("waits block the host on Gloo and only order the stream on NCCL") {
-  CHECK(dist::wait_mode(c10::Device(c10::kCPU)) == dist::WaitMode::HostBlocking);
-  CHECK(dist::wait_mode(c10::Device(c10::kCUDA, 0)) == dist::WaitMode::StreamOrdered);
+  CHECK(dist::wait_mode("gloo") == dist::WaitMode::HostBlocking);
+  CHECK(dist::wait_mode("nccl") == dist::WaitMode::StreamOrdered);
 }

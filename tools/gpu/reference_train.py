@@ -1,0 +1,256 @@
+"""The Python references for tools/gpu/validate.sh: Hugging Face's
+BertForQuestionAnswering trained in eager PyTorch, or the same model under
+Lightning's Trainer, on exactly the batches an hpcbench run trained on.
+
+The batches come from the run's --dump-data file (the features and rank 0's
+sample order), so both sides see the same sequence lengths and attention
+masks: a padded batch cannot take SDPA's flash kernel, and which kernel each
+side ran is recorded (asked of the dispatcher, torch._fused_sdp_choice, with
+the first training call's own arguments, as hpcbench does in C++).
+
+Same model configuration, sequence length, batch, precision, AdamW (decay on
+all but biases and LayerNorm), gradient clipping at 1.0 and step count as the
+hpcbench run. Step times are CUDA events around each whole step (data copy,
+forward, backward, clipping, optimizer), warm-up steps excluded, median.
+MFU uses hpcbench's FLOP count (6*M*s + 12*L*h*s^2 per sample, M the weights
+of the Linear layers: lib/train/flops.h) and its peak table."""
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file
+from transformers import BertConfig, BertForQuestionAnswering
+
+PRESETS = {
+    "bert-base-uncased": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072),
+    "bert-large-uncased": dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096),
+    "bert-tiny": dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512),
+}
+# Dense fp32, tf32, bf16, fp16 TFLOP/s by exact CUDA device name: lib/train/flops.cpp's
+# table (with its datasheet sources), so that both sides divide by the same peak.
+A100 = (19.5, 156.0, 312.0, 312.0)
+H100_SXM = (67.0, 494.7, 989.4, 989.4)
+H100_NVL = (60.0, 417.5, 835.5, 835.5)
+PEAK = {
+    "NVIDIA A100-SXM4-40GB": A100,
+    "NVIDIA A100-SXM4-80GB": A100,
+    "NVIDIA A100-PCIE-40GB": A100,
+    "NVIDIA A100 80GB PCIe": A100,
+    "NVIDIA H100 80GB HBM3": H100_SXM,
+    "NVIDIA H100 PCIe": (51.0, 378.0, 756.0, 756.0),
+    "NVIDIA H100 NVL": H100_NVL,
+    "NVIDIA H200": H100_SXM,
+    "NVIDIA H200 NVL": H100_NVL,
+}
+SDPA_NAMES = {0: "math", 1: "flash_attention", 2: "efficient_attention", 3: "cudnn_attention", 4: "overrideable"}
+
+
+def peak_tflops(name, precision):
+    rates = PEAK.get(name)
+    return rates[("fp32", "tf32", "bf16", "fp16").index(precision)] if rates else 0.0
+
+
+class SdpaProbe:
+    """Wraps F.scaled_dot_product_attention (which transformers' sdpa
+    attention calls through the module attribute) to record the dispatcher's
+    choice for the first call made in training mode."""
+
+    def __init__(self):
+        self.choice = None
+        self._orig = F.scaled_dot_product_attention
+        F.scaled_dot_product_attention = self
+
+    def __call__(self, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **kw):
+        if self.choice is None and torch.is_grad_enabled():
+            c = torch._fused_sdp_choice(q, k, v, attn_mask, dropout_p, is_causal, scale=scale,
+                                        enable_gqa=kw.get("enable_gqa", False))
+            self.choice = SDPA_NAMES.get(int(c), f"error({int(c)})")
+        return self._orig(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale, **kw)
+
+
+def load_batches(path, steps, batch):
+    d = load_file(path)
+    order = d["order_rank0"]  # [steps, grad_accum, rows]
+    if order.shape[0] < steps:
+        sys.exit(f"{path}: holds {order.shape[0]} steps' sample order, {steps} asked for")
+    if order.shape[2] != batch:
+        sys.exit(f"{path}: micro-batches of {order.shape[2]} rows, --batch {batch} asked for")
+    batches = []
+    for k in range(steps):
+        idx = order[k, 0]
+        idx = idx[idx >= 0].long()
+        batches.append({n: d[n].index_select(0, idx).long().contiguous().pin_memory() if torch.cuda.is_available()
+                        else d[n].index_select(0, idx).long().contiguous()
+                        for n in ("input_ids", "token_type_ids", "attention_mask", "start_positions", "end_positions")})
+    return batches
+
+
+def param_groups(model):
+    no_decay = ("bias", "LayerNorm.weight")
+    return [
+        {"params": [p for n, p in model.named_parameters() if not n.endswith(no_decay)], "weight_decay": 0.01},
+        {"params": [p for n, p in model.named_parameters() if n.endswith(no_decay)], "weight_decay": 0.0},
+    ]
+
+
+def make_model(a, dev):
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=30522, attn_implementation="sdpa", **PRESETS[a.model])
+    return cfg, BertForQuestionAnswering(cfg).to(dev).train()
+
+
+class Timer:
+    """Per-step device times: CUDA events, read after the run (no extra sync
+    per step); host clocks after the step's work on CPU."""
+
+    def __init__(self, dev):
+        self.cuda = dev.type == "cuda"
+        self.pairs = []
+
+    def start(self):
+        if self.cuda:
+            e = torch.cuda.Event(enable_timing=True)
+            e.record()
+            self.pairs.append([e, None])
+        else:
+            self.pairs.append([time.perf_counter(), None])
+
+    def stop(self):
+        if self.cuda:
+            e = torch.cuda.Event(enable_timing=True)
+            e.record()
+            self.pairs[-1][1] = e
+        else:
+            self.pairs[-1][1] = time.perf_counter()
+
+    def ms(self):
+        if self.cuda:
+            torch.cuda.synchronize()
+            return [a.elapsed_time(b) for a, b in self.pairs]
+        return [(b - a) * 1000.0 for a, b in self.pairs]
+
+
+def run_eager(a, dev, batches, dtype):
+    cfg, model = make_model(a, dev)
+    opt = torch.optim.AdamW(param_groups(model), lr=5e-5, fused=dev.type == "cuda")
+    scaler = torch.amp.GradScaler(dev.type, enabled=a.precision == "fp16")
+    timer, losses = Timer(dev), []
+    for b in batches:
+        timer.start()
+        x = {n: t.to(dev, non_blocking=True) for n, t in b.items()}
+        with torch.autocast(dev.type, dtype=dtype, enabled=dtype is not None):
+            out = model(**x)
+        scaler.scale(out.loss).backward()
+        scaler.unscale_(opt)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad(set_to_none=True)
+        timer.stop()
+        losses.append(out.loss.detach())
+    return cfg, model, timer.ms(), [float(v) for v in losses]
+
+
+def run_lightning(a, dev, batches, dtype):
+    import lightning as L
+
+    cfg, model = make_model(a, dev)
+    timer, losses = Timer(dev), []
+
+    class QA(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def training_step(self, batch, _):
+            out = self.model(**batch)
+            losses.append(out.loss.detach())
+            return out.loss
+
+        def configure_optimizers(self):
+            return torch.optim.AdamW(param_groups(self.model), lr=5e-5, fused=dev.type == "cuda")
+
+        def on_train_batch_start(self, batch, batch_idx):
+            timer.start()
+
+        def on_train_batch_end(self, outputs, batch, batch_idx):
+            timer.stop()
+
+    class Batches(torch.utils.data.Dataset):
+        def __len__(self):
+            return len(batches)
+
+        def __getitem__(self, i):
+            return batches[i]
+
+    precision = {"fp32": "32-true", "tf32": "32-true", "bf16": "bf16-mixed", "fp16": "16-mixed"}[a.precision]
+    trainer = L.Trainer(accelerator="gpu" if dev.type == "cuda" else "cpu", devices=1, precision=precision,
+                        max_steps=len(batches), gradient_clip_val=1.0, logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0)
+    loader = torch.utils.data.DataLoader(Batches(), batch_size=None, shuffle=False, num_workers=0,
+                                         pin_memory=dev.type == "cuda")
+    # Lightning copies the batch to the device before on_train_batch_start, so its step
+    # times leave out the host-to-device copy that the other two sides include (about
+    # 0.5 MB a batch of 32 x 384: microseconds on a GPU).
+    trainer.fit(QA(), loader)
+    return cfg, model, timer.ms(), [float(v) for v in losses]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--trainer", choices=["eager", "lightning"], default="eager")
+    ap.add_argument("--model", default="bert-base-uncased", choices=sorted(PRESETS))
+    ap.add_argument("--data", required=True, help="an hpcbench run's --dump-data file")
+    ap.add_argument("--batch", type=int, required=True)
+    ap.add_argument("--precision", default="bf16", choices=["fp32", "tf32", "bf16", "fp16"])
+    ap.add_argument("--steps", type=int, required=True)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--json-out", required=True)
+    a = ap.parse_args()
+    if a.warmup >= a.steps:
+        sys.exit(f"--warmup {a.warmup} must be less than --steps {a.steps}")
+
+    dev = torch.device(a.device)
+    torch.backends.cuda.matmul.allow_tf32 = a.precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = a.precision == "tf32"
+    if a.precision == "tf32":
+        torch.set_float32_matmul_precision("high")
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(a.precision)
+    batches = load_batches(a.data, a.steps, a.batch)
+    probe = SdpaProbe()
+    if dev.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    run = run_eager if a.trainer == "eager" else run_lightning
+    cfg, model, times, losses = run(a, dev, batches, dtype)
+    timed = times[a.warmup:]
+    matmul_weights = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
+    L_, h, s = cfg.num_hidden_layers, cfg.hidden_size, batches[0]["input_ids"].shape[1]
+    flops = 6 * matmul_weights * s + 12 * L_ * h * s * s
+    med = statistics.median(timed)
+    sps = a.batch * 1000.0 / med
+    name = torch.cuda.get_device_name() if dev.type == "cuda" else "cpu"
+    peak = peak_tflops(name, a.precision)
+    res = {"impl": "hf-eager" if a.trainer == "eager" else "lightning", "device": name, "model": a.model,
+           "seq": s, "batch": a.batch, "precision": a.precision, "steps": a.steps, "warmup": a.warmup,
+           "step_ms_median": med, "samples_per_s": sps, "mfu": sps * flops / (peak * 1e12) if peak else 0.0,
+           "sdpa_backend": probe.choice or "none", "losses": losses,
+           "peak_memory_bytes": torch.cuda.max_memory_allocated() if dev.type == "cuda" else 0,
+           "torch": torch.__version__}
+    if a.trainer == "lightning":
+        import lightning
+        res["lightning"] = lightning.__version__
+    import transformers
+    res["transformers"] = transformers.__version__
+    with open(a.json_out, "w") as f:
+        json.dump(res, f, indent=1)
+    print(f"{res['impl']:<10} {name}: {a.model} seq {s} batch {a.batch} {a.precision}: {med:.2f} ms/step, "
+          f"{sps:.1f} samples/s, MFU {100 * res['mfu']:.1f}%, SDPA {res['sdpa_backend']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# The prepared validation of hpcbench on one GPU: phases that each fit one
+# 10-minute call on a 16-core one-GPU machine with no network (python3 with
+# torch, transformers, lightning; cmake, ninja, nvcc; no Debian -dev packages).
+#
+#   tools/gpu/validate.sh [--dry] PHASE...      PHASE: build baseline precision strategies shared-gpu, or all
+#
+#   build       configure and build against the machine's torch with the staged
+#               headers (.gpu-deps from tools/gpu/stage-deps.sh; carry it)
+#   baseline    bert-base, seq 384, bf16, batch 32 and 4: hpcbench beside Hugging Face
+#               eager and Lightning on the same batches (lengths, masks), SDPA backends
+#   precision   fp32, tf32, fp16, bf16 at batch 32, each beside Hugging Face eager
+#   strategies  every strategy with --keep-collectives at world size 1 (NCCL for real)
+#               against the baseline: step overhead, losses; bench-comm on NCCL at world
+#               size 1 and a device-to-device copy for scale
+#   shared-gpu  2 and 4 ranks sharing the GPU over Gloo (--backend gloo --allow-shared-gpu):
+#               every strategy's losses against the baseline's at the same global batch,
+#               and the evaluation gather on real SQuAD
+#
+# Each phase writes <phase>.json (its figures and checks) and <phase>-runs.tar.gz (the
+# run folders' summary.csv, run.json, loss.csv, utilisation.csv), and every call ends
+# with summary.md over the phases present and validate.log: at most 8 files for 3
+# phases. They go to $OUT (the device tool's folder) or results/gpu/<device>-<date>/.
+# tools/gpu/validate_report.py summary DIR... rebuilds summary.md from several calls.
+#
+# --dry: every phase on this CPU machine with tiny shapes (bert-tiny, seq 64, a few
+# steps; the same commands with the device swapped), as the test suite runs it, so that
+# the script cannot rot. The hpcbench binary is $HPCBENCH_BIN (default: the build
+# phase's build-gpu/hpcbench, built first if missing).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+
+dry=0
+phases=()
+for a in "$@"; do
+  case "$a" in
+    --dry) dry=1 ;;
+    all) phases+=(build baseline precision strategies shared-gpu) ;;
+    build | baseline | precision | strategies | shared-gpu) phases+=("$a") ;;
+    *) echo "validate.sh: unknown phase or option '$a' (phases: build baseline precision strategies shared-gpu all; --dry)" >&2
+       exit 2 ;;
+  esac
+done
+((${#phases[@]})) || { echo "usage: tools/gpu/validate.sh [--dry] PHASE... (build baseline precision strategies shared-gpu all)" >&2; exit 2; }
+
+# The Python that has torch: $HPCBENCH_PY, else python3, else the GPU image's venv.
+PY=${HPCBENCH_PY:-}
+if [[ -z $PY ]]; then
+  for p in python3 /opt/torch/.venv/bin/python3; do
+    if "$p" -c 'import torch' 2>/dev/null; then PY=$p; break; fi
+  done
+fi
+[[ -n $PY ]] || { echo "validate.sh: no Python with torch found (set HPCBENCH_PY)" >&2; exit 1; }
+torch_lib=$("$PY" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
+# A binary built elsewhere against the same torch finds this machine's LibTorch.
+export LD_LIBRARY_PATH="$torch_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PYTHONUNBUFFERED=1
+
+if ((dry)); then
+  device=cpu model=bert-tiny seq=64 stride=32 big=8 small=2 steps=6 warm=2 samples=64 sample_ms=50
+  eval_seq=64 eval_batch=4
+  label=cpu-dry
+else
+  device=cuda model=bert-base-uncased seq=384 stride=128 big=32 small=4 steps=40 warm=10 samples=2048 sample_ms=100
+  eval_seq=128 eval_batch=8
+  label=$("$PY" -c 'import torch; print(torch.cuda.get_device_name().replace(" ", "-"))' 2>/dev/null || echo gpu)
+fi
+OUTDIR=${OUT:-results/gpu/$label-$(date +%Y%m%d)}
+mkdir -p "$OUTDIR"
+OUTDIR=$(cd "$OUTDIR" && pwd)
+work=${HPCBENCH_VALIDATE_WORK:-$(mktemp -d "${TMPDIR:-/tmp}/hpcbench-validate.XXXXXX")}
+mkdir -p "$work"
+log="$OUTDIR/validate.log"
+BIN=${HPCBENCH_BIN:-$root/build-gpu/hpcbench}
+report() { "$PY" "$root/tools/gpu/validate_report.py" "$@"; }
+say() { printf '\n=== %s\n' "$*" | tee -a "$log"; }
+# Every command's output goes to the log and the terminal; a failing command fails
+# its phase, which is recorded and the next phase still runs.
+run() { printf '$ %s\n' "$*" >>"$log"; "$@" 2>&1 | tee -a "$log"; }
+
+hb_run() {  # name, then run flags
+  local name=$1
+  shift
+  run "$BIN" run --model "$model" --max-seq-length "$seq" --doc-stride "$stride" --device "$device" \
+    --synthetic-samples "$samples" --max-steps "$steps" --timing-warmup-steps "$warm" --log-every 10 \
+    --sample-ms "$sample_ms" --results-dir "$work/runs" --run-name "$name" "$@"
+}
+ref_run() {  # trainer, precision, batch, dump, json
+  run "$PY" "$root/tools/gpu/reference_train.py" --trainer "$1" --model "$model" --precision "$2" --batch "$3" \
+    --data "$4" --steps "$steps" --warmup "$warm" --device "$device" --json-out "$5"
+}
+
+phase_build() {
+  if ((dry)) && [[ -n ${HPCBENCH_BIN:-} ]]; then
+    say "build: --dry uses the suite's binary $BIN"
+  else
+    local prefix deps=()
+    prefix=$("$PY" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
+    [[ -d $root/.gpu-deps ]] && deps=(-DHPCBENCH_DEPS_DIR="$root/.gpu-deps")
+    say "build: cmake against $prefix ${deps[*]}"
+    run cmake -S "$root" -B "$root/build-gpu" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
+      "${deps[@]}" -DHPCBENCH_BUILD_TESTS=OFF -DHPCBENCH_BUILD_BENCH=OFF -DHPCBENCH_USE_CCACHE=OFF \
+      -DTORCH_CUDA_ARCH_LIST=9.0 >/dev/null
+    local t0=$SECONDS
+    run cmake --build "$root/build-gpu" -j"$(nproc)" --target hpcbench >/dev/null
+    echo "build seconds: $((SECONDS - t0))" | tee -a "$log"
+    # The binary comes back with the results when asked (HPCBENCH_EXPORT_BIN=1), so that a
+    # later call on a fresh machine carries it (HPCBENCH_BIN) instead of building again.
+    if [[ ${HPCBENCH_EXPORT_BIN:-0} == 1 ]]; then
+      strip -o "$work/hpcbench" "$BIN" && gzip -c "$work/hpcbench" >"$OUTDIR/hpcbench.gz"
+    fi
+  fi
+  run "$BIN" --version
+  run "$BIN" env
+  report build "$work" "$OUTDIR/build.json" --bin "$BIN"
+}
+
+ensure_bin() {
+  [[ -x $BIN ]] || phase_build
+}
+
+phase_baseline() {
+  ensure_bin
+  local b
+  for b in "$big" "$small"; do
+    say "baseline: hpcbench bf16 batch $b"
+    hb_run "baseline-bf16-b$b" --precision bf16 --batch-size "$b" --dump-data "$work/data-b$b.safetensors"
+    say "baseline: Hugging Face eager and Lightning, bf16 batch $b, the same batches"
+    ref_run eager bf16 "$b" "$work/data-b$b.safetensors" "$work/ref-eager-bf16-b$b.json"
+    ref_run lightning bf16 "$b" "$work/data-b$b.safetensors" "$work/ref-lightning-bf16-b$b.json"
+  done
+  report baseline "$work" "$OUTDIR/baseline.json" --batches "$big,$small"
+}
+
+phase_precision() {
+  ensure_bin
+  local p
+  for p in fp32 tf32 fp16 bf16; do
+    say "precision: hpcbench $p batch $big"
+    hb_run "precision-$p-b$big" --precision "$p" --batch-size "$big" --dump-data "$work/data-$p.safetensors"
+    ref_run eager "$p" "$big" "$work/data-$p.safetensors" "$work/ref-eager-$p-b$big.json"
+  done
+  report precision "$work" "$OUTDIR/precision.json" --batch "$big"
+}
+
+phase_strategies() {
+  ensure_bin
+  # Dropout off: the losses of every strategy must then follow the baseline's.
+  local common=(--precision bf16 --batch-size "$big" --dropout 0)
+  say "strategies: baseline"
+  hb_run strat-baseline "${common[@]}"
+  say "strategies: each with --keep-collectives at world size 1"
+  hb_run strat-ddp "${common[@]}" --strategy ddp --keep-collectives
+  local z
+  for z in 1 2 3; do hb_run "strat-zero$z" "${common[@]}" --strategy zero --zero-stage "$z" --keep-collectives; done
+  hb_run strat-fsdp-full "${common[@]}" --strategy fsdp --sharding full --keep-collectives
+  hb_run strat-fsdp-grad-op "${common[@]}" --strategy fsdp --sharding grad-op --keep-collectives
+  say "strategies: bench-comm at world size 1"
+  local max=1G
+  ((dry)) && max=1M
+  run "$BIN" bench-comm --device "$device" --op all --min-bytes 1M --max-bytes "$max" --factor 4 --iters 10 \
+    --warmup-iters 3 --output "$work/bench-comm.txt"
+  run "$PY" "$root/tools/gpu/validate_report.py" copy-bandwidth --device "$device" --json-out "$work/copy.json"
+  report strategies "$work" "$OUTDIR/strategies.json"
+}
+
+phase_shared_gpu() {
+  ensure_bin
+  # fp32, dropout off, the same global batch: the ranks' losses must be the baseline's.
+  local per=$small s=8 w
+  ((dry)) && s=4
+  local shared=(--precision fp32 --dropout 0 --max-steps "$s" --timing-warmup-steps 1 --max-seq-length 128)
+  ((dry)) && shared=(--precision fp32 --dropout 0 --max-steps "$s" --timing-warmup-steps 1 --max-seq-length "$seq")
+  local gloo=(--backend gloo --allow-shared-gpu --collective-timeout 600)
+  for w in 2 4; do
+    say "shared-gpu: $w ranks, per-rank batch $per"
+    hb_run "shared-w$w-baseline" "${shared[@]}" --batch-size $((w * per))
+    hb_run "shared-w$w-ddp" "${shared[@]}" --batch-size "$per" --strategy ddp --nproc-per-node "$w" "${gloo[@]}"
+    local z
+    for z in 1 2 3; do
+      hb_run "shared-w$w-zero$z" "${shared[@]}" --batch-size "$per" --strategy zero --zero-stage "$z" \
+        --nproc-per-node "$w" "${gloo[@]}"
+    done
+    hb_run "shared-w$w-fsdp-full" "${shared[@]}" --batch-size "$per" --strategy fsdp --sharding full \
+      --nproc-per-node "$w" "${gloo[@]}"
+    hb_run "shared-w$w-fsdp-grad-op" "${shared[@]}" --batch-size "$per" --strategy fsdp --sharding grad-op \
+      --nproc-per-node "$w" "${gloo[@]}"
+  done
+  say "shared-gpu: hybrid sharding, groups of 2 of 4 ranks"
+  hb_run shared-w4-fsdp-hybrid "${shared[@]}" --batch-size "$per" --strategy fsdp --sharding hybrid \
+    --shard-group-size 2 --nproc-per-node 4 "${gloo[@]}"
+  say "shared-gpu: the evaluation gather over 2 ranks on real SQuAD (the shipped sample)"
+  local sq=$root/tests/fixtures/squad/dev-v1.1-sample.json vocab=$root/tests/fixtures/bert-base-uncased/vocab.txt
+  run "$BIN" run --model "$model" --train-data "$sq" --eval-data "$sq" --vocab "$vocab" --max-seq-length "$eval_seq" \
+    --doc-stride 32 --device "$device" --precision fp32 --dropout 0 --batch-size "$eval_batch" --max-steps 2 \
+    --timing-warmup-steps 1 --eval-batch-size "$eval_batch" --cache-dir none --results-dir "$work/runs" \
+    --run-name shared-eval-baseline
+  run "$BIN" run --model "$model" --train-data "$sq" --eval-data "$sq" --vocab "$vocab" --max-seq-length "$eval_seq" \
+    --doc-stride 32 --device "$device" --precision fp32 --dropout 0 --batch-size $((eval_batch / 2)) --max-steps 2 \
+    --timing-warmup-steps 1 --eval-batch-size "$eval_batch" --cache-dir none --results-dir "$work/runs" \
+    --run-name shared-eval-ddp --strategy ddp --nproc-per-node 2 "${gloo[@]}"
+  report shared-gpu "$work" "$OUTDIR/shared-gpu.json"
+}
+
+status=0
+for ph in "${phases[@]}"; do
+  t0=$SECONDS
+  if ! "phase_${ph//-/_}"; then
+    echo "{\"phase\": \"$ph\", \"failed\": true, \"seconds\": $((SECONDS - t0))}" >"$OUTDIR/$ph.json"
+    say "phase $ph FAILED (see the log above)"
+    status=1
+  else
+    say "phase $ph done in $((SECONDS - t0)) s"
+  fi
+  if [[ $ph != build && -d $work/runs ]]; then
+    (cd "$work/runs" && find . -name summary.csv -o -name run.json -o -name loss.csv -o -name utilisation.csv |
+      tar -czf "$OUTDIR/$ph-runs.tar.gz" -T -) || true
+    rm -rf "$work/runs"
+  fi
+done
+report summary "$OUTDIR" --out "$OUTDIR/summary.md" || status=1
+echo "validate.sh: results in $OUTDIR"
+exit $status

@@ -1,0 +1,409 @@
+"""Figures and checks of tools/gpu/validate.sh's phases, and the Markdown
+summary over them.
+
+  validate_report.py build|baseline|precision|strategies|shared-gpu WORK OUT.json [options]
+      reads the phase's run folders (WORK/runs/<name>/summary.csv, loss.csv, run.json) and
+      reference JSONs (WORK/ref-*.json), writes the phase's figures, ratios and checks
+  validate_report.py summary DIR... --out summary.md
+      every figure of the phase JSONs found in DIRs, its ratio to its reference, the
+      targets (met or not), the checks, and the versions
+  validate_report.py copy-bandwidth --device cuda --json-out F
+      a device-to-device copy, for scale beside bench-comm
+
+Checks (a phase JSON's "checks": name, ok, detail) are what a run proves; targets are
+what the figures are judged against and are reported whether met or not."""
+import argparse
+import csv
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+# Losses "equal" to the baseline's, by what each comparison can promise:
+# - fp32, same batches, sum over ranks then mean (the shared-GPU phase): only the
+#   summation order differs; the CPU parity tests hold such runs to 1e-5 relative
+#   per step on one core. On a GPU, with the memory-efficient attention backward's
+#   atomics (not deterministic) and Gloo's host-side sums, 1e-4 relative over 8
+#   steps is what rounding allows, and a wrong gradient (a missing division by
+#   the world size, a misplaced shard) moves the loss by 1e-2 or more.
+# - bf16 at world size 1 (the strategies phase): ddp's buckets hold the same
+#   gradients as the baseline, so its losses are those of the baseline up to the
+#   same atomics: 1e-3. zero and fsdp compute in bf16 copies of fp32 master
+#   shards (mixed precision as FSDP2 does it: weights cast, not autocast), which
+#   rounds differently from autocast's per-op casts: 2e-2 relative over 40 steps.
+TOL_FP32_SHARED = 1e-4
+TOL_BF16_REPLICATED = 1e-3
+TOL_BF16_SHARDED = 2e-2
+
+
+def versions():
+    v = {}
+    try:
+        import torch
+
+        v["torch"] = torch.__version__
+        v["cuda"] = torch.version.cuda or "none"
+        if torch.cuda.is_available():
+            v["device"] = torch.cuda.get_device_name()
+            try:
+                n = torch.cuda.nccl.version()
+                v["nccl"] = ".".join(map(str, n)) if isinstance(n, tuple) else str(n)
+            except Exception as e:  # noqa: BLE001 - reported, not fatal
+                v["nccl"] = f"unknown ({e})"
+        else:
+            v["device"] = "cpu"
+    except ImportError:
+        pass
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20)
+        if out.returncode == 0:
+            v["driver"] = out.stdout.strip().splitlines()[0]
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    for mod in ("transformers", "lightning"):
+        try:
+            v[mod] = __import__(mod).__version__
+        except ImportError:
+            v[mod] = "absent"
+    return v
+
+
+def read_run(work, name):
+    folder = os.path.join(work, "runs", name)
+    with open(os.path.join(folder, "summary.csv")) as f:
+        row = next(csv.DictReader(f))
+    with open(os.path.join(folder, "run.json")) as f:
+        rj = json.load(f)
+    # run.json's steps keep the losses in full precision (loss.csv has 6 digits).
+    losses = [float(s["loss"]) for s in rj.get("steps", [])]
+    num = {}
+    for k, x in row.items():
+        try:
+            num[k] = float(x)
+        except (TypeError, ValueError):
+            num[k] = x
+    num["losses"] = losses
+    num["sdpa_backend"] = rj.get("sdpa_backend", "unrecorded")
+    num["comm_untimed"] = rj.get("result", {}).get("comm_untimed", num.get("comm_untimed", 0))
+    return num
+
+
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def max_rel_diff(a, b):
+    if len(a) != len(b) or not a:
+        return float("inf")
+    return max(abs(x - y) / max(abs(y), 1e-12) for x, y in zip(a, b))
+
+
+def check(name, ok, detail):
+    return {"name": name, "ok": bool(ok), "detail": detail}
+
+
+def figures_of(run):
+    keys = ("samples_per_s", "step_ms_median", "mfu", "peak_memory_bytes", "comm_ms", "comm_exposed_ms",
+            "utilisation_mean_percent", "power_mean_w", "energy_j", "samples_per_kj", "final_train_loss",
+            "device_name", "precision", "batch_per_device", "world_size", "strategy", "strategy_options",
+            "sdpa_backend", "comm_untimed", "model_state_bytes", "model_state_theory_bytes")
+    return {k: run.get(k) for k in keys}
+
+
+def phase_build(a):
+    out = subprocess.run([a.bin, "--version"], capture_output=True, text=True)
+    return {"hpcbench_version": out.stdout.strip(), "checks": [
+        check("hpcbench --version runs", out.returncode == 0, out.stdout.strip().splitlines()[0] if out.stdout else
+              out.stderr.strip()[-300:])]}
+
+
+def phase_baseline(a):
+    res = {"rows": [], "checks": [], "targets": []}
+    for b in map(int, a.batches.split(",")):
+      try:
+        run = read_run(a.work, f"baseline-bf16-b{b}")
+        eager = read_json(os.path.join(a.work, f"ref-eager-bf16-b{b}.json"))
+        light = read_json(os.path.join(a.work, f"ref-lightning-bf16-b{b}.json"))
+        row = {"batch": b, "hpcbench": figures_of(run), "hf_eager": {k: v for k, v in eager.items() if k != "losses"},
+               "lightning": {k: v for k, v in light.items() if k != "losses"},
+               "ratio_hf_eager": run["samples_per_s"] / eager["samples_per_s"],
+               "ratio_lightning": run["samples_per_s"] / light["samples_per_s"]}
+        res["rows"].append(row)
+        res["checks"].append(check(f"batch {b}: the same sequence lengths fed to all three", eager["seq"] == run.get(
+            "seq_length", eager["seq"]), f"seq {eager['seq']}"))
+        want_ratio = 1.3 if b <= 4 else 1.0
+        res["targets"].append(check(f"batch {b}: hpcbench >= {want_ratio}x HF eager samples/s",
+                                    row["ratio_hf_eager"] >= want_ratio, f"{row['ratio_hf_eager']:.3f}x"))
+        res["targets"].append(check(f"batch {b}: hpcbench >= Lightning samples/s", row["ratio_lightning"] >= 1.0,
+                                    f"{row['ratio_lightning']:.3f}x"))
+        if b == max(map(int, a.batches.split(","))) and run.get("mfu", 0) > 0:
+            res["targets"].append(check(f"batch {b}: bf16 MFU >= 45 %", run["mfu"] >= 0.45, f"{100 * run['mfu']:.1f} %"))
+      except Exception as e:  # noqa: BLE001 - a missing run is a failed check, the others still count
+        res["checks"].append(check(f"batch {b}: runs present", False, f"{type(e).__name__}: {e}"))
+    return res
+
+
+def phase_precision(a):
+    res = {"rows": [], "checks": []}
+    for p in ("fp32", "tf32", "fp16", "bf16"):
+      try:
+        run = read_run(a.work, f"precision-{p}-b{a.batch}")
+        eager = read_json(os.path.join(a.work, f"ref-eager-{p}-b{a.batch}.json"))
+        res["rows"].append({"precision": p, "hpcbench": figures_of(run),
+                            "hf_eager": {k: v for k, v in eager.items() if k != "losses"},
+                            "ratio_hf_eager": run["samples_per_s"] / eager["samples_per_s"]})
+        res["checks"].append(check(f"{p}: finite final loss", run["final_train_loss"] == run["final_train_loss"],
+                                   f"{run['final_train_loss']:.4f}"))
+      except Exception as e:  # noqa: BLE001
+        res["checks"].append(check(f"{p}: runs present", False, f"{type(e).__name__}: {e}"))
+    return res
+
+
+def parse_bench_comm(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            parts = line.split()
+            if len(parts) >= 7 and parts[0].isdigit():
+                rows.append(line.rstrip("\n"))
+    with open(path) as f:
+        text = f.read()
+    m = re.search(r"Out of bounds values\s*:\s*(\d+)", text)
+    return rows, int(m.group(1)) if m else -1, text
+
+
+def phase_strategies(a):
+    base = read_run(a.work, "strat-baseline")
+    res = {"baseline": figures_of(base), "rows": [], "checks": [], "targets": []}
+    for name in ("ddp", "zero1", "zero2", "zero3", "fsdp-full", "fsdp-grad-op"):
+      try:
+        run = read_run(a.work, f"strat-{name}")
+        tol = TOL_BF16_REPLICATED if name == "ddp" else TOL_BF16_SHARDED
+        if base.get("precision") != "bf16":
+            tol = TOL_FP32_SHARED
+        d = max_rel_diff(run["losses"], base["losses"])
+        overhead = run["step_ms_median"] / base["step_ms_median"] - 1
+        res["rows"].append({"strategy": name, "hpcbench": figures_of(run), "overhead": overhead,
+                            "loss_max_rel_diff": d, "tolerance": tol})
+        res["checks"].append(check(f"{name}: losses equal to the baseline's", d <= tol, f"max rel diff {d:.2e} <= {tol:g}"))
+        res["checks"].append(check(f"{name}: collectives ran and were timed (comm_ms > 0)", run["comm_ms"] > 0,
+                                   f"comm_ms {run['comm_ms']:.3f}"))
+        res["targets"].append(check(f"{name}: world-size-1 overhead < 5 % of the baseline step", overhead < 0.05,
+                                    f"{100 * overhead:+.1f} %"))
+      except Exception as e:  # noqa: BLE001
+        res["checks"].append(check(f"{name}: run present", False, f"{type(e).__name__}: {e}"))
+    rows, wrong, text = parse_bench_comm(os.path.join(a.work, "bench-comm.txt"))
+    res["bench_comm"] = {"rows": rows, "out_of_bounds": wrong, "header": [l for l in text.splitlines() if l.startswith("#")]}
+    res["checks"].append(check("bench-comm at world size 1: results correct", wrong == 0, f"{wrong} wrong values"))
+    res["copy"] = read_json(os.path.join(a.work, "copy.json"))
+    return res
+
+
+def phase_shared_gpu(a):
+    res = {"rows": [], "checks": []}
+    for w in (2, 4):
+        base = read_run(a.work, f"shared-w{w}-baseline")
+        names = ["ddp", "zero1", "zero2", "zero3", "fsdp-full", "fsdp-grad-op"] + (["fsdp-hybrid"] if w == 4 else [])
+        for name in names:
+          try:
+            run = read_run(a.work, f"shared-w{w}-{name}")
+            d = max_rel_diff(run["losses"], base["losses"])
+            res["rows"].append({"ranks": w, "strategy": name, "loss_max_rel_diff": d, "tolerance": TOL_FP32_SHARED,
+                                "hpcbench": figures_of(run)})
+            res["checks"].append(check(f"{w} ranks, {name}: losses equal to the baseline's at the same global batch",
+                                       d <= TOL_FP32_SHARED, f"max rel diff {d:.2e} <= {TOL_FP32_SHARED:g}"))
+          except Exception as e:  # noqa: BLE001
+            res["checks"].append(check(f"{w} ranks, {name}: run present", False, f"{type(e).__name__}: {e}"))
+    try:
+        _shared_eval(a, res)
+    except Exception as e:  # noqa: BLE001
+        res["checks"].append(check("evaluation runs present", False, f"{type(e).__name__}: {e}"))
+    return res
+
+
+def _shared_eval(a, res):
+    eb, ed = read_run(a.work, "shared-eval-baseline"), read_run(a.work, "shared-eval-ddp")
+    res["eval"] = {"baseline": {k: eb.get(k) for k in ("val_loss", "exact_match", "f1")},
+                   "ddp-2-ranks": {k: ed.get(k) for k in ("val_loss", "exact_match", "f1")}}
+    dv = abs(ed["val_loss"] - eb["val_loss"]) / max(abs(eb["val_loss"]), 1e-12)
+    res["checks"].append(check("evaluation gathered over 2 ranks: validation loss, EM, F1 equal to one rank's",
+                               dv <= TOL_FP32_SHARED and abs(ed["f1"] - eb["f1"]) < 1e-6 and
+                               abs(ed["exact_match"] - eb["exact_match"]) < 1e-6,
+                               f"val loss rel diff {dv:.2e}; EM {eb['exact_match']:.2f}/{ed['exact_match']:.2f}; "
+                               f"F1 {eb['f1']:.2f}/{ed['f1']:.2f}"))
+
+
+def copy_bandwidth(a):
+    import torch
+
+    dev = torch.device(a.device)
+    n = (1 << 30) if dev.type == "cuda" else (64 << 20)
+    x = torch.empty(n, dtype=torch.uint8, device=dev).random_(0, 255)
+    y = torch.empty_like(x)
+    for _ in range(3):
+        y.copy_(x)
+    times = []
+    for _ in range(10):
+        if dev.type == "cuda":
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            y.copy_(x)
+            e.record()
+            e.synchronize()
+            times.append(s.elapsed_time(e))
+        else:
+            t0 = time.perf_counter()
+            y.copy_(x)
+            times.append((time.perf_counter() - t0) * 1000)
+    times.sort()
+    ms = times[len(times) // 2]
+    res = {"bytes": n, "ms_median": ms, "gb_per_s_read_plus_write": 2 * n / ms / 1e6}
+    with open(a.json_out, "w") as f:
+        json.dump(res, f, indent=1)
+    print(f"device-to-device copy of {n >> 20} MiB: {ms:.3f} ms, {res['gb_per_s_read_plus_write']:.0f} GB/s read+write")
+
+
+def pct(x):
+    return f"{100 * x:.1f} %" if isinstance(x, (int, float)) and x > 0 else "n/a"
+
+
+def mib(x):
+    return f"{x / 1048576:.0f}" if isinstance(x, (int, float)) and x > 0 else "n/a"
+
+
+def summary(a):
+    phases = {}
+    for d in a.dirs:
+        for p in sorted(glob.glob(os.path.join(d, "*.json"))):
+            j = read_json(p)
+            if "phase" in j:
+                phases[j["phase"]] = j
+    L = ["# hpcbench on one GPU: tools/gpu/validate.sh", ""]
+    v = next((j["versions"] for j in phases.values() if "versions" in j), {})
+    L.append("| device | driver | CUDA | NCCL | torch | transformers | lightning |")
+    L.append("| --- | --- | --- | --- | --- | --- | --- |")
+    L.append("| " + " | ".join(str(v.get(k, "?")) for k in ("device", "driver", "cuda", "nccl", "torch", "transformers",
+                                                                "lightning")) + " |")
+    L.append("")
+    for name in ("build", "baseline", "precision", "strategies", "shared-gpu"):
+        j = phases.get(name)
+        if not j:
+            continue
+        L.append(f"## {name}{' — FAILED' if j.get('failed') else ''}")
+        L.append("")
+        if name == "build" and "hpcbench_version" in j:
+            L += ["```", j["hpcbench_version"], "```", ""]
+        if name == "baseline" and "rows" in j:
+            L.append("| batch | side | samples/s | step ms | MFU | peak MiB | SDPA | hpcbench / side |")
+            L.append("| ---: | --- | ---: | ---: | ---: | ---: | --- | ---: |")
+            for r in j["rows"]:
+                h = r["hpcbench"]
+                L.append(f"| {r['batch']} | hpcbench | {h['samples_per_s']:.1f} | {h['step_ms_median']:.2f} | "
+                         f"{pct(h['mfu'])} | {mib(h['peak_memory_bytes'])} | {h['sdpa_backend']} | |")
+                for side, key in (("HF eager", "hf_eager"), ("Lightning", "lightning")):
+                    s = r[key]
+                    ratio = r["ratio_hf_eager" if key == "hf_eager" else "ratio_lightning"]
+                    L.append(f"| {r['batch']} | {side} | {s['samples_per_s']:.1f} | {s['step_ms_median']:.2f} | "
+                             f"{pct(s['mfu'])} | {mib(s['peak_memory_bytes'])} | {s['sdpa_backend']} | {ratio:.3f}x |")
+            L.append("")
+            h = j["rows"][0]["hpcbench"]
+            if h.get("utilisation_mean_percent", -1) is not None and h.get("utilisation_mean_percent", -1) >= 0:
+                L.append(f"Device sampling (batch {j['rows'][0]['batch']}, utilisation.csv): utilisation "
+                         f"{h['utilisation_mean_percent']:.1f} %, power {h['power_mean_w']:.1f} W, energy "
+                         f"{h['energy_j']:.1f} J, {h['samples_per_kj']:.1f} samples/kJ.")
+                L.append("")
+        if name == "precision" and "rows" in j:
+            L.append("| precision | hpcbench samples/s | MFU | HF eager samples/s | hpcbench / HF eager |")
+            L.append("| --- | ---: | ---: | ---: | ---: |")
+            for r in j["rows"]:
+                L.append(f"| {r['precision']} | {r['hpcbench']['samples_per_s']:.1f} | {pct(r['hpcbench']['mfu'])} | "
+                         f"{r['hf_eager']['samples_per_s']:.1f} | {r['ratio_hf_eager']:.3f}x |")
+            L.append("")
+        if name == "strategies" and "rows" in j:
+            b = j["baseline"]
+            L.append(f"Baseline: {b['step_ms_median']:.2f} ms/step, {b['samples_per_s']:.1f} samples/s, peak "
+                     f"{mib(b['peak_memory_bytes'])} MiB.")
+            L.append("")
+            L.append("| strategy (--keep-collectives, 1 rank) | step ms | overhead | comm ms | exposed ms | peak MiB | "
+                     "loss max rel diff | tolerance |")
+            L.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+            for r in j["rows"]:
+                h = r["hpcbench"]
+                L.append(f"| {r['strategy']} | {h['step_ms_median']:.2f} | {100 * r['overhead']:+.1f} % | "
+                         f"{h['comm_ms']:.2f} | {h['comm_exposed_ms']:.2f} | {mib(h['peak_memory_bytes'])} | "
+                         f"{r['loss_max_rel_diff']:.2e} | {r['tolerance']:g} |")
+            L.append("")
+            c = j.get("copy", {})
+            L.append(f"Device-to-device copy of {c.get('bytes', 0) >> 20} MiB: {c.get('ms_median', 0):.3f} ms, "
+                     f"{c.get('gb_per_s_read_plus_write', 0):.0f} GB/s counting bytes read and written.")
+            L.append("")
+            L += ["bench-comm at world size 1:", "", "```"] + j["bench_comm"]["header"][-2:] + j["bench_comm"]["rows"] + ["```", ""]
+        if name == "shared-gpu" and "rows" in j:
+            L.append("| ranks on the GPU (Gloo) | strategy | loss max rel diff to the baseline | tolerance | step ms |")
+            L.append("| ---: | --- | ---: | ---: | ---: |")
+            for r in j["rows"]:
+                L.append(f"| {r['ranks']} | {r['strategy']} | {r['loss_max_rel_diff']:.2e} | {r['tolerance']:g} | "
+                         f"{r['hpcbench']['step_ms_median']:.1f} |")
+            L.append("")
+        for kind in ("targets", "checks"):
+            if j.get(kind):
+                L.append(f"{kind.capitalize()}:")
+                L.append("")
+                for c in j[kind]:
+                    L.append(f"- {'met' if c['ok'] and kind == 'targets' else 'ok' if c['ok'] else 'NOT MET' if kind == 'targets' else 'FAILED'}: "
+                             f"{c['name']} ({c['detail']})")
+                L.append("")
+    with open(a.out, "w") as f:
+        f.write("\n".join(L))
+    print("\n".join(L))
+    failed = [n for n, j in phases.items() if j.get("failed") or any(not c["ok"] for c in j.get("checks", []))]
+    if failed:
+        print(f"validate_report: checks failed in {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for name in ("build", "baseline", "precision", "strategies", "shared-gpu"):
+        p = sub.add_parser(name)
+        p.add_argument("work")
+        p.add_argument("out")
+        p.add_argument("--bin")
+        p.add_argument("--batches", default="32,4")
+        p.add_argument("--batch", type=int, default=32)
+    p = sub.add_parser("summary")
+    p.add_argument("dirs", nargs="+")
+    p.add_argument("--out", required=True)
+    p = sub.add_parser("copy-bandwidth")
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--json-out", required=True)
+    a = ap.parse_args()
+    if a.cmd == "summary":
+        return summary(a)
+    if a.cmd == "copy-bandwidth":
+        copy_bandwidth(a)
+        return 0
+    fn = {"build": phase_build, "baseline": phase_baseline, "precision": phase_precision,
+          "strategies": phase_strategies, "shared-gpu": phase_shared_gpu}[a.cmd]
+    res = fn(a)
+    res["phase"] = a.cmd
+    res["versions"] = versions()
+    with open(a.out, "w") as f:
+        json.dump(res, f, indent=1)
+    bad = [c for c in res.get("checks", []) if not c["ok"]]
+    for c in res.get("checks", []) + res.get("targets", []):
+        print(f"  {'ok  ' if c['ok'] else 'FAIL'} {c['name']}: {c['detail']}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -73,7 +73,11 @@ c10::intrusive_ptr<c10d::Backend> make_gloo(const c10::intrusive_ptr<c10d::Store
 c10::intrusive_ptr<c10d::Backend> make_nccl(const c10::intrusive_ptr<c10d::Store>& store,
                                             const RankLayout& layout, const CommOptions& options) {
 #ifdef HPCBENCH_DIST_NCCL
-  auto opts = c10d::ProcessGroupNCCL::Options::create();
+  // High priority: a collective's kernel is scheduled ahead of the compute
+  // kernels queued beside it, so that a prefetch all-gather or a gradient
+  // reduce-scatter does not wait for the backward's matmuls to drain (the
+  // reason FSDP2 issues from high-priority streams; docs/gpu-validation.md).
+  auto opts = c10d::ProcessGroupNCCL::Options::create(/*is_high_priority_stream=*/true);
   // The process group's watchdog is the backstop: Comm's HangMonitor, with
   // the timeout itself, fires first and names the collective by its purpose.
   opts->timeout = options.timeout + options.timeout / 10 + std::chrono::seconds(5);

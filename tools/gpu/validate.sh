@@ -59,11 +59,11 @@ export PYTHONUNBUFFERED=1
 
 if ((dry)); then
   device=cpu model=bert-tiny seq=64 stride=32 big=8 small=2 steps=6 warm=2 samples=64 sample_ms=50
-  eval_seq=64 eval_batch=4
+  eval_seq=64 eval_stride=16 eval_batch=4
   label=cpu-dry
 else
   device=cuda model=bert-base-uncased seq=384 stride=128 big=32 small=4 steps=40 warm=10 samples=2048 sample_ms=100
-  eval_seq=128 eval_batch=8
+  eval_seq=128 eval_stride=32 eval_batch=8
   label=$("$PY" -c 'import torch; print(torch.cuda.get_device_name().replace(" ", "-"))' 2>/dev/null || echo gpu)
 fi
 OUTDIR=${OUT:-results/gpu/$label-$(date +%Y%m%d)}
@@ -169,7 +169,7 @@ phase_shared_gpu() {
   ensure_bin
   # fp32, dropout off, the same global batch: the ranks' losses must be the baseline's.
   local per=$small s=8 w
-  ((dry)) && s=4
+  ((dry)) && s=3
   local shared=(--precision fp32 --dropout 0 --max-steps "$s" --timing-warmup-steps 1 --max-seq-length 128)
   ((dry)) && shared=(--precision fp32 --dropout 0 --max-steps "$s" --timing-warmup-steps 1 --max-seq-length "$seq")
   local gloo=(--backend gloo --allow-shared-gpu --collective-timeout 600)
@@ -193,11 +193,11 @@ phase_shared_gpu() {
   say "shared-gpu: the evaluation gather over 2 ranks on real SQuAD (the shipped sample)"
   local sq=$root/tests/fixtures/squad/dev-v1.1-sample.json vocab=$root/tests/fixtures/bert-base-uncased/vocab.txt
   run "$BIN" run --model "$model" --train-data "$sq" --eval-data "$sq" --vocab "$vocab" --max-seq-length "$eval_seq" \
-    --doc-stride 32 --device "$device" --precision fp32 --dropout 0 --batch-size "$eval_batch" --max-steps 2 \
+    --doc-stride "$eval_stride" --device "$device" --precision fp32 --dropout 0 --batch-size "$eval_batch" --max-steps 2 \
     --timing-warmup-steps 1 --eval-batch-size "$eval_batch" --cache-dir none --results-dir "$work/runs" \
     --run-name shared-eval-baseline
   run "$BIN" run --model "$model" --train-data "$sq" --eval-data "$sq" --vocab "$vocab" --max-seq-length "$eval_seq" \
-    --doc-stride 32 --device "$device" --precision fp32 --dropout 0 --batch-size $((eval_batch / 2)) --max-steps 2 \
+    --doc-stride "$eval_stride" --device "$device" --precision fp32 --dropout 0 --batch-size $((eval_batch / 2)) --max-steps 2 \
     --timing-warmup-steps 1 --eval-batch-size "$eval_batch" --cache-dir none --results-dir "$work/runs" \
     --run-name shared-eval-ddp --strategy ddp --nproc-per-node 2 "${gloo[@]}"
   report shared-gpu "$work" "$OUTDIR/shared-gpu.json"
@@ -206,13 +206,18 @@ phase_shared_gpu() {
 status=0
 for ph in "${phases[@]}"; do
   t0=$SECONDS
-  if ! "phase_${ph//-/_}"; then
-    echo "{\"phase\": \"$ph\", \"failed\": true, \"seconds\": $((SECONDS - t0))}" >"$OUTDIR/$ph.json"
-    say "phase $ph FAILED (see the log above)"
-    status=1
-  else
-    say "phase $ph done in $((SECONDS - t0)) s"
-  fi
+  rm -f "$OUTDIR/$ph.json"
+  if "phase_${ph//-/_}"; then ok=1; else ok=0 status=1; fi
+  # The phase's figures stay when a check or a later command failed; a phase that
+  # left none is recorded as failed all the same.
+  "$PY" -c '
+import json, os, sys
+path, phase, ok, secs = sys.argv[1], sys.argv[2], sys.argv[3] == "1", int(sys.argv[4])
+j = json.load(open(path)) if os.path.exists(path) else {"phase": phase}
+j["failed"] = not ok
+j["seconds"] = secs
+json.dump(j, open(path, "w"), indent=1)' "$OUTDIR/$ph.json" "$ph" "$ok" "$((SECONDS - t0))"
+  if ((ok)); then say "phase $ph done in $((SECONDS - t0)) s"; else say "phase $ph FAILED (see the log above)"; fi
   if [[ $ph != build && -d $work/runs ]]; then
     (cd "$work/runs" && find . -name summary.csv -o -name run.json -o -name loss.csv -o -name utilisation.csv |
       tar -czf "$OUTDIR/$ph-runs.tar.gz" -T -) || true

@@ -170,9 +170,7 @@ def parse_bench_comm(path):
         for line in f:
             if line.startswith("#") or not line.strip():
                 continue
-            parts = line.split()
-            if len(parts) >= 7 and parts[0].isdigit():
-                rows.append(line.rstrip("\n"))
+            rows.append(line.rstrip("\n"))
     with open(path) as f:
         text = f.read()
     m = re.search(r"Out of bounds values\s*:\s*(\d+)", text)
@@ -200,7 +198,8 @@ def phase_strategies(a):
       except Exception as e:  # noqa: BLE001
         res["checks"].append(check(f"{name}: run present", False, f"{type(e).__name__}: {e}"))
     rows, wrong, text = parse_bench_comm(os.path.join(a.work, "bench-comm.txt"))
-    res["bench_comm"] = {"rows": rows, "out_of_bounds": wrong, "header": [l for l in text.splitlines() if l.startswith("#")]}
+    res["bench_comm"] = {"rows": rows, "out_of_bounds": wrong,
+                         "header": [l for l in text.splitlines() if l.startswith("#")]}
     res["checks"].append(check("bench-comm at world size 1: results correct", wrong == 0, f"{wrong} wrong values"))
     res["copy"] = read_json(os.path.join(a.work, "copy.json"))
     return res
@@ -296,7 +295,7 @@ def summary(a):
         j = phases.get(name)
         if not j:
             continue
-        L.append(f"## {name}{' — FAILED' if j.get('failed') else ''}")
+        L.append(f"## {name}{' — FAILED' if j.get('failed') else ''} ({j.get('seconds', '?')} s)")
         L.append("")
         if name == "build" and "hpcbench_version" in j:
             L += ["```", j["hpcbench_version"], "```", ""]
@@ -344,7 +343,9 @@ def summary(a):
             L.append(f"Device-to-device copy of {c.get('bytes', 0) >> 20} MiB: {c.get('ms_median', 0):.3f} ms, "
                      f"{c.get('gb_per_s_read_plus_write', 0):.0f} GB/s counting bytes read and written.")
             L.append("")
-            L += ["bench-comm at world size 1:", "", "```"] + j["bench_comm"]["header"][-2:] + j["bench_comm"]["rows"] + ["```", ""]
+            hdr = j["bench_comm"]["header"]
+            L += ["bench-comm at world size 1:", "", "```"] + hdr[:2] + [h for h in hdr if "op " in h] + \
+                j["bench_comm"]["rows"] + hdr[-2:] + ["```", ""]
         if name == "shared-gpu" and "rows" in j:
             L.append("| ranks on the GPU (Gloo) | strategy | loss max rel diff to the baseline | tolerance | step ms |")
             L.append("| ---: | --- | ---: | ---: | ---: |")

@@ -135,19 +135,24 @@ std::unique_ptr<monitor::Sampler> start_sampler(const TrainConfig& cfg, const c1
                                                 const RunContext& ctx, int64_t call) {
   if (cfg.sample_ms <= 0) return nullptr;
   std::vector<std::string> pids{std::to_string(::getpid())};
-  if (ctx.comm && ctx.world_size > 1) pids = ctx.comm->exchange(monitor_key("pid", call), pids[0]);
+  // The sampler reads its node's ranks' GPUs alone, found by PCI bus id.
+  std::vector<std::string> buses{monitor::rank_bus_id(device_bus_id(device), ctx.local_rank)};
+  if (ctx.comm && ctx.world_size > 1) {
+    pids = ctx.comm->exchange(monitor_key("pid", call), pids[0]);
+    buses = ctx.comm->exchange(monitor_key("bus", call), buses[0]);
+  }
   if (ctx.local_rank != 0) return nullptr;
   monitor::SamplerOptions o;
   o.interval_ms = cfg.sample_ms;
   const char* nvml_override = std::getenv("HPCBENCH_NVML_LIBRARY");
   o.gpus = !device.is_cpu() || (nvml_override && *nvml_override);
-  if (device.is_cpu()) {
-    std::vector<std::string> hosts;
-    std::istringstream in(ctx.hosts);
-    for (std::string h; in >> h;) hosts.push_back(h);
-    for (int r = 0; r < static_cast<int>(pids.size()); ++r)
-      if (hosts.size() != pids.size() || hosts[size_t(r)] == hosts[size_t(ctx.rank)])
-        o.ranks.emplace_back(r, static_cast<pid_t>(std::stol(pids[size_t(r)])));
+  std::vector<std::string> hosts;
+  std::istringstream in(ctx.hosts);
+  for (std::string h; in >> h;) hosts.push_back(h);
+  for (int r = 0; r < static_cast<int>(pids.size()); ++r) {
+    if (hosts.size() == pids.size() && hosts[size_t(r)] != hosts[size_t(ctx.rank)]) continue;
+    if (device.is_cpu()) o.ranks.emplace_back(r, static_cast<pid_t>(std::stol(pids[size_t(r)])));
+    o.bus_ids.push_back(buses[size_t(r)]);
   }
   auto sampler = std::make_unique<monitor::Sampler>(std::move(o));
   if (sampler->gpu_note().size()) spdlog::info("GPU sampling off: {}", sampler->gpu_note());
@@ -168,9 +173,13 @@ void finish_sampling(std::unique_ptr<monitor::Sampler>& sampler, const TrainConf
     std::istringstream in(ctx.hosts);
     std::vector<std::string> hosts{std::istream_iterator<std::string>(in), {}};
     std::string host = size_t(ctx.rank) < hosts.size() ? hosts[size_t(ctx.rank)] : hostname();
-    rows = monitor::csv_rows(samples, host, first_timed - 1);
+    rows = monitor::csv_rows(samples, host, first_timed - 1, sampler->gpu_bus_ids());
     auto s = monitor::summarize(samples, first_timed, last_timed);
+    auto gpus = nlohmann::json::array();
+    for (auto& [index, bus] : sampler->gpu_bus_ids()) gpus.push_back({{"index", index}, {"bus_id", bus}});
     mine = {{"host", host}, {"gpu_sampling", sampler->gpu_sampling()}, {"gpu_note", sampler->gpu_note()},
+            {"gpus", gpus}, {"gpus_of", !sampler->gpu_sampling() ? "" : sampler->gpu_selection().all ? "node" : "job"},
+            {"gpus_note", sampler->gpu_selection().note},
             {"samples", samples.size()}, {"util_of", s.util_of}, {"util_mean_percent", s.util_mean_percent},
             {"util_samples", s.util_samples}, {"power_mean_w", s.power_mean_w}, {"energy_j", s.energy_j},
             {"energy_method", s.energy_method}, {"nvml_peak_memory_bytes", s.nvml_peak_memory_bytes}};

@@ -312,13 +312,9 @@ void Comm::wait(Pending& p) {
       p.work->wait(options_.timeout);  // Gloo: the host blocks, with the deadline
     } else {
       p.work->wait();  // NCCL: the compute stream waits; the host does not
-      if (monitor_) {
-        // Done once the compute stream has passed its wait: the monitor lets
-        // go of the work (and its tensors) now, as the caller does.
-        auto passed = std::make_shared<c10::Event>(device_.type());
-        passed->record(at::accelerator::getCurrentStream(device_.index()));
-        monitor_->settle(p.watch, [passed] { return passed->query(); });
-      }
+      // Done once the compute stream has passed its wait: the monitor lets
+      // go of the work (and its tensors) now, as the caller does.
+      if (monitor_) monitor_->settle_after(p.watch, at::accelerator::getCurrentStream(device_.index()));
     }
   } catch (const std::exception& e) {
     failed(p.what, t0, message_of(e));

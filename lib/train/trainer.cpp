@@ -44,6 +44,7 @@ struct StepRecord {
   double comm_ms;
   double comm_exposed_ms;
   int collectives;
+  int comm_untimed;
   double grad_norm;
   bool skipped;  // fp16 overflow: the optimizer step was skipped
 };
@@ -381,6 +382,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
       r.comm_ms = times.comm_ms;
       r.comm_exposed_ms = times.comm_exposed_ms;
       r.collectives = times.collectives;
+      r.comm_untimed = times.comm_untimed;
       r.grad_norm = norm.defined() ? norm.item<double>() : 0.0;
       r.skipped = !finite;
       records.push_back(r);
@@ -421,7 +423,9 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   std::vector<double> step_ms;
   std::array<std::vector<double>, kPhases> phase;
   std::vector<double> comm, exposed;
+  int64_t comm_untimed = 0;
   for (size_t i = static_cast<size_t>(skip); i < records.size(); ++i) {
+    comm_untimed += records[i].comm_untimed;
     step_ms.push_back(records[i].ms);
     for (size_t p = 0; p < kPhases; ++p) phase[p].push_back(records[i].phase_ms[p]);
     comm.push_back(records[i].comm_ms);
@@ -467,6 +471,10 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   res.optimizer_ms = report::summarize(phase[size_t(Phase::Optimizer)]).median;
   res.comm_ms = report::summarize(comm).median;
   res.comm_exposed_ms = report::summarize(exposed).median;
+  res.comm_untimed = comm_untimed;
+  if (comm_untimed > 0)
+    spdlog::warn("{} collective(s) of the timed steps could not be timed on rank {} and are missing from comm_ms "
+                 "(comm_untimed in the results)", comm_untimed, ctx.rank);
   res.flops_per_sample = flops_per_sample;
   res.tflops_per_device = res.samples_per_s_per_device * flops_per_sample / 1e12;
   res.peak_tflops = peak;
@@ -490,7 +498,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   for (auto& r : records) {
     nlohmann::json j = {{"step", r.step}, {"epoch", r.epoch}, {"loss", r.loss}, {"lr", r.lr},
                         {"ms", r.ms}, {"comm_ms", r.comm_ms}, {"comm_exposed_ms", r.comm_exposed_ms},
-                        {"collectives", r.collectives},
+                        {"collectives", r.collectives}, {"comm_untimed", r.comm_untimed},
                         {"grad_norm", r.grad_norm}, {"skipped", r.skipped}};
     for (size_t p = 0; p < kPhases; ++p) j[std::string(phase_name(Phase(p))) + "_ms"] = r.phase_ms[p];
     steps.push_back(std::move(j));

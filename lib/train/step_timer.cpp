@@ -82,9 +82,8 @@ void StepTimer::open_phase_range() {
 
 StepTimer::Stamp StepTimer::stamp() {
   Stamp s;
-  if (device_.is_cpu()) {
-    s.t = Clock::now();
-  } else {
+  s.t = Clock::now();  // host clocks time Gloo's collectives on any device
+  if (!device_.is_cpu()) {
     s.event = std::make_unique<c10::Event>(device_.type(), c10::EventFlag::BACKEND_DEFAULT);
     s.event->record(at::accelerator::getCurrentStream(device_.index()));
   }
@@ -94,6 +93,11 @@ StepTimer::Stamp StepTimer::stamp() {
 double StepTimer::since_start(const Stamp& s) const {
   if (device_.is_cpu()) return std::chrono::duration<double, std::milli>(s.t - start_.t).count();
   return start_.event->elapsedTime(*s.event);
+}
+
+double StepTimer::comm_since_start(const Stamp& s) const {
+  if (timing_ == CommTiming::HostClocks) return std::chrono::duration<double, std::milli>(s.t - start_.t).count();
+  return since_start(s);
 }
 
 void StepTimer::begin() {
@@ -155,7 +159,7 @@ void StepTimer::issued(size_t handle, const c10::intrusive_ptr<c10d::Work>& work
   std::lock_guard<std::mutex> lock(mutex_);
   if (handle >= collectives_.size()) return;
   auto& c = collectives_[handle];
-  if (device_.is_cpu()) c.issued = stamp();
+  if (timing_ == CommTiming::HostClocks) c.issued = stamp();
   if (timing_ == CommTiming::WorkDuration) {
     c.work = work;
   } else {
@@ -286,16 +290,21 @@ StepTimes StepTimer::end() {
 
   // Each wait's interval; a collective is done once its wait returns, which
   // bounds a CPU collective whose completion callback had not yet run.
+  // Communication is measured on its own clock (host clocks for Gloo, on any
+  // device); a step's end on that clock is now, after the synchronisation.
+  const double comm_end =
+      timing_ == CommTiming::HostClocks ? std::chrono::duration<double, std::milli>(Clock::now() - start_.t).count()
+                                        : t.ms;
   std::vector<Interval> waits;
   std::vector<double> wait_end(collectives_.size(), -1);
   for (auto& w : waits_) {
-    double b = since_start(w.begin);
+    double b = comm_since_start(w.begin);
     bool ended = w.end.event || w.end.t != Clock::time_point{};
-    waits.emplace_back(b, ended ? since_start(w.end) : t.ms);
+    waits.emplace_back(b, ended ? comm_since_start(w.end) : comm_end);
     if (w.collective != kBracket) wait_end[w.collective] = std::max(wait_end[w.collective], waits.back().second);
   }
   std::vector<Interval> comm, exposed;
-  std::vector<double> done_at(collectives_.size(), t.ms);
+  std::vector<double> done_at(collectives_.size(), comm_end);
   if (timing_ == CommTiming::HostClocks) {
     const int64_t start_ns =
         std::chrono::duration_cast<std::chrono::nanoseconds>(start_.t.time_since_epoch()).count();
@@ -305,9 +314,10 @@ StepTimes StepTimer::end() {
       // Neither completed nor waited for within the step: it ran at least
       // until the step's end, how much longer is unknown.
       if (done <= 0 && wait_end[i] < 0) ++t.comm_untimed;
-      done_at[i] = done > 0 ? static_cast<double>(done - start_ns) / 1e6 : (wait_end[i] >= 0 ? wait_end[i] : t.ms);
-      comm.emplace_back(since_start(c.issue), done_at[i]);
-      if (c.issued.t != Clock::time_point{}) exposed.emplace_back(since_start(c.issue), since_start(c.issued));
+      done_at[i] = done > 0 ? static_cast<double>(done - start_ns) / 1e6 : (wait_end[i] >= 0 ? wait_end[i] : comm_end);
+      comm.emplace_back(comm_since_start(c.issue), done_at[i]);
+      if (c.issued.t != Clock::time_point{})
+        exposed.emplace_back(comm_since_start(c.issue), comm_since_start(c.issued));
     }
   } else {
     // Collectives of one process group run in issue order on its stream.

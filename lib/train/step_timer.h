@@ -86,8 +86,10 @@ enum class CommTiming { HostClocks, WorkDuration };
 
 class StepTimer final : public dist::CommObserver {
  public:
-  // CommTiming follows the device (CPU: host clocks); tests pass
-  // WorkDuration on CPU to run the NCCL path with their own works.
+  // CommTiming follows the device (CPU: host clocks) unless given: the
+  // trainer passes HostClocks for Gloo on a GPU (its works have no device
+  // duration, and its waits block the host). Tests pass WorkDuration on CPU
+  // to run the NCCL path with their own works.
   explicit StepTimer(c10::Device device);
   StepTimer(c10::Device device, CommTiming timing);
   void begin();             // start of a step
@@ -111,7 +113,7 @@ class StepTimer final : public dist::CommObserver {
   using Clock = std::chrono::steady_clock;
   struct Stamp {
     std::unique_ptr<c10::Event> event;  // accelerator
-    Clock::time_point t;                // CPU
+    Clock::time_point t;                // always: CPU, and host-clock communication
   };
   struct Collective {
     const void* queue = nullptr;
@@ -128,7 +130,8 @@ class StepTimer final : public dist::CommObserver {
     Stamp begin, end;
   };
   Stamp stamp();
-  double since_start(const Stamp& s) const;
+  double since_start(const Stamp& s) const;       // the phases' clock: events on accelerators
+  double comm_since_start(const Stamp& s) const;  // the collectives' clock (CommTiming)
   // WorkDuration: reads the durations of the held works that completed and
   // lets go of them. Queries outside the lock: a device query may block on
   // the driver, and autograd's threads call the hooks concurrently.

@@ -304,7 +304,11 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   std::vector<std::pair<int64_t, int64_t>> step_origin;  // (epoch, first micro-batch)
 
   reset_peak_memory(device);
-  StepTimer timer(device);
+  // Gloo's collectives are timed on host clocks on any device (a GPU shared
+  // by several ranks): its works have no device duration.
+  StepTimer timer(device, ctx.comm && ctx.comm->wait_mode() == dist::WaitMode::HostBlocking
+                              ? CommTiming::HostClocks
+                              : (device.is_cpu() ? CommTiming::HostClocks : CommTiming::WorkDuration));
   // The job's Comm reports every collective to the step timer (one timing
   // model for every strategy, train/step_timer.h), and stops before the
   // timer goes, whichever way train() ends.

@@ -25,6 +25,7 @@
 #include "train/amp.h"
 #include "train/batch.h"
 #include "train/flops.h"
+#include "train/op_count.h"
 #include "train/optimizer.h"
 #include "train/setup.h"
 #include "train/step_timer.h"
@@ -312,6 +313,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   records.reserve(static_cast<size_t>(total_steps));
   Progress progress(leader, total_steps);
   auto loop_start = std::chrono::steady_clock::now();
+  OpCounter ops(count_ops_requested());  // HPCBENCH_COUNT_OPS=1: ATen operations per step (train/op_count.h)
 
   int64_t step = 0;
   size_t state_bytes = 0;
@@ -374,6 +376,12 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
       r.grad_norm = norm.defined() ? norm.item<double>() : 0.0;
       r.skipped = !finite;
       records.push_back(r);
+      if (ops.enabled()) {
+        auto c = ops.take();
+        if (step > cfg.timing_warmup_steps)
+          std::fprintf(stderr, "ops rank %d step %lld: %lld top-level, %lld in all\n", ctx.rank,
+                       static_cast<long long>(step), static_cast<long long>(c.top_level), static_cast<long long>(c.all));
+      }
       progress.update(step, r.loss, r.ms);
       if (hooks.after_step) hooks.after_step(step);
       if (leader && (step % cfg.log_every == 0 || step == total_steps)) {

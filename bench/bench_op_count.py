@@ -43,7 +43,7 @@ PRESETS = {
     "bert-mini": dict(num_hidden_layers=4, hidden_size=256, num_attention_heads=4, intermediate_size=1024),
     "bert-base-uncased": dict(),
 }
-LINE = re.compile(r"^ops rank (\d+) step (\d+): (\d+) top-level, (\d+) in all$", re.M)
+LINE = re.compile(r"ops rank (\d+) step (\d+): (\d+) top-level, (\d+) in all")
 
 
 def hpcbench_counts(args, name, nproc, workdir):
@@ -51,7 +51,7 @@ def hpcbench_counts(args, name, nproc, workdir):
     extra = STRATEGIES[name]
     cmd = [args.bin, "run", *extra, "--model", args.model, "--train-data", "synthetic",
            "--synthetic-samples", str(args.batch * max(nproc, 1) * (args.steps + args.warmup + 1)),
-           "--max-seq-length", str(args.seq), "--batch-size", str(args.batch),
+           "--max-seq-length", str(args.seq), "--doc-stride", str(args.seq // 2), "--batch-size", str(args.batch),
            "--max-steps", str(args.steps + args.warmup), "--timing-warmup-steps", str(args.warmup),
            "--precision", "fp32", "--device", "cpu", "--threads", "1", "--cache-dir", "none", "--log-every", "1000",
            "--results-dir", workdir, "--run-name", f"{name}-{nproc}"]

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <string_view>
 
 namespace hpcbench::train {
@@ -13,13 +14,22 @@ std::atomic<int64_t> g_top{0}, g_all{0};
 // their own threads, each with its own nesting.
 thread_local int t_depth = 0;
 
-std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction&) {
+// LibTorch's Tensor::backward() is the operator aten::_backward, which runs
+// the whole backward pass inside it; Python's loss.backward() calls the
+// autograd engine directly. Not counted and not nesting, so that backward's
+// operations count as in Python.
+bool is_backward_call(const at::RecordFunction& fn) { return std::strcmp(fn.name(), "aten::_backward") == 0; }
+
+std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
+  if (is_backward_call(fn)) return nullptr;
   g_all.fetch_add(1, std::memory_order_relaxed);
   if (t_depth++ == 0) g_top.fetch_add(1, std::memory_order_relaxed);
   return nullptr;
 }
 
-void on_end(const at::RecordFunction&, at::ObserverContext*) { --t_depth; }
+void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
+  if (!is_backward_call(fn)) --t_depth;
+}
 
 }  // namespace
 

@@ -10,15 +10,19 @@
 // GPU usually a kernel launch) and "in all" adds those operations call in
 // turn (on CPU a foreach operation calls one per tensor). Counting is
 // deterministic, so a change's effect reads exactly where timings are noise.
+// HPCBENCH_COUNT_OPS=names adds the top-level operations by name.
 #include <ATen/record_function.h>
 
 #include <cstdint>
+#include <map>
+#include <string>
 
 namespace hpcbench::train {
 
 struct OpCounts {
   int64_t top_level = 0;
   int64_t all = 0;
+  std::map<std::string, int64_t> top_level_names;  // with HPCBENCH_COUNT_OPS=names only
 };
 
 // Whether HPCBENCH_COUNT_OPS asks for counts (set, and neither "" nor "0").
@@ -35,6 +39,9 @@ class OpCounter {
   bool enabled() const { return handle_ != 0; }
   // The counts since construction or the previous take(), then starts again.
   OpCounts take();
+  // take() as the lines `hpcbench run` prints (with HPCBENCH_COUNT_OPS=names
+  // one more line per top-level operation name, the most frequent first).
+  std::string take_report(int rank, int64_t step);
 
  private:
   at::CallbackHandle handle_ = 0;

@@ -377,10 +377,8 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
       r.skipped = !finite;
       records.push_back(r);
       if (ops.enabled()) {
-        auto c = ops.take();
-        if (step > cfg.timing_warmup_steps)
-          std::fprintf(stderr, "ops rank %d step %lld: %lld top-level, %lld in all\n", ctx.rank,
-                       static_cast<long long>(step), static_cast<long long>(c.top_level), static_cast<long long>(c.all));
+        auto report = ops.take_report(ctx.rank, step);
+        if (step > cfg.timing_warmup_steps) std::fputs(report.c_str(), stderr);
       }
       progress.update(step, r.loss, r.ms);
       if (hooks.after_step) hooks.after_step(step);

@@ -331,7 +331,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
       for (int64_t a = 0; a < cfg.grad_accum; ++a) {
         int64_t begin = (m + a) * micro_rows;
         int64_t end = std::min<int64_t>(begin + micro_rows, order.size(0));
-        auto batch = data.gather(order.slice(0, begin, end)).to(device);
+        auto batch = data.gather_to(order.slice(0, begin, end), device);
         timer.mark(Phase::Data);
         // Each micro-batch's loss is a mean over its rows; dividing by the
         // accumulation count makes the summed gradient that of the mean over

@@ -4,6 +4,8 @@
 #include <ATen/Context.h>
 #include <ATen/autocast_mode.h>
 
+#include <cmath>
+
 namespace hpcbench::train {
 
 void configure_precision(const std::string& precision) {
@@ -33,15 +35,16 @@ AutocastGuard::~AutocastGuard() {
 
 GradScaler::GradScaler(c10::Device device, bool enabled) : enabled_(enabled) {
   if (!enabled_) return;
-  auto opts = at::TensorOptions().device(device);
-  scale_ = at::full({}, 65536.0, opts.dtype(at::kFloat));
-  growth_tracker_ = at::zeros({}, opts.dtype(at::kInt));
-  found_inf_ = at::zeros({}, opts.dtype(at::kFloat));
+  auto opts = at::TensorOptions().device(device).dtype(at::kFloat);
+  inv_scale_ = at::full({}, 1.0 / scale_host_, opts);
+  found_inf_ = at::zeros({}, opts);
 }
 
 // The scale changes only in update(), on a verdict the host already holds,
-// so a host copy follows _amp_update_scale_'s rule exactly (powers of two:
-// no rounding) and reading it never waits for the device.
+// so the host runs _amp_update_scale_'s rule itself (powers of two: no
+// rounding) and the device copy of 1 / scale is written only when the scale
+// changes (every 2000 clean steps, or on an overflow): reading the scale
+// never waits for the device, and a clean step costs no scale update there.
 double GradScaler::scale() const { return enabled_ ? scale_host_ : 1.0; }
 
 bool GradScaler::unscale(const std::vector<at::Tensor>& params) {
@@ -50,8 +53,7 @@ bool GradScaler::unscale(const std::vector<at::Tensor>& params) {
   for (const auto& p : params)
     if (p.grad().defined()) grads.push_back(p.grad());
   found_inf_.zero_();
-  auto inv = scale_.to(at::kDouble).reciprocal().to(at::kFloat);
-  at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf_, inv);
+  at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf_, inv_scale_);
   return found_inf_.item<float>() == 0.0f;
 }
 
@@ -59,15 +61,16 @@ void GradScaler::update(bool found_inf) {
   if (!enabled_) return;
   // The caller's verdict, not this rank's own check: sharded ranks skip a
   // step together when any of them overflowed, and their scales must agree.
-  found_inf_.fill_(found_inf ? 1.0 : 0.0);
-  at::_amp_update_scale_(scale_, growth_tracker_, found_inf_, kGrowth, kBackoff, kInterval);
+  const double before = scale_host_;
   if (found_inf) {
     scale_host_ *= kBackoff;
     growth_host_ = 0;
   } else if (++growth_host_ == kInterval) {
-    scale_host_ *= kGrowth;
+    // As _amp_update_scale_: a growth that would overflow fp32 is not taken.
+    if (std::isfinite(static_cast<float>(scale_host_ * kGrowth))) scale_host_ *= kGrowth;
     growth_host_ = 0;
   }
+  if (scale_host_ != before) inv_scale_.fill_(1.0 / scale_host_);
 }
 
 }  // namespace hpcbench::train

@@ -44,7 +44,8 @@ class GradScaler {
   static constexpr double kGrowth = 2.0, kBackoff = 0.5;
   static constexpr int64_t kInterval = 2000;
   bool enabled_;
-  at::Tensor scale_, growth_tracker_, found_inf_;
+  // 1 / scale on the device, rewritten only when the scale changes.
+  at::Tensor inv_scale_, found_inf_;
   double scale_host_ = 65536.0;
   int64_t growth_host_ = 0;
 };

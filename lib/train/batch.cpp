@@ -19,11 +19,53 @@ FeatureTensors::FeatureTensors(const data::Features& f) {
   mask_ = rows(f.attention_mask, n, f.seq_len);
   start_ = rows(f.start_positions, n, 1).view({n});
   end_ = rows(f.end_positions, n, 1).view({n});
+  row_padded_.assign(static_cast<size_t>(n), 0);
+  for (size_t i = 0; i < f.attention_mask.size(); ++i)
+    if (f.attention_mask[i] == 0) row_padded_[i / static_cast<size_t>(f.seq_len)] = 1;
 }
 
 Batch FeatureTensors::gather(const at::Tensor& idx) const {
   return Batch{ids_.index_select(0, idx), types_.index_select(0, idx), mask_.index_select(0, idx),
                start_.index_select(0, idx), end_.index_select(0, idx)};
+}
+
+Batch FeatureTensors::gather_to(const at::Tensor& idx, c10::Device device) const {
+  if (device.is_cpu()) return gather(idx);
+  return gather_staged(idx, device, /*pin=*/true);
+}
+
+// One pinned buffer and one host-to-device copy per micro-batch instead of
+// a pinned copy and a transfer per field (ten operations, five small
+// copies): the step's first micro-batch is sent right after the previous
+// step's synchronisation, when every launch is on the critical path.
+Batch FeatureTensors::gather_staged(const at::Tensor& idx, c10::Device device, bool pin) const {
+  const int64_t b = idx.numel(), seq = seq_len();
+  TORCH_CHECK(idx.scalar_type() == at::kLong && idx.is_contiguous() && idx.is_cpu(),
+              "gather_staged: the indices must be a contiguous CPU int64 tensor");
+  // Decided on the host, where it costs no operation (see Batch::to).
+  bool padded = false;
+  const auto* ix = idx.const_data_ptr<int64_t>();
+  for (int64_t i = 0; i < b && !padded; ++i) padded = row_padded_[static_cast<size_t>(ix[i])] != 0;
+  std::vector<const at::Tensor*> fields{&ids_, &types_, &mask_, &start_, &end_};
+  if (!padded) fields.erase(fields.begin() + 2);
+  std::vector<int64_t> sizes;
+  for (auto* f : fields) sizes.push_back(f->dim() == 2 ? b * seq : b);
+  auto staging = at::empty({(padded ? 3 : 2) * b * seq + 2 * b},
+                           at::TensorOptions().dtype(at::kLong).pinned_memory(pin));
+  auto parts = at::split_with_sizes(staging, sizes);
+  for (size_t k = 0; k < fields.size(); ++k) {
+    auto out = fields[k]->dim() == 2 ? parts[k].view({b, seq}) : parts[k];
+    at::index_select_out(out, *fields[k], 0, idx);
+  }
+  parts = at::split_with_sizes(staging.to(device, /*non_blocking=*/true), sizes);
+  auto grid = [&](size_t k) { return parts[k].view({b, seq}); };
+  Batch out;
+  out.input_ids = grid(0);
+  out.token_type_ids = grid(1);
+  if (padded) out.attention_mask = grid(2);
+  out.start_positions = parts[parts.size() - 2];
+  out.end_positions = parts[parts.size() - 1];
+  return out;
 }
 
 Batch Batch::to(c10::Device device) const {

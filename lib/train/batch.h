@@ -3,6 +3,8 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
+#include <vector>
+
 #include "data/features.h"
 
 namespace hpcbench::train {
@@ -23,9 +25,18 @@ class FeatureTensors {
   int64_t size() const { return ids_.size(0); }
   int64_t seq_len() const { return ids_.size(1); }
   Batch gather(const at::Tensor& indices) const;  // CPU batch
+  // The batch on `device`: gather() on CPU; on an accelerator the rows are
+  // gathered into one pinned staging buffer and sent in one copy
+  // (gather_staged with pin).
+  Batch gather_to(const at::Tensor& indices, c10::Device device) const;
+  // Rows gathered into one staging buffer (pinned with `pin`), copied to
+  // `device` in one non-blocking copy and cut into the fields there. The
+  // attention mask is left out when no row has padding, as Batch::to does.
+  Batch gather_staged(const at::Tensor& indices, c10::Device device, bool pin) const;
 
  private:
   at::Tensor ids_, types_, mask_, start_, end_;
+  std::vector<char> row_padded_;  // per feature: its mask has a zero
 };
 
 }  // namespace hpcbench::train

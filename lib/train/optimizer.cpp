@@ -56,16 +56,17 @@ at::Tensor FusedAdamW::step(LossClosure closure) {
         steps_[key] = at::zeros({}, p.options().dtype(at::kFloat));
       }
       auto& s = static_cast<torch::optim::AdamWParamState&>(*state);
-      auto& step = steps_[key];
-      step.add_(1);
       s.step(s.step() + 1);
       params.push_back(p);
       grads.push_back(p.grad());
       exp_avgs.push_back(s.exp_avg());
       exp_avg_sqs.push_back(s.exp_avg_sq());
-      steps.push_back(step);
+      steps.push_back(steps_[key]);
     }
     if (params.empty()) continue;
+    // One operation for the group, as torch.optim.AdamW(fused=True) counts
+    // its steps, instead of one add_ (and on a GPU one launch) per parameter.
+    at::_foreach_add_(steps, 1);
     at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, steps, o.lr(),
                       std::get<0>(o.betas()), std::get<1>(o.betas()), o.weight_decay(), o.eps(),
                       /*amsgrad=*/false, /*maximize=*/false);

@@ -26,6 +26,7 @@
 #include "train/amp.h"
 #include "train/batch.h"
 #include "train/flops.h"
+#include "train/op_count.h"
 #include "train/optimizer.h"
 #include "train/setup.h"
 #include "train/step_timer.h"
@@ -327,6 +328,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   records.reserve(static_cast<size_t>(total_steps));
   Progress progress(leader, total_steps);
   auto loop_start = std::chrono::steady_clock::now();
+  OpCounter ops(count_ops_requested());  // HPCBENCH_COUNT_OPS=1: ATen operations per step (train/op_count.h)
 
   int64_t step = 0;
   size_t state_bytes = 0;
@@ -344,7 +346,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
       for (int64_t a = 0; a < cfg.grad_accum; ++a) {
         int64_t begin = (m + a) * micro_rows;
         int64_t end = std::min<int64_t>(begin + micro_rows, order.size(0));
-        auto batch = data.gather(order.slice(0, begin, end)).to(device);
+        auto batch = data.gather_to(order.slice(0, begin, end), device);
         timer.mark(Phase::Data);
         // Each micro-batch's loss is a mean over its rows; dividing by the
         // accumulation count makes the summed gradient that of the mean over
@@ -390,6 +392,10 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
       r.grad_norm = norm.defined() ? norm.item<double>() : 0.0;
       r.skipped = !finite;
       records.push_back(r);
+      if (ops.enabled()) {
+        auto report = ops.take_report(ctx.rank, step);
+        if (step > cfg.timing_warmup_steps) std::fputs(report.c_str(), stderr);
+      }
       progress.update(step, r.loss, r.ms);
       if (hooks.after_step) hooks.after_step(step);
       if (leader && (step % cfg.log_every == 0 || step == total_steps)) {

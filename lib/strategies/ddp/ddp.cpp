@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/DeviceAccelerator.h>
+#include <ATen/ScalarOps.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
 #include <algorithm>
@@ -86,6 +87,7 @@ void Ddp::assign_buckets() {
   }
   for (size_t bi = 0; bi < buckets_.size(); ++bi) {
     auto& b = buckets_[bi];
+    b.what = fmt::format("ddp all_reduce of gradient bucket {} of {}", bi, buckets_.size());
     int64_t numel = 0;
     for (auto k : b.params) numel += params_[k].numel();
     b.flat = at::empty({numel}, params_[b.params.front()].options().requires_grad(false));
@@ -137,6 +139,9 @@ void Ddp::setup(model::BertForQuestionAnswering& model, const StrategyContext& c
       for (size_t pos = 0; pos < b.params.size(); ++pos) params_[b.params[pos]].mutable_grad() = b.views[pos];
     }
   }
+  // A wrapped CPU number, as DDP's reducer divides with, made once: a device
+  // tensor per parameter would be an allocation and a fill kernel each.
+  inv_world_ = at::native::wrapped_scalar_tensor(1.0 / ctx.world_size);
   ready_.assign(params_.size(), 0);
   install_grad_ready_hooks(params_, [this](size_t k) { on_grad_ready(k); });
 }
@@ -158,7 +163,7 @@ void Ddp::copy_in(size_t index) {
   }
   if (!grad.defined()) view.zero_();
   else if (ctx_.world_size == 1) view.copy_(grad);
-  else at::mul_out(view, grad, at::scalar_tensor(1.0 / ctx_.world_size, grad.options()));
+  else at::mul_out(view, grad, inv_world_);
   p.mutable_grad() = view;
 }
 
@@ -177,8 +182,7 @@ void Ddp::on_grad_ready(size_t index) {
 void Ddp::launch_ready() {
   while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].pending == 0) {
     auto& b = buckets_[next_bucket_];
-    b.work = ctx_.comm->allreduce_async(
-        b.flat, fmt::format("ddp all_reduce of gradient bucket {} of {}", next_bucket_, buckets_.size()));
+    b.work = ctx_.comm->allreduce_async(b.flat, b.what);
     ++next_bucket_;
   }
 }

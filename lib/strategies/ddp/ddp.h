@@ -2,6 +2,7 @@
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "dist/process_group.h"
@@ -51,6 +52,7 @@ class Ddp final : public Strategy {
     std::vector<at::Tensor> views;   // views of flat, shaped as each parameter
     size_t pending = 0;              // gradients still to come this step
     dist::Pending work;
+    std::string what;                // its all-reduce's name, made once
   };
   void assign_buckets();
   void copy_in(size_t index);
@@ -60,6 +62,7 @@ class Ddp final : public Strategy {
   StrategyOptions opts_;
   StrategyContext ctx_;
   std::vector<at::Tensor> params_;
+  at::Tensor inv_world_;  // 1 / world size
   std::vector<std::pair<size_t, size_t>> slot_;  // param -> (bucket, position)
   std::vector<char> ready_;
   std::vector<Bucket> buckets_;

@@ -142,6 +142,9 @@ void Sharded::setup(model::BertForQuestionAnswering& model, const StrategyContex
   for (size_t u = 0; u < policy.size(); ++u) {
     Unit unit;
     unit.name = policy[u].name;
+    unit.gather_what = "all_gather of " + unit.name;
+    unit.reduce_what = (plan_.shard_grads ? "reduce_scatter of " : "all_reduce of ") + unit.name;
+    unit.replicate_what = "all_reduce across shard groups of " + unit.reduce_what;
     unit.module = policy[u].module;
     units_.push_back(std::move(unit));
     for (auto& np : policy[u].module->named_parameters(true)) {
@@ -235,7 +238,7 @@ void Sharded::start_gather(Unit& u) {
   }
   for (size_t k = 0; k < u.flats.size(); ++k)
     u.inflight.push_back(
-        shard_comm_->allgather_async(flats_[u.flats[k]].full, u.inflight_inputs[k], "all_gather of " + u.name));
+        shard_comm_->allgather_async(flats_[u.flats[k]].full, u.inflight_inputs[k], u.gather_what));
 }
 
 void Sharded::finish_gather(Unit& u) {
@@ -276,13 +279,31 @@ void Sharded::reduce(Unit& u) {
     auto& f = flats_[i];
     Reduction r;
     r.flat = i;
-    r.what = (plan_.shard_grads ? "reduce_scatter of " : "all_reduce of ") + u.name;
-    r.send = at::zeros({f.shard_numel * parts}, f.full.options().dtype(reduce_dtype_));
-    for (size_t k = 0; k < f.params.size(); ++k) {
-      auto& p = f.params[k];
-      if (p.grad().defined()) r.send.narrow(0, f.offsets[k], p.numel()).view(p.sizes()).copy_(p.grad());
-      p.mutable_grad() = at::Tensor();
+    r.unit = &u;
+    const int64_t padded = f.shard_numel * parts;
+    // The unit's gradients into the send buffer (cast to the reduce dtype on
+    // the way) by one cat, as FSDP2's copy-in does, instead of a copy per
+    // parameter; only the padding is zeroed. A parameter without a gradient
+    // (unused in this forward) takes part as zeros, copied one by one.
+    std::vector<at::Tensor> grads;
+    for (auto& p : f.params) {
+      if (!p.grad().defined()) break;
+      grads.push_back(p.grad().reshape({-1}));
     }
+    if (grads.size() == f.params.size()) {
+      r.send = at::empty({padded}, f.full.options().dtype(reduce_dtype_));
+      auto used = f.numel == padded ? r.send : r.send.narrow(0, 0, f.numel);
+      at::cat_out(used, grads);
+      if (f.numel < padded) r.send.narrow(0, f.numel, padded - f.numel).zero_();
+    } else {
+      r.send = at::zeros({padded}, f.full.options().dtype(reduce_dtype_));
+      for (size_t k = 0; k < f.params.size(); ++k) {
+        auto& p = f.params[k];
+        if (p.grad().defined()) r.send.narrow(0, f.offsets[k], p.numel()).view(p.sizes()).copy_(p.grad());
+      }
+    }
+    grads.clear();
+    for (auto& p : f.params) p.mutable_grad() = at::Tensor();
     // Divided before the sum, as DDP and FSDP do, so that the sum is the
     // mean and fp16 sums do not overflow.
     if (world > 1) r.send.mul_(1.0 / world);
@@ -291,8 +312,8 @@ void Sharded::reduce(Unit& u) {
   }
   for (size_t k = first; k < reductions_.size(); ++k) {
     auto& r = reductions_[k];
-    r.work = plan_.shard_grads ? shard_comm_->reduce_scatter_async(r.part, r.send, r.what)
-                               : comm.allreduce_async(r.send, r.what);
+    r.work = plan_.shard_grads ? shard_comm_->reduce_scatter_async(r.part, r.send, r.unit->reduce_what)
+                               : comm.allreduce_async(r.send, r.unit->reduce_what);
   }
   if (!plan_.overlap) complete_reductions();
   if (plan_.shard_params) reshard(u);
@@ -306,7 +327,7 @@ void Sharded::complete_reductions() {
     auto& f = flats_[r.flat];
     (plan_.shard_grads ? *shard_comm_ : comm).wait(r.work);
     if (plan_.shard_grads) {
-      if (replicate_group_) replicate_group_->allreduce(r.part, false, "all_reduce across shard groups of " + r.what);
+      if (replicate_group_) replicate_group_->allreduce(r.part, false, r.unit->replicate_what);
       if (f.shard.grad().defined()) f.shard.mutable_grad().add_(r.part);
       else f.shard.mutable_grad() = r.part.to(at::kFloat);
     } else {
@@ -415,17 +436,21 @@ std::vector<at::Tensor> Sharded::optimizer_params(model::BertForQuestionAnswerin
 
 at::Tensor Sharded::clip_grad_norm(model::BertForQuestionAnswering&, double max_norm) {
   at::NoGradGuard no_grad;
-  auto sq = at::zeros({1}, flats_.front().full.options().dtype(at::kFloat));
+  // The partitions' gradients are fp32 (reduced into fp32 buffers).
+  std::vector<at::Tensor> grads;
   for (auto& f : flats_)
-    if (f.shard.grad().defined()) sq += f.shard.grad().to(at::kFloat).pow(2).sum();
-  // Over the partitions of one copy: hybrid's other groups hold the same.
+    if (f.shard.grad().defined()) grads.push_back(f.shard.grad());
+  // A few operations whatever the number of flat parameters (FSDP2 clips
+  // with foreach as well): this rank's squared partial norm ...
+  auto sq = grads.empty() ? at::zeros({1}, flats_.front().full.options().dtype(at::kFloat))
+                          : at::stack(at::_foreach_norm(grads, 2)).square().sum().reshape({1});
+  // ... summed over the partitions of one copy (hybrid's other groups hold the same).
   shard_comm_->allreduce(sq, false, "all_reduce of the gradient norm");
-  auto norm = sq.sqrt();
+  auto norm = sq.sqrt().squeeze();  // 0-dim: the form _foreach_mul_ takes
   // torch.nn.utils.clip_grad_norm_: scaled by min(1, max_norm / (norm + 1e-6)).
-  auto coef = (at::full_like(norm, max_norm) / (norm + 1e-6)).clamp_max(1.0);
-  for (auto& f : flats_)
-    if (f.shard.grad().defined()) f.shard.mutable_grad().mul_(coef.to(f.shard.grad().dtype()));
-  return norm.squeeze();
+  auto coef = (max_norm / (norm + 1e-6)).clamp_max(1.0);
+  if (!grads.empty()) at::_foreach_mul_(grads, coef);
+  return norm;
 }
 
 void Sharded::after_optimizer_step() {

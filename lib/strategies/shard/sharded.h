@@ -113,6 +113,8 @@ class Sharded final : public Strategy, public model::UnitHooks {
  private:
   struct Unit {
     std::string name;
+    // Its collectives' names, made once (setup) rather than per collective.
+    std::string gather_what, reduce_what, replicate_what;
     std::vector<size_t> flats;
     std::vector<size_t> params;  // indices into params_
     size_t pending = 0;          // gradients still to come this backward
@@ -126,7 +128,7 @@ class Sharded final : public Strategy, public model::UnitHooks {
   // in the reduce dtype) and, for reduce-scatter, this rank's part.
   struct Reduction {
     size_t flat = 0;
-    std::string what;
+    const Unit* unit = nullptr;
     at::Tensor send, part;
     dist::Pending work;
   };

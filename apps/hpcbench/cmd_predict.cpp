@@ -4,7 +4,11 @@
 // docs/scaling-model.md).
 #include <fmt/format.h>
 
+#include <spdlog/spdlog.h>
+
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,7 +33,12 @@ struct PredictOptions {
   std::vector<int> nodes{1}, gpus_per_node;
   double bucket_mb = 25;
   int64_t global_batch = 0;
+  bool allow_device_mismatch = false;
 };
+
+// More ranks than any machine has: beyond it a count is a typo, and the
+// model's ring arithmetic would overflow.
+constexpr int64_t kMaxWorld = 1 << 20;
 
 std::string ops_text(const predict::Prediction& p) {
   std::string s;
@@ -46,11 +55,19 @@ int run_predict(const PredictOptions& o) {
   bool is_file = model_path.ends_with(".json") || std::filesystem::is_regular_file(model_path);
   auto mcfg = is_file ? model::BertConfig::from_json(model_path) : model::BertConfig::preset(model_path);
   if (base.seq <= 0) fail("--baseline {}: seq_length is missing", o.baseline);
+  if (!(o.bucket_mb > 0) || !std::isfinite(o.bucket_mb)) fail("--bucket-mb {}: must be a positive number", o.bucket_mb);
+  if (o.global_batch < 0) fail("--global-batch {}: must be positive", o.global_batch);
+  for (int n : o.nodes)
+    if (n < 1) fail("--nodes {}: must be at least 1", n);
+  for (int g : o.gpus_per_node)
+    if (g < 1) fail("--gpus-per-node {}: must be at least 1", g);
+  std::string device_warning;
 
   std::unique_ptr<predict::CommModel> comm;
   std::vector<int> gpn = o.gpus_per_node;
   if (!o.system.empty()) {
     auto sys = predict::read_system(o.system);
+    device_warning = predict::check_device(base, sys, o.allow_device_mismatch);
     if (gpn.empty()) gpn = {sys.gpus_per_node};
     for (int g : gpn)
       if (g > sys.gpus_per_node)
@@ -61,6 +78,11 @@ int run_predict(const PredictOptions& o) {
     if (gpn.empty()) gpn = {m->ranks()};
     comm = std::move(m);
   }
+  for (int n : o.nodes)
+    for (int g : gpn)
+      if (static_cast<int64_t>(n) * g > kMaxWorld)
+        fail("--nodes {} x --gpus-per-node {}: {} ranks, more than the {} this model predicts for", n, g,
+             static_cast<int64_t>(n) * g, kMaxWorld);
   auto layout = predict::model_layout(mcfg, base.seq, o.bucket_mb);
   predict::StepOptions so;
   so.compute_bytes = predict::compute_bytes(base.precision);
@@ -71,6 +93,10 @@ int run_predict(const PredictOptions& o) {
   if (!o.reduce_dtype.empty() && o.reduce_dtype != "fp32" && o.reduce_dtype != "bf16" && o.reduce_dtype != "fp16")
     fail("--reduce-dtype {}: must be fp32, bf16 or fp16", o.reduce_dtype);
 
+  if (!device_warning.empty()) {
+    spdlog::warn("{}", device_warning);
+    fmt::print("# WARNING: {}\n", device_warning);
+  }
   fmt::print("# baseline {}: {} {} seq {} batch {} x{} accumulation, {:.2f} ms a step, {:.2f} samples/s{}\n",
              base.source, base.model, base.precision, base.seq, base.batch, base.grad_accum, base.step_s * 1000,
              base.samples_per_s(),
@@ -97,6 +123,9 @@ int run_predict(const PredictOptions& o) {
           int64_t per = base.batch * shape.world();
           if (o.global_batch % per != 0)
             fail("--global-batch {}: not a multiple of batch {} x {} ranks", o.global_batch, base.batch, shape.world());
+          if (o.global_batch / per > std::numeric_limits<int>::max())
+            fail("--global-batch {}: {} accumulation steps at {} ranks is beyond any run", o.global_batch,
+                 o.global_batch / per, shape.world());
           so.grad_accum = static_cast<int>(o.global_batch / per);
         }
         auto p = predict::predict_step(base, layout, spec, shape, *comm, so);
@@ -147,6 +176,9 @@ Action add_predict(CLI::App& app) {
   cmd->add_option("--reduce-dtype", o->reduce_dtype, "Gradient reduction dtype: zero/fsdp (default: the compute dtype) and ddp (default: fp32)");
   cmd->add_option("--global-batch", o->global_batch,
                   "Keep this global batch at every shape (strong scaling: accumulation = global / (batch x ranks))");
+  cmd->add_flag("--allow-device-mismatch", o->allow_device_mismatch,
+                "Predict even when the baseline ran on another kind of device than the --system file describes "
+                "(a CPU baseline with a GPU system): the figures then say little, and a warning heads them");
   cmd->add_option("--csv", o->csv, "Also write the predictions to this CSV file");
   return [o] { return run_predict(*o); };
 }

@@ -11,6 +11,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "predict/collective.h"
+#include "predict/baseline.h"
 #include "predict/system_toml.h"
 #include "predict/versus.h"
 #include "report/compare.h"
@@ -69,7 +70,8 @@ Action add_report(CLI::App& app) {
     // A sweep folder also lists the jobs that left no results yet: they are
     // shown as pending, running or failed instead of silently missing.
     for (auto& p : paths) {
-      if (!fs::is_directory(p) || !fs::exists(p / "sweep.json")) continue;
+      std::error_code ec;
+      if (!fs::is_directory(p, ec) || !fs::exists(p / "sweep.json", ec)) continue;
       try {
         for (auto& r : sweep::unfinished_jobs(sweep::read_manifest(p)))
           loaded.runs.push_back(report::LoadedRun{r, p / "sweep.json"});
@@ -108,8 +110,25 @@ Action add_report(CLI::App& app) {
     if (!o->system.empty() || !o->comm.empty()) {
       if (!o->system.empty() && !o->comm.empty()) fail("report: give one of --system and --comm");
       std::unique_ptr<predict::CommModel> net;
-      if (!o->system.empty()) net = std::make_unique<predict::AlphaBeta>(predict::read_system(o->system));
-      else net = predict::read_bench_comm(o->comm);
+      if (!o->system.empty()) {
+        auto sys = predict::read_system(o->system);
+        // Beside measured runs a mismatch shows in the error column, so it
+        // is said rather than refused: the runs' device against the file's.
+        if (comparison.baseline) {
+          try {
+            auto base = predict::baseline_from_result(*comparison.baseline, comparison.baseline->run_id);
+            if (auto w = predict::check_device(base, sys, true); !w.empty()) {
+              spdlog::warn("{}", w);
+              fmt::print("\nWARNING: {}\n", w);
+            }
+          } catch (const UserError&) {
+            // versus_report says per row why the baseline cannot be used.
+          }
+        }
+        net = std::make_unique<predict::AlphaBeta>(sys);
+      } else {
+        net = predict::read_bench_comm(o->comm);
+      }
       fmt::print("{}", predict::versus_report(comparison, *net, o->system.empty() ? o->comm : o->system));
     }
     std::fflush(stdout);

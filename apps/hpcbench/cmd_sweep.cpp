@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "core/error.h"
 #include "sweep/manifest.h"
+#include "sweep/status.h"
 #include "sweep/submit.h"
 
 namespace hpcbench::cli {
@@ -29,8 +30,44 @@ struct SweepArgs {
   std::string out;
   std::string hpcbench;
   bool submit = false;
+  bool resume = false;
+  double sbatch_timeout_s = sweep::kDefaultSbatchTimeoutS;
   sweep::SweepOptions opts;
 };
+
+void print_jobs(const sweep::Sweep& sweep) {
+  fmt::print("{:<16} {:>5} {:>6} {:>5}  {:<10} {}\n", "job", "nodes", "per-nd", "ranks", "job id", "script");
+  for (const auto& j : sweep.jobs)
+    fmt::print("{:<16} {:>5} {:>6} {:>5}  {:<10} {}\n", j.name, j.nodes, j.gpus_per_node, j.world_size(),
+               j.job_id.value_or(j.state == "submit_failed" ? "FAILED" : "-"), (sweep.dir / j.script).string());
+}
+
+// The jobs come from sweep.json, so a flag that would change them is refused
+// rather than silently ignored.
+int resume_sweep(const SweepArgs& a, const CLI::App& sub) {
+  if (a.out.empty()) fail("--resume: name the sweep folder with --out");
+  for (const char* flag : {"--strategies", "--nodes", "--gpus-per-node", "--repeats", "--partition", "--account",
+                           "--time", "--constraint", "--qos", "--gres-type", "--cpus-per-task", "--global-batch",
+                           "--cpu", "--hpcbench", "run_args"})
+    if (sub.count(flag) > 0)
+      fail("--resume takes every job and its settings from {}/sweep.json; {} cannot change them (write a new "
+           "sweep into another --out)", a.out, std::string(flag) == "run_args" ? "run flags after '--'" : flag);
+  if (!std::filesystem::exists(std::filesystem::path(a.out) / "sweep.json"))
+    fail("--resume --out {}: no sweep.json there (write the sweep first, without --resume)", a.out);
+  auto sweep = sweep::read_manifest(a.out);
+  auto plan = sweep::prepare_resume(sweep, a.out);
+  for (const auto& k : plan.kept) fmt::print("{:<16} {} (left as it is)\n", k.job, k.progress);
+  for (const auto& r : plan.resubmit) fmt::print("{:<16} {} (submitting)\n", r.job, r.progress);
+  int rc = 0;
+  if (!plan.resubmit.empty()) {
+    auto s = sweep::submit_sweep(sweep, "", a.sbatch_timeout_s);
+    if (s.failed > 0) rc = 1;
+  }
+  print_jobs(sweep);
+  fmt::print("Sweep: {} ({} jobs; {} submitted now, {} left as they were)\n", (sweep.dir / "sweep.json").string(),
+             sweep.jobs.size(), plan.resubmit.size(), plan.kept.size());
+  return rc;
+}
 
 }  // namespace
 
@@ -49,6 +86,12 @@ Action add_sweep(CLI::App& app) {
                   "intervals; they land on whatever nodes SLURM gives, as repeats should")
       ->capture_default_str();
   sub->add_flag("--submit", a->submit, "Queue every job with sbatch --parsable, record the job ids");
+  sub->add_flag("--resume", a->resume,
+                "Submit, in the sweep folder --out already holds, the jobs that are missing or failed: never "
+                "submitted, refused by sbatch, or ended without results (queued, running and finished jobs stay)");
+  sub->add_option("--sbatch-timeout", a->sbatch_timeout_s,
+                  "Seconds one sbatch may take before it is stopped and submission ends there")
+      ->capture_default_str();
   sub->add_option("--partition", a->opts.partition, "sbatch --partition");
   sub->add_option("--account", a->opts.account, "sbatch --account");
   sub->add_option("--time", a->opts.time, "sbatch --time (e.g. 00:30:00)");
@@ -63,7 +106,8 @@ Action add_sweep(CLI::App& app) {
   sub->add_option("--hpcbench", a->hpcbench,
                   "The binary the jobs run, on a file system the nodes share (default: this one)");
   sub->add_option("run_args", a->opts.run_args, "After '--': extra 'hpcbench run' flags for every job");
-  return [a] {
+  return [a, sub] {
+    if (a->resume) return resume_sweep(*a, *sub);
     auto& o = a->opts;
     o.strategies = sweep::parse_name_list(a->strategies, "--strategies");
     o.nodes = sweep::parse_int_list(a->nodes, "--nodes");
@@ -77,15 +121,10 @@ Action add_sweep(CLI::App& app) {
     auto sweep = sweep::write_sweep(o);
     int rc = 0;
     if (a->submit) {
-      auto s = sweep::submit_sweep(sweep);
+      auto s = sweep::submit_sweep(sweep, "", a->sbatch_timeout_s);
       if (s.failed > 0) rc = 1;
     }
-    fmt::print("{:<16} {:>5} {:>6} {:>5}  {:<10} {}\n", "job", "nodes", "per-nd", "ranks", "job id",
-               "script");
-    for (const auto& j : sweep.jobs)
-      fmt::print("{:<16} {:>5} {:>6} {:>5}  {:<10} {}\n", j.name, j.nodes, j.gpus_per_node,
-                 j.world_size(), j.job_id.value_or(j.state == "submit_failed" ? "FAILED" : "-"),
-                 (sweep.dir / j.script).string());
+    print_jobs(sweep);
     fmt::print("Sweep: {} ({} jobs{})\n", (sweep.dir / "sweep.json").string(), sweep.jobs.size(),
                a->submit ? "" : "; submit with --submit or sbatch <script>");
     return rc;

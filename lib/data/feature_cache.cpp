@@ -7,12 +7,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "data/features.h"
 #include "data/squad.h"
 #include "data/tokenizer.h"
+#include "hub/file_lock.h"
 
 namespace hpcbench::data {
 
@@ -189,7 +191,8 @@ SquadFeatures load_or_build_squad_features(const std::filesystem::path& squad, c
       cache_dir.empty() ? std::filesystem::path() : cache_dir / fmt::format("{:016x}.bin", key);
 
   SquadFeatures sf;
-  if (!file.empty() && std::filesystem::exists(file)) {
+  auto from_cache = [&]() -> bool {
+    if (file.empty() || !std::filesystem::exists(file)) return false;
     std::string bytes;
     try {
       bytes = read_file(file);
@@ -204,9 +207,28 @@ SquadFeatures load_or_build_squad_features(const std::filesystem::path& squad, c
       if (sf.mismatched_answers > 0)
         spdlog::warn("{}: {} answer(s) whose text is not at answer_start in the context were left out",
                      squad.string(), sf.mismatched_answers);
-      return sf;
+      return true;
     }
     if (!bytes.empty()) spdlog::warn("feature cache: {} is damaged or stale; rebuilding", file.string());
+    sf = SquadFeatures{};
+    return false;
+  };
+  const bool existed = !file.empty() && std::filesystem::exists(file);
+  if (from_cache()) return sf;
+  // Concurrent builders of one file (the ranks of a job, jobs sharing a
+  // cache): one builds, the others wait and read what it wrote. A cache on a
+  // file system where no lock works is still used, only without that.
+  std::optional<hub::FileLock> lock;
+  if (!file.empty()) {
+    try {
+      // Beside the files, not among them, as the hub cache keeps its .locks/.
+      lock.emplace(cache_dir / ".locks" / (file.filename().string() + ".lock"),
+                   "another process building the same features");
+      // Written while this process waited (a damaged file was said above).
+      if (!existed && from_cache()) return sf;
+    } catch (const UserError& e) {
+      spdlog::warn("feature cache: {}; building without the lock", e.what());
+    }
   }
 
   // The bytes that were hashed are the bytes parsed: a file changed between

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "core/error.h"
+
 namespace hpcbench::hub {
 namespace fs = std::filesystem;
 namespace {
@@ -74,6 +76,28 @@ bool is_commit_hash(const std::string& r) {
   return r.size() == 40 && std::all_of(r.begin(), r.end(), [](char c) { return std::isxdigit(c) && !std::isupper(c); });
 }
 
+bool is_revision(const std::string& r) {
+  if (r.empty() || r.size() > 255 || r.find("@{") != std::string::npos || r.back() == '.') return false;
+  for (unsigned char c : r)
+    if (c < 0x20 || c == 0x7f || std::string_view(" ~^:?*[\\").find(static_cast<char>(c)) != std::string_view::npos)
+      return false;
+  size_t start = 0;
+  while (start <= r.size()) {
+    size_t slash = r.find('/', start);
+    if (slash == std::string::npos) slash = r.size();
+    std::string_view part(r.data() + start, slash - start);
+    if (part.empty() || part.front() == '.' || part.ends_with(".lock")) return false;
+    start = slash + 1;
+  }
+  return true;
+}
+
+void check_revision(const std::string& revision, const std::string& what) {
+  if (!is_revision(revision))
+    fail("{}: '{}' is not a branch, tag or commit name (no '..', empty or '.'-led parts, spaces or ~^:?*[\\); "
+         "it becomes a path in the cache, so it is refused", what, revision);
+}
+
 bool is_repo_id(const std::string& name) {
   if (name.empty() || name.size() > 200 || name.find("..") != std::string::npos) return false;
   int slashes = 0;
@@ -85,6 +109,7 @@ bool is_repo_id(const std::string& name) {
 }
 
 std::optional<fs::path> snapshot_dir(const fs::path& cache, const std::string& repo_id, const std::string& revision) {
+  if (!is_revision(revision) || !is_repo_id(repo_id)) return std::nullopt;
   fs::path repo = cache / repo_folder(repo_id);
   std::string commit = revision;
   if (!is_commit_hash(revision)) {

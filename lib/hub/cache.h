@@ -30,6 +30,15 @@ bool offline();
 std::string repo_folder(const std::string& repo_id);
 // A full 40-hex commit id, which names a snapshot without a ref.
 bool is_commit_hash(const std::string& revision);
+// A branch, tag or commit as git's check-ref-format allows them (branches
+// may hold '/': refs/pr/1), and nothing else: every part non-empty, none
+// "." or ".." or starting with '.', no control characters, spaces or
+// ~^:?*[\, no "@{", at most 255 characters. The revision becomes a path
+// (refs/<revision>), so this is what keeps it inside the repository folder.
+bool is_revision(const std::string& revision);
+// Throws UserError naming `what` (the flag or name given) when
+// !is_revision(revision).
+void check_revision(const std::string& revision, const std::string& what);
 // Hub ids are [org/]name of letters, digits, '-', '_' and '.', with no "..".
 bool is_repo_id(const std::string& name);
 

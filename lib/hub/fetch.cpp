@@ -1,7 +1,5 @@
 #include "hub/fetch.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -12,36 +10,13 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "hub/cache.h"
+#include "hub/file_lock.h"
 #include "hub/http.h"
 #include "hub/sha256.h"
 
 namespace hpcbench::hub {
 namespace fs = std::filesystem;
 namespace {
-
-// Held for the life of the object: flock, the call Python's filelock makes,
-// so hpcbench and huggingface_hub exclude each other on the same blob.
-class FileLock {
- public:
-  explicit FileLock(const fs::path& path) {
-    std::error_code ec;
-    fs::create_directories(path.parent_path(), ec);
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT, 0664);
-    if (fd_ < 0) fail("{}: cannot create the lock file", path.string());
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      spdlog::info("waiting for another download of the same file (lock {})", path.string());
-      if (::flock(fd_, LOCK_EX) != 0) fail("{}: cannot lock", path.string());
-    }
-  }
-  ~FileLock() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
 
 // huggingface_hub's quote(revision, safe=""): branch names may hold '/'.
 std::string quote(const std::string& s) {
@@ -113,8 +88,13 @@ std::optional<Meta> file_meta(const std::string& repo_id, const std::string& rev
          endpoint());
   std::string linked = normalize_etag(r.header("x-linked-etag"));
   m.etag = linked.empty() ? normalize_etag(r.header("etag")) : linked;
-  if (m.etag.empty() || m.etag.find('/') != std::string::npos || m.etag.find("..") != std::string::npos)
-    fail("{}: no usable ETag header in the answer", url);
+  // The ETag names the blob's file: only what the hub sends (a git or LFS
+  // hash) is taken, never a name that could lead out of blobs/.
+  if (m.etag.empty() || m.etag.size() > 128 || m.etag.front() == '.' ||
+      !std::all_of(m.etag.begin(), m.etag.end(),
+                   [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; }))
+    fail("{}: no usable ETag header in the answer ('{}': a blob's name is letters, digits, '-' and '_')", url,
+         m.etag);
   m.lfs = is_sha256(linked);
   std::string size = r.header("x-linked-size");
   if (size.empty() && !redirect) size = r.header("content-length");
@@ -128,7 +108,7 @@ std::optional<Meta> file_meta(const std::string& repo_id, const std::string& rev
 // renames it into place; on a failed check nothing stays behind.
 void download_checked(const std::string& url, const fs::path& dest, const fs::path& lock, const std::string& token,
                       uint64_t size, const std::string& sha256, const std::string& label, const std::string& repo_id) {
-  FileLock held(lock);
+  FileLock held(lock, "another download of the same file");
   std::error_code ec;
   if (fs::exists(dest, ec)) return;  // another fetch finished it while we waited
   fs::create_directories(dest.parent_path());
@@ -183,6 +163,7 @@ std::optional<fs::path> cached_weights(const fs::path& snap) {
 
 FetchedModel fetch_model(const std::string& repo_id, const std::string& revision) {
   if (!is_repo_id(repo_id)) fail("{}: not a Hugging Face model id ([org/]name)", repo_id);
+  check_revision(revision, fmt::format("{}@{}", repo_id, revision));
   fs::path cache = hub_cache();
   FetchedModel out{repo_id, revision, "", {}, {}};
   if (offline()) {

@@ -15,6 +15,7 @@ std::pair<std::string, std::string> split_revision(const std::string& name) {
 }
 
 std::optional<CachedModel> find_cached_model(const std::string& repo_id, const std::string& revision) {
+  check_revision(revision, fmt::format("{}@{}", repo_id, revision));
   auto snap = snapshot_dir(hub_cache(), repo_id, revision);
   if (!snap) return std::nullopt;
   std::error_code ec;

@@ -19,6 +19,7 @@ std::pair<std::string, std::string> split_revision(const std::string& name);
 
 // The snapshot of repo_id at revision in the hub cache, when it holds
 // config.json, vocab.txt and model.safetensors or pytorch_model.bin.
+// Throws UserError when the revision is not one (hub/cache.h, is_revision).
 std::optional<CachedModel> find_cached_model(const std::string& repo_id, const std::string& revision);
 
 // datasets_cache()/<name>/<split file>; split is "train" or "dev".

@@ -2,8 +2,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+
+#include <fmt/format.h>
 
 #include "core/error.h"
 #include "report/result_reader.h"
@@ -12,6 +15,39 @@ namespace hpcbench::predict {
 
 namespace fs = std::filesystem;
 
+std::string device_kind(const std::string& device) {
+  auto kind = device.substr(0, device.find(':'));
+  return kind == "cuda" || kind == "cpu" || kind.empty() ? kind : "cuda";  // hip, xpu...: accelerators
+}
+
+std::string check_device(const Baseline& base, const System& system, bool allow_mismatch) {
+  auto kind = device_kind(base.device);
+  auto what = [](const std::string& kind, const std::string& name) {
+    return name.empty() ? kind : fmt::format("{} ({})", kind, name);
+  };
+  if (kind.empty())
+    return fmt::format("the baseline {} does not say which device it ran on; its compute times are taken as {}'s",
+                       base.source, what(system.device, system.device_name));
+  if (kind != system.device) {
+    auto why = fmt::format(
+        "the baseline {} ran on {}, the system file {} describes {}: its compute times are not {}'s, so every "
+        "speedup would scale the wrong device", base.source, what(kind, base.device_name), system.file,
+        what(system.device, system.device_name), system.device_name.empty() ? system.device : system.device_name);
+    if (!allow_mismatch)
+      fail("{}. Measure the baseline on that device, or pass --allow-device-mismatch to predict anyway", why);
+    return "DEVICE MISMATCH: " + why + " (--allow-device-mismatch)";
+  }
+  auto lower = [](std::string s) {
+    for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  auto a = lower(base.device_name), b = lower(system.device_name);
+  if (!a.empty() && !b.empty() && a.find(b) == std::string::npos && b.find(a) == std::string::npos)
+    return fmt::format("the baseline ran on {}, the system file describes {}: compute times are the first's, "
+                       "collectives the second's", base.device_name, system.device_name);
+  return "";
+}
+
 int compute_bytes(const std::string& precision) {
   return precision == "fp16" || precision == "bf16" ? 2 : 4;
 }
@@ -19,6 +55,18 @@ int compute_bytes(const std::string& precision) {
 Baseline baseline_from_result(const report::RunResult& row, const std::string& where) {
   auto rr = row;
   report::fill_derived(rr);
+  // A run that did not finish measured nothing a prediction can scale.
+  if (rr.status != "ok")
+    fail("--baseline {}: {} has status '{}', not ok; a failed or unfinished run is not a baseline", where,
+         rr.run_id, rr.status.empty() ? "(none)" : rr.status);
+  for (auto [name, value] : {std::pair<const char*, double>{"step_ms_median", rr.step_ms_median},
+                             {"forward_ms", rr.forward_ms},
+                             {"backward_ms", rr.backward_ms},
+                             {"optimizer_ms", rr.optimizer_ms},
+                             {"samples_per_s", rr.samples_per_s}})
+    if (!std::isfinite(value) || value < 0)
+      fail("--baseline {}: {} of {} is {}; a time or throughput must be a finite number, not negative", where,
+           name, rr.run_id, value);
   if (report::devices(rr) != 1)
     fail("--baseline {}: {} ran on {} devices; a baseline runs on one", where, rr.run_id, report::devices(rr));
   Baseline b;

@@ -4,6 +4,7 @@
 // results/reference/ that gives throughput only.
 #include <string>
 
+#include "predict/collective.h"
 #include "predict/step_model.h"
 
 namespace hpcbench::report {
@@ -12,6 +13,8 @@ struct RunResult;
 
 namespace hpcbench::predict {
 
+// The run must have status ok and finite, non-negative phase times and
+// throughput.
 // `row`: the run_id to take from a file of several rows ("" when it holds
 // one). Throws UserError naming the path, the row, the missing figure.
 // `model_path` receives the model the run trained (a preset name or a
@@ -20,6 +23,16 @@ Baseline read_baseline(const std::string& path, const std::string& row, std::str
 
 // The same from a row already read; `where` names it in errors.
 Baseline baseline_from_result(const report::RunResult& row, const std::string& where);
+
+// "cuda", "cpu" or "" from a run's device ("cuda:1" -> "cuda").
+std::string device_kind(const std::string& device);
+
+// Whether `base` was measured on the device `system` describes. A CPU
+// baseline scaled with a GPU system (or the other way round) throws
+// UserError naming both, unless `allow_mismatch`; then, like a different
+// GPU model or an unknown device, it returns the warning to print ("" when
+// they agree).
+std::string check_device(const Baseline& base, const System& system, bool allow_mismatch);
 
 // Bytes of a gathered parameter under a precision: 2 for fp16/bf16, else 4.
 int compute_bytes(const std::string& precision);

@@ -1,5 +1,7 @@
 #include "predict/collective.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -106,9 +108,14 @@ std::unique_ptr<Measured> read_bench_comm(const std::string& path) {
     dist::BenchCommRow r;
     if (!(s >> r.op >> r.bytes >> r.count >> r.type >> r.redop >> r.root >> r.time_us >> r.algbw >> r.busbw >> r.wrong))
       fail("--comm {}: line {} is not a bench-comm row: \"{}\"", path, no, line);
+    if (!std::isfinite(r.time_us) || !(r.time_us > 0) || !std::isfinite(r.busbw) || r.busbw < 0 || r.bytes < 0)
+      fail("--comm {}: line {}: time {} us, bus bandwidth {} GB/s for {} bytes is not a measurement (times must be "
+           "positive, bandwidths not negative, both finite)", path, no, r.time_us, r.busbw, r.bytes);
     if (r.wrong != 0) fail("--comm {}: line {} has {} wrong values; a failed measurement is not a model", path, no, r.wrong);
     rows.push_back(r);
   }
+  if (ranks < 0 || nodes < 1 || (ranks > 0 && nodes > ranks))
+    fail("--comm {}: {} rank(s) on {} node(s) is not a layout", path, ranks, nodes);
   if (ranks == 0) fail("--comm {}: no \"# backend ..., N rank(s) on M node(s)\" line; is it bench-comm --output?", path);
   if (rows.empty()) fail("--comm {}: no measurements", path);
   return std::make_unique<Measured>(std::move(rows), ranks, nodes, path);

@@ -30,7 +30,8 @@ struct System {
   std::string file;
   int gpus_per_node = 1;
   Tier intra, inter;
-  std::string device_name;  // the GPU the file describes (informational)
+  std::string device_name;  // the GPU the file describes ("" when it does not say)
+  std::string device = "cuda";  // the kind of device: "cuda" (GPUs) or "cpu"
 };
 
 // The ranks of a collective: `per_node` ranks on each of `nodes` nodes.

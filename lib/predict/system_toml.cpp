@@ -2,6 +2,8 @@
 
 #include <toml++/toml.h>
 
+#include <cmath>
+
 #include "core/error.h"
 
 namespace hpcbench::predict {
@@ -16,6 +18,8 @@ double number(const toml::table& t, const std::string& file, const std::string& 
   }
   auto d = v.value<double>();
   if (!d) fail("{}: {} must be a number", file, key);
+  // TOML writes nan and inf; neither is a network's figure.
+  if (!std::isfinite(*d)) fail("{}: {} = {} must be a finite number", file, key, *d);
   return *d;
 }
 
@@ -28,7 +32,7 @@ Tier tier(const toml::table& root, const std::string& file, const std::string& n
   r.latency_us = number(*t, file, "latency_us", true, 0);
   r.efficiency = number(*t, file, "efficiency", false, 1);
   if (!(r.bandwidth_GBps > 0)) fail("{}: [{}] bandwidth_GBps {} must be positive", file, name, r.bandwidth_GBps);
-  if (r.latency_us < 0) fail("{}: [{}] latency_us {} must not be negative", file, name, r.latency_us);
+  if (!(r.latency_us >= 0)) fail("{}: [{}] latency_us {} must not be negative", file, name, r.latency_us);
   if (!(r.efficiency > 0 && r.efficiency <= 1))
     fail("{}: [{}] efficiency {} must be in (0, 1]", file, name, r.efficiency);
   return r;
@@ -47,8 +51,13 @@ System read_system(const std::string& path) {
   s.file = path;
   s.name = root["name"].value_or(path);
   s.device_name = root["device_name"].value_or(std::string{});
-  s.gpus_per_node = static_cast<int>(number(root, path, "gpus_per_node", true, 0));
-  if (s.gpus_per_node < 1) fail("{}: gpus_per_node {} must be at least 1", path, s.gpus_per_node);
+  double gpn = number(root, path, "gpus_per_node", true, 0);
+  if (gpn != std::floor(gpn) || gpn < 1 || gpn > kMaxGpusPerNode)
+    fail("{}: gpus_per_node = {} must be a whole number from 1 to {}", path, gpn, kMaxGpusPerNode);
+  s.gpus_per_node = static_cast<int>(gpn);
+  s.device = root["device"].value_or(std::string("cuda"));
+  if (s.device != "cuda" && s.device != "cpu")
+    fail("{}: device = \"{}\" must be \"cuda\" (the default) or \"cpu\"", path, s.device);
   s.intra = tier(root, path, "intra");
   s.inter = tier(root, path, "inter");
   return s;

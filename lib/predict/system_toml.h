@@ -8,7 +8,11 @@
 
 namespace hpcbench::predict {
 
-// Throws UserError naming the file and the key that is missing or wrong.
+// More GPUs a node than any machine has: a figure beyond it is a typo.
+inline constexpr int kMaxGpusPerNode = 1024;
+
+// Throws UserError naming the file and the key that is missing or wrong
+// (numbers must be finite; gpus_per_node a whole number).
 System read_system(const std::string& path);
 
 }  // namespace hpcbench::predict

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <map>
 #include <tuple>
 
@@ -66,7 +67,9 @@ std::optional<size_t> auto_baseline(const std::vector<RunResult>& runs, Eligible
   std::tuple<size_t, std::string> best_key;
   for (size_t i = 0; i < runs.size(); ++i) {
     const auto& c = runs[i];
-    if (c.status != "ok" || devices(c) != 1 || c.strategy != "baseline" || !eligible(c)) continue;
+    if (c.status != "ok" || devices(c) != 1 || c.strategy != "baseline" || !untrusted_figures(c).empty() ||
+        !eligible(c))
+      continue;
     size_t followers = 0;
     for (auto& r : runs) followers += common_mismatch(r, c).empty();
     std::tuple<size_t, std::string> key{followers, c.started_at};
@@ -97,7 +100,19 @@ std::string weak_mismatch(const RunResult& run, const RunResult& base) {
   return join(why);
 }
 
+std::string untrusted_figures(const RunResult& r) {
+  std::vector<std::string> bad;
+  for (auto [name, value] : {std::pair<const char*, double>{"samples_per_s", r.samples_per_s},
+                             {"samples_per_s_per_device", r.samples_per_s_per_device},
+                             {"train_time_s", r.train_time_s},
+                             {"step_ms_median", r.step_ms_median}})
+    if (!std::isfinite(value) || value < 0) bad.push_back(fmt::format("{} is {}", name, value));
+  if (r.samples_timed < 0) bad.push_back(fmt::format("samples_timed is {}", r.samples_timed));
+  return join(bad);
+}
+
 std::optional<double> throughput_ratio(const RunResult& run, const RunResult& base) {
+  if (!untrusted_figures(run).empty() || !untrusted_figures(base).empty()) return std::nullopt;
   if (run.samples_per_s > 0 && base.samples_per_s > 0) return run.samples_per_s / base.samples_per_s;
   if (run.train_time_s > 0 && base.train_time_s > 0 && run.samples_timed == base.samples_timed)
     return base.train_time_s / run.train_time_s;
@@ -114,6 +129,8 @@ std::optional<size_t> choose_baseline(const std::vector<RunResult>& runs, const 
     for (size_t i = 0; i < runs.size(); ++i)
       if (runs[i].run_id == spec) {
         if (runs[i].status != "ok") fail("--baseline {}: that run's status is {}, not ok", spec, runs[i].status);
+        if (auto bad = untrusted_figures(runs[i]); !bad.empty())
+          fail("--baseline {}: {}; no speedup can be divided by it", spec, bad);
         return i;
       }
     std::vector<std::string> ids;
@@ -213,7 +230,8 @@ Comparison compare(const std::vector<LoadedRun>& loaded, const std::optional<Run
   std::map<std::string, size_t> by_key;
   for (size_t i = 0; i < loaded.size(); ++i) {
     const auto& r = loaded[i].result;
-    if (r.status != "ok") {
+    // Neither may a run whose figures cannot be trusted join a median.
+    if (r.status != "ok" || !untrusted_figures(r).empty()) {
       groups.push_back({i});
       continue;
     }
@@ -283,9 +301,14 @@ Comparison compare(const std::vector<LoadedRun>& loaded, const std::optional<Run
       row.weak_mismatch = weak_mismatch(r, b);
       auto ratio = throughput_ratio(r, b);
       if (!ratio) {
-        std::string why = "no throughput or training time to compare";
-        row.strong_mismatch = row.strong_mismatch.empty() ? why : row.strong_mismatch;
-        row.weak_mismatch = row.weak_mismatch.empty() ? why : row.weak_mismatch;
+        auto bad_run = untrusted_figures(r), bad_base = untrusted_figures(b);
+        bool untrusted = !bad_run.empty() || !bad_base.empty();
+        std::string why = !bad_run.empty()    ? bad_run + ": not a figure to divide"
+                          : !bad_base.empty() ? "the baseline's " + bad_base + ": not a figure to divide"
+                                              : "no throughput or training time to compare";
+        // An untrusted figure is the first thing to say, whatever else differs.
+        if (untrusted || row.strong_mismatch.empty()) row.strong_mismatch = why;
+        if (untrusted || row.weak_mismatch.empty()) row.weak_mismatch = why;
       }
       double scale = static_cast<double>(devices(r)) / static_cast<double>(devices(b));
       if (row.strong_mismatch.empty()) {
@@ -300,7 +323,7 @@ Comparison compare(const std::vector<LoadedRun>& loaded, const std::optional<Run
           row.efficiency_ci = e;
         }
       }
-      if (row.weak_mismatch.empty()) {
+      if (row.weak_mismatch.empty() && ratio) {
         if (r.samples_per_s_per_device > 0 && b.samples_per_s_per_device > 0)
           row.weak_efficiency = r.samples_per_s_per_device / b.samples_per_s_per_device;
         else

@@ -82,7 +82,13 @@ std::string weak_mismatch(const RunResult& run, const RunResult& base);
 // Same device type, and the same device name where both runs state one.
 bool same_device(const RunResult& a, const RunResult& b);
 
-// run's throughput over base's: samples/s when both have it, otherwise the
+// The figures of `r` no ratio may be taken of: NaN, infinite or negative
+// throughput, step time or training time ("samples_per_s is nan, ..."), or
+// "" when they can all be trusted.
+std::string untrusted_figures(const RunResult& r);
+
+// run's throughput over base's (nullopt when either has untrusted figures):
+// samples/s when both have it, otherwise the
 // inverse ratio of training times when both processed the same samples
 // (published figures often give only a time for a fixed number of epochs).
 std::optional<double> throughput_ratio(const RunResult& run, const RunResult& base);
@@ -100,7 +106,8 @@ std::vector<std::string> ranking_lines(const Comparison& c);
 // spec "auto": the status-ok run with world size 1 and strategy baseline
 // that the most runs compare with (same model, precision, sequence length
 // and data, on the same device); among equals the newest. Otherwise spec is
-// a run id, and an unknown one throws UserError listing the ids read.
+// a run id, and an unknown one throws UserError listing the ids read, as
+// does one whose status is not ok or whose figures cannot be trusted.
 // nullopt: auto found none.
 // Either way, compare() gives the runs on other devices their own device's
 // baseline by the auto rule when there is one.

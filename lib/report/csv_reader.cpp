@@ -98,6 +98,9 @@ RunResult result_from_csv(const CsvRecord& header, const CsvRecord& record,
          header.size());
   RunResult r;
   r.schema_version = 0;  // absent in files older than the field
+  // Every schema has had a status column: a row without one (or with it
+  // empty) is not known to be ok.
+  r.status = "unknown";
   const auto& cols = columns();
   for (size_t i = 0; i < header.size(); ++i) {
     const std::string& value = record[i];

@@ -21,7 +21,8 @@ std::vector<CsvRecord> parse_csv(std::string_view text);
 
 // Fills a RunResult from one record under `header`. Columns the schema does
 // not know are returned in `extra` (when given) instead of being dropped;
-// absent columns keep their defaults, and schema_version is 0 when absent.
+// absent columns keep their defaults, and schema_version is 0 when absent;
+// status is "unknown" when absent or empty (never taken as ok).
 // Throws UserError naming the column when a value does not parse, or when
 // the record's field count differs from the header's (a truncated row).
 RunResult result_from_csv(const CsvRecord& header, const CsvRecord& record,

@@ -1,6 +1,9 @@
 #include "report/result_reader.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <set>
 
 #include <fmt/format.h>
@@ -93,24 +96,53 @@ struct Reader {
     }
   }
 
+  // Folders already walked, by device and inode: a link back to a folder
+  // above would otherwise be walked until the path grows too long.
+  std::set<std::pair<dev_t, ino_t>> walked;
+
+  // exists() without throwing: a link loop (ELOOP) or a folder that cannot
+  // be read is a warning about that path, not an internal error.
+  bool present(const fs::path& p) {
+    std::error_code ec;
+    bool there = fs::exists(p, ec);
+    if (ec) warn(p, why(ec));
+    return there && !ec;
+  }
+
+  static std::string why(const std::error_code& ec) {
+    if (ec.value() == ELOOP) return "a loop of symbolic links (ELOOP)";
+    return ec.message();
+  }
+
   void add_run_folder(const fs::path& dir) {
     std::string id = dir.filename().string();
     fs::path json = dir / "run.json", csv = dir / "summary.csv";
-    if (fs::exists(json)) {
+    if (present(json)) {
       if (add_file(json, id)) return;
-      if (fs::exists(csv)) add_file(csv, id);  // the row survives in the other file
+      if (present(csv)) add_file(csv, id);  // the row survives in the other file
       return;
     }
-    add_file(csv, id);
+    if (present(csv)) add_file(csv, id);
   }
 
   void add_folder(const fs::path& dir) {
-    if (fs::exists(dir / "run.json") || fs::exists(dir / "summary.csv")) return add_run_folder(dir);
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0) return warn(dir, why(std::error_code(errno, std::generic_category())));
+    if (!walked.insert({st.st_dev, st.st_ino}).second)
+      return warn(dir, "a symbolic link back to a folder already read (a loop); not read again");
+    std::error_code ec_json, ec_csv;
+    bool has_json = fs::exists(dir / "run.json", ec_json), has_csv = fs::exists(dir / "summary.csv", ec_csv);
+    if (has_json || has_csv || ec_json || ec_csv) return add_run_folder(dir);
     std::vector<fs::path> children;
     std::error_code ec;
-    for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
-      if (it->is_directory() && !hidden(it->path())) children.push_back(it->path());
-    if (ec) return warn(dir, ec.message());
+    for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+      if (hidden(it->path())) continue;
+      std::error_code dec;
+      bool is_dir = it->is_directory(dec);
+      if (dec) warn(it->path(), why(dec));
+      else if (is_dir) children.push_back(it->path());
+    }
+    if (ec) return warn(dir, why(ec));
     // Sorted so that the report does not depend on the file system's order.
     std::sort(children.begin(), children.end());
     for (auto& c : children) add_folder(c);
@@ -119,6 +151,7 @@ struct Reader {
   void add(const fs::path& p) {
     std::error_code ec;
     auto st = fs::status(p, ec);
+    if (ec && ec.value() != ENOENT) return warn(p, why(ec));
     if (ec || !fs::exists(st)) return warn(p, "no such file or folder");
     if (fs::is_directory(st)) {
       size_t before = out.runs.size(), warnings = out.warnings.size();
@@ -133,9 +166,17 @@ struct Reader {
 }  // namespace
 
 std::vector<RunResult> read_result_file(const fs::path& file) {
-  if (file.extension() == ".json") return read_json_file(file);
-  if (file.extension() == ".csv") return read_csv_file(file);
-  fail("not a result file (expected run.json or a .csv)");
+  std::vector<RunResult> rows;
+  if (file.extension() == ".json") rows = read_json_file(file);
+  else if (file.extension() == ".csv") rows = read_csv_file(file);
+  else fail("not a result file (expected run.json or a .csv)");
+  // A newer schema may have changed what a column means: reading it as this
+  // one would compare figures that are not alike.
+  for (const auto& r : rows)
+    if (r.schema_version > kSchemaVersion)
+      fail("{}schema_version {} is newer than this hpcbench reads ({}); a newer hpcbench wrote it: compare it "
+           "with that one", r.run_id.empty() ? "" : r.run_id + ": ", r.schema_version, kSchemaVersion);
+  return rows;
 }
 
 LoadedRuns read_results(const std::vector<fs::path>& paths) {

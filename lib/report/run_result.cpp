@@ -1,5 +1,7 @@
 #include "report/run_result.h"
 
+#include <limits>
+
 #include <fmt/format.h>
 
 #include "report/table.h"
@@ -116,11 +118,23 @@ nlohmann::json to_json(const RunResult& r) {
 RunResult from_json(const nlohmann::json& j) {
   RunResult r;
   r.schema_version = 0;  // absent in files older than the field
+  // Every schema has had a status: a file without one is not known to be ok.
+  if (!j.contains("status")) r.status = "unknown";
   for (auto& c : columns()) {
     auto it = j.find(c.name);
-    if (it == j.end() || it->is_null()) continue;
-    std::visit([&](auto m) { r.*m = it->template get<std::remove_cvref_t<decltype(r.*m)>>(); },
-               c.member);
+    if (it == j.end()) continue;
+    std::visit(
+        [&](auto m) {
+          using T = std::remove_cvref_t<decltype(r.*m)>;
+          // JSON has no NaN or infinity: to_json wrote them as null, and a
+          // figure that was NaN must not come back as a trusted 0.
+          if (it->is_null()) {
+            if constexpr (std::is_same_v<T, double>) r.*m = std::numeric_limits<double>::quiet_NaN();
+            return;
+          }
+          r.*m = it->template get<T>();
+        },
+        c.member);
   }
   return r;
 }

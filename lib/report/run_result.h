@@ -87,7 +87,7 @@ struct RunResult {
   // Collectives of the timed steps whose time comm_ms could not include
   // (lib/train/step_timer.h); -1: a file older than the field.
   int64_t comm_untimed = -1;
-  std::string status = "ok";  // ok, failed, pending
+  std::string status = "ok";  // ok, failed, pending; "unknown" when a file has no status
 };
 
 // Devices a run computed on: its ranks, or for dp (one process driving
@@ -107,7 +107,9 @@ std::string csv_header();
 std::string csv_row(const RunResult& r);
 nlohmann::json to_json(const RunResult& r);
 // Reads the fields present; unknown fields are ignored, missing ones keep
-// their defaults (so files of an older schema version still load).
+// their defaults (so files of an older schema version still load), except
+// status: without one it is "unknown", never ok. A null figure (NaN or
+// infinity when written) reads as NaN.
 RunResult from_json(const nlohmann::json& j);
 
 }  // namespace hpcbench::report

@@ -29,7 +29,8 @@ nlohmann::ordered_json job_json(const SweepJob& j) {
           {"repeat_index", j.repeat_index},
           {"job_id", j.job_id ? nlohmann::ordered_json(*j.job_id) : nlohmann::ordered_json(nullptr)},
           {"state", j.state},
-          {"submit_error", j.submit_error}};
+          {"submit_error", j.submit_error},
+          {"previous_job_ids", j.previous_job_ids}};
 }
 
 }  // namespace
@@ -95,6 +96,7 @@ Sweep read_manifest(const fs::path& dir) {
       if (!jj.at("job_id").is_null()) job.job_id = jj.at("job_id").get<std::string>();
       job.state = jj.at("state");
       job.submit_error = jj.value("submit_error", "");
+      job.previous_job_ids = jj.value("previous_job_ids", std::vector<std::string>{});
       s.jobs.push_back(std::move(job));
     }
     return s;
@@ -120,7 +122,8 @@ Sweep write_sweep(const SweepOptions& opts) {
     fail("--out '{}': the sweep folder's path must not contain spaces (#SBATCH --output cannot hold them)",
          sweep.dir.string());
   if (fs::exists(sweep.dir / "sweep.json"))
-    fail("--out {}: already holds a sweep (sweep.json); choose another folder", sweep.dir.string());
+    fail("--out {}: already holds a sweep (sweep.json); `hpcbench sweep --out {} --resume` submits its jobs that "
+         "are missing or failed, or choose another folder", sweep.dir.string(), opts.out_dir.string());
   for (const char* sub : {"jobs", "runs", "logs"}) {
     fs::create_directories(sweep.dir / sub, ec);
     if (ec) fail("--out {}: cannot create {}/: {}", sweep.dir.string(), sub, ec.message());

@@ -48,6 +48,9 @@ struct SweepJob {
   std::optional<std::string> job_id;
   std::string state = "written";  // written, submitted, submit_failed
   std::string submit_error;
+  // Jobs of this entry that ended without results before a resume
+  // submitted it again, oldest first (their logs stay in logs/).
+  std::vector<std::string> previous_job_ids;
 };
 
 // Checks the options (known strategy names, positive counts, flags that the

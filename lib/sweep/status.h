@@ -2,6 +2,7 @@
 // What a sweep's jobs that left no results are doing, as rows the report can
 // show: a job still queued or running is "pending"/"running", one that
 // ended without a run folder (or was never queued) is "failed".
+#include <string>
 #include <vector>
 
 #include "report/run_result.h"
@@ -9,9 +10,31 @@
 
 namespace hpcbench::sweep {
 
+// Where one job of a sweep stands: "done" (its run folder has a
+// summary.csv), "written" (never submitted), "submit_failed", "pending" or
+// "running" (squeue has it), "failed" (submitted, no longer queued, no
+// results), or "unknown" (submitted, squeue cannot be asked and there is no
+// log yet: it may still be waiting). squeue is $HPCBENCH_SQUEUE when set.
+std::string job_progress(const Sweep& sweep, const SweepJob& job);
+
 // One row per job of `sweep` whose run folder has no summary.csv. The state
 // of a submitted job is asked of squeue; without squeue, a job whose log
 // exists is taken as ended (failed), one without as pending.
 std::vector<report::RunResult> unfinished_jobs(const Sweep& sweep);
+
+struct ResumeEntry {
+  std::string job, progress;  // the job's name and job_progress before the resume
+};
+struct ResumePlan {
+  std::vector<ResumeEntry> resubmit;  // cleared for submit_sweep: written, submit_failed or failed
+  std::vector<ResumeEntry> kept;      // done, pending, running or unknown: left as they are
+};
+
+// Readies `sweep` (read from its sweep.json) for submit_sweep to send only
+// what is missing or failed: jobs never submitted, refused by sbatch, or
+// ended without results (their old job id moves to previous_job_ids). A
+// script that is gone from jobs/ is written again. Throws UserError when the
+// folder is not where the manifest says (its scripts name that path).
+ResumePlan prepare_resume(Sweep& sweep, const std::filesystem::path& dir);
 
 }  // namespace hpcbench::sweep

@@ -2,9 +2,16 @@
 // changes the features changes the key; damaged files are rebuilt.
 #include "test_catch.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <memory>
+
 #include "data/features.h"
 #include "data/squad.h"
 #include "data_test_util.h"
+#include "hub/file_lock.h"
 
 using namespace hpcbench;
 
@@ -57,6 +64,7 @@ TEST_CASE("feature cache round trip", "[cache]") {
 
   // A damaged file is rebuilt (and rewritten), never read.
   for (auto& e : std::filesystem::directory_iterator(cache)) {
+    if (!e.is_regular_file()) continue;  // .locks/
     std::string bytes = read_file(e.path());
     write_file_atomic(e.path(), bytes.substr(0, bytes.size() / 2));
   }
@@ -74,4 +82,57 @@ TEST_CASE("default cache dir follows XDG_CACHE_HOME", "[cache]") {
   CHECK(data::default_feature_cache_dir() == std::filesystem::path("/some/where/hpcbench/features"));
   ::unsetenv("XDG_CACHE_HOME");
   CHECK(data::default_feature_cache_dir().string().find(".cache/hpcbench/features") != std::string::npos);
+}
+
+TEST_CASE("concurrent builders wait for the one building, also where flock is unsupported", "[cache]") {
+  // A file system without flock (Lustre or GPFS mounted without it): flock
+  // answers ENOLCK, the lock falls back to fcntl.
+  auto saved = hub::lock_calls();
+  hub::lock_calls().flock = [](int, int) {
+    errno = ENOLCK;
+    return -1;
+  };
+  hub::FileLock::forget_notices();
+  test::TempDir dir;
+  data::FeatureConfig cfg{128, 32, 64};
+  CHECK_FALSE(
+      data::load_or_build_squad_features(test::squad_v20(), test::vocab_path(), cfg, false, dir.path / "a").from_cache);
+  std::filesystem::path name;
+  for (auto& e : std::filesystem::directory_iterator(dir.path / "a"))
+    if (e.is_regular_file()) name = e.path().filename();
+  REQUIRE(!name.empty());
+  CHECK(files_in(dir.path / "a") == 1);  // the lock is not among the features
+
+  // Another process is building into b: it holds the lock. (The waiter is
+  // forked first: a child would inherit the lock's open file.)
+  auto b = dir.path / "b";
+  auto go = dir.path / "go", started = dir.path / "started", outcome = dir.path / "outcome";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int rc = 0;
+    try {
+      for (int i = 0; i < 3000 && !std::filesystem::exists(go); ++i) ::usleep(10000);
+      write_file_atomic(started, "1");
+      auto sf = data::load_or_build_squad_features(test::squad_v20(), test::vocab_path(), cfg, false, b);
+      write_file_atomic(outcome, sf.from_cache ? "hit" : "built");
+    } catch (...) {
+      rc = 3;
+    }
+    ::_exit(rc);
+  }
+  auto other = std::make_unique<hub::FileLock>(b / ".locks" / (name.string() + ".lock"), "test");
+  CHECK(other->method() == hub::FileLock::Method::fcntl);
+  write_file_atomic(go, "1");
+  for (int i = 0; i < 3000 && !std::filesystem::exists(started); ++i) ::usleep(10000);
+  ::usleep(300000);
+  CHECK(!std::filesystem::exists(outcome));  // waiting, not building beside it
+  // The other builder finishes: its file in place, then the lock released.
+  std::filesystem::copy_file(dir.path / "a" / name, b / name);
+  other.reset();
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(read_file(outcome) == "hit");
+  hub::lock_calls() = saved;
 }

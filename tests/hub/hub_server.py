@@ -99,7 +99,7 @@ def make_handler(state):
             folder = os.path.join(args.root, repo)
             if not os.path.isdir(folder):
                 return self._error(404, "RepoNotFound", head)
-            if revision not in ("main", COMMIT):
+            if not args.any_revision and revision not in ("main", COMMIT):
                 return self._error(404, "RevisionNotFound", head)
             path = os.path.join(folder, filename)
             if not os.path.isfile(path):
@@ -166,6 +166,8 @@ def main():
     ap.add_argument("--token")
     ap.add_argument("--cut-first-get", action="store_true")
     ap.add_argument("--corrupt", action="store_true")
+    ap.add_argument("--any-revision", action="store_true",
+                    help="answer every revision with the one commit, as a mirror that resolves refs loosely would")
     ap.add_argument("--stall", type=float, default=0)
     ap.add_argument("--slow", type=float, default=0, help="seconds to sleep after each 64 KiB of LFS bytes")
     args = ap.parse_args()

@@ -15,6 +15,15 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <sys/wait.h>
+
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
+
+#include "hub/cache.h"
+#include "hub/fetch.h"
+#include "hub/file_lock.h"
+#include "hub/resolve.h"
 #include "hub/sha256.h"
 #include "test_env.h"
 
@@ -411,4 +420,180 @@ TEST_CASE("two fetches of the same file at once leave one good copy", "[hub]") {
   CHECK(file_sha(rp / "snapshots" / commit / "model.safetensors") ==
         file_sha(model_root() / "org/tiny" / "model.safetensors"));
   check_no_partial_files(home.path);
+}
+
+TEST_CASE("a revision never leads out of the cache: fetch org/name@../../x is refused", "[hub]") {
+  for (const char* ok : {"main", "v1.0", "refs/pr/1", "0123456789abcdef0123456789abcdef01234567", "feature/x-y_z"})
+    CHECK(hub::is_revision(ok));
+  for (const char* bad : {"", "..", "../../x", "a/../../b", "/etc", "a//b", "a/", ".hidden", "a/.b", "x.lock",
+                          "a b", "a\\b", "a:b", "a~1", "a^", "a?", "a*", "a[", "a@{1}", "end.", "a\nb"}) {
+    INFO(bad);
+    CHECK(!hub::is_revision(bad));
+  }
+  // The server answers any revision, as a mirror resolving refs loosely
+  // would: only hpcbench's own check stands between the name and the path.
+  Server server("--any-revision");
+  test::TempDir home;
+  auto e = env(home.path, server.url());
+  for (const std::string& args : {std::string("org/tiny@../../../escaped"), std::string("org/tiny --revision ../../../escaped"),
+                                  std::string("org/tiny@refs/../../../../escaped")}) {
+    auto r = fetch(e, args);
+    INFO(args << "\n" << r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("is not a branch, tag or commit name") != std::string::npos);
+    CHECK(r.output.find("../../../escaped") != std::string::npos);
+  }
+  CHECK(!fs::exists(home.path / "escaped"));
+  CHECK(!fs::exists(home.path / "hub" / "escaped"));
+  CHECK(server.count({"resolve"}) == 0);  // refused before asking
+  // A legitimate branch with '/' still works and lands under refs/.
+  auto ok = fetch(e, "org/tiny@refs/pr/1");
+  INFO(ok.output);
+  CHECK(ok.exit_code == 0);
+  CHECK(test::slurp(repo(home.path, "models--org--tiny") / "refs/refs/pr/1") == commit);
+  // run's resolution refuses the same names instead of reading refs/../..
+  ::unsetenv("HF_HUB_CACHE");
+  ::unsetenv("HUGGINGFACE_HUB_CACHE");
+  ::setenv("HF_HOME", home.path.c_str(), 1);
+  CHECK_THROWS_WITH(hub::find_cached_model("org/tiny", "../../../escaped"),
+                    Catch::Contains("is not a branch, tag or commit name"));
+  CHECK(hub::find_cached_model("org/tiny", "refs/pr/1").has_value());
+  ::unsetenv("HF_HOME");
+}
+
+namespace {
+
+// What spdlog said while it lives.
+struct LogCapture {
+  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(200);
+  std::shared_ptr<spdlog::logger> saved = spdlog::default_logger();
+  LogCapture() { spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink)); }
+  ~LogCapture() { spdlog::set_default_logger(saved); }
+  size_t count(const std::string& piece) const {
+    size_t n = 0;
+    for (auto& line : sink->last_formatted()) n += line.find(piece) != std::string::npos;
+    return n;
+  }
+  std::string text() const {
+    std::string out;
+    for (auto& line : sink->last_formatted()) out += line;
+    return out;
+  }
+};
+
+// The lock calls of a file system without flock (and, as asked, without
+// fcntl locks or exclusive creation), restored at the end of the scope.
+struct NoLocks {
+  hub::LockCalls saved = hub::lock_calls();
+  explicit NoLocks(bool fcntl_too = false, bool excl_too = false) {
+    hub::lock_calls().flock = [](int, int) {
+      errno = ENOLCK;
+      return -1;
+    };
+    if (fcntl_too)
+      hub::lock_calls().fcntl_lock = [](int, int, struct ::flock*) {
+        errno = ENOLCK;
+        return -1;
+      };
+    if (excl_too)
+      hub::lock_calls().open_exclusive = [](const char*) {
+        errno = EACCES;
+        return -1;
+      };
+    hub::FileLock::forget_notices();
+  }
+  ~NoLocks() { hub::lock_calls() = saved; }
+};
+
+// Whether another process can take the lock on `path` right now.
+bool free_for_another_process(const fs::path& path) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int rc = 3;
+    try {
+      hub::FileLock l(path, "test", hub::FileLock::Wait::no);
+      rc = l.held() ? 0 : 1;
+    } catch (...) {
+    }
+    ::_exit(rc);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) != 3);
+  return WEXITSTATUS(status) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("where flock answers ENOLCK the lock falls back to fcntl, says so once, and still excludes", "[hub][lock]") {
+  NoLocks no_flock;
+  LogCapture log;
+  test::TempDir dir;
+  auto a = dir.path / "a.lock";
+  {
+    hub::FileLock held(a, "test");
+    CHECK(held.method() == hub::FileLock::Method::fcntl);
+    CHECK(!free_for_another_process(a));
+    hub::FileLock other(dir.path / "b.lock", "test");
+    CHECK(other.method() == hub::FileLock::Method::fcntl);
+  }
+  CHECK(free_for_another_process(a));
+  INFO(log.text());
+  CHECK(log.count("flock is not supported on this file system (ENOLCK") == 1);
+}
+
+TEST_CASE("where fcntl locks fail too, an exclusive lock file; a stale one of a dead process is taken over",
+          "[hub][lock]") {
+  NoLocks no_locks(true);
+  LogCapture log;
+  test::TempDir dir;
+  auto a = dir.path / "a.lock";
+  {
+    hub::FileLock held(a, "test");
+    CHECK(held.method() == hub::FileLock::Method::lock_file);
+    CHECK(fs::exists(dir.path / "a.lock.excl"));
+    CHECK(!free_for_another_process(a));
+  }
+  CHECK(!fs::exists(dir.path / "a.lock.excl"));
+  CHECK(free_for_another_process(a));
+  CHECK(log.count("using lock files") == 1);
+  // Left by a process of this host that is gone (a fetch killed by SIGKILL).
+  pid_t gone = ::fork();
+  if (gone == 0) ::_exit(0);
+  ::waitpid(gone, nullptr, 0);
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  std::ofstream(dir.path / "a.lock.excl") << host << " " << gone << "\n";
+  hub::FileLock again(a, "test");
+  CHECK(again.held());
+  CHECK(log.count("which is gone; taking it over") == 1);
+}
+
+TEST_CASE("where no lock works, the error names each errno", "[hub][lock]") {
+  NoLocks nothing(true, true);
+  test::TempDir dir;
+  CHECK_THROWS_WITH(hub::FileLock(dir.path / "a.lock", "test"),
+                    Catch::Contains("cannot lock") && Catch::Contains("flock ENOLCK") &&
+                        Catch::Contains("fcntl ENOLCK") && Catch::Contains("lock file EACCES"));
+}
+
+TEST_CASE("fetch on a file system without flock: downloads, says so once", "[hub][lock]") {
+  Server server;
+  test::TempDir home;
+  NoLocks no_flock;
+  LogCapture log;
+  for (const char* v : {"HF_TOKEN", "HF_TOKEN_PATH", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HUB_OFFLINE",
+                        "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"})
+    ::unsetenv(v);
+  ::setenv("HF_HOME", home.path.c_str(), 1);
+  ::setenv("HF_ENDPOINT", server.url().c_str(), 1);
+  auto m = hub::fetch_model("org/tiny");
+  ::unsetenv("HF_HOME");
+  ::unsetenv("HF_ENDPOINT");
+  INFO(log.text());
+  CHECK(m.files.size() == 3);
+  CHECK(file_sha(m.snapshot / "model.safetensors") == file_sha(model_root() / "org/tiny" / "model.safetensors"));
+  CHECK(log.count("flock is not supported") == 1);
+  CHECK(log.count("waiting for") == 0);
 }

@@ -2,6 +2,8 @@
 // folders written by the report library (bert-tiny, so the layout is quick).
 #include <fmt/format.h>
 
+#include <cmath>
+#include <fstream>
 #include <sstream>
 
 #include "test_catch.h"
@@ -22,7 +24,9 @@ report::RunResult run(const std::string& id, const std::string& strategy, int wo
   r.strategy_options = strategy == "ddp" ? "bucket_mb=25,overlap=on,buckets=2" : "";
   r.world_size = world;
   r.gpus_per_node = world;
-  r.device = "cpu";
+  // The device the shipped a100-pcie-2x system file describes.
+  r.device = "cuda";
+  r.device_name = "NVIDIA A100-PCIE-40GB";
   r.precision = "fp32";
   r.model = "bert-tiny";
   r.seq_length = 128;
@@ -116,4 +120,120 @@ TEST_CASE("report --system: each run beside its prediction, with the error") {
   CHECK(meas == 120);
   // The error column is the prediction against the measurement.
   CHECK(std::stod(error) == Catch::Detail::Approx(100 * (pred / meas - 1)).margin(0.06));
+}
+
+namespace {
+
+test::CommandResult predict(const std::string& args) {
+  return test::run_command(fmt::format("'{}' predict {}", test::hpcbench_bin().string(), args));
+}
+
+// configs/systems/dgx-a100.toml with `from` replaced by `to`.
+std::string system_with(const fs::path& dir, const std::string& from, const std::string& to) {
+  auto text = test::slurp(test::source_dir() / "configs/systems/dgx-a100.toml");
+  auto at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  text.replace(at, from.size(), to);
+  static int n = 0;
+  auto path = dir / fmt::format("system-{}.toml", ++n);
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+}  // namespace
+
+TEST_CASE("predict refuses what it cannot predict, naming the reason") {
+  test::TempDir dir;
+  auto runs = dir.path / "runs";
+  auto dgx = (test::source_dir() / "configs/systems/dgx-a100.toml").string();
+  auto a100 = run("a100-1x", "baseline", 1, 100);
+  a100.device_name = "NVIDIA A100-SXM4-80GB";
+  report::write_run_folder(runs, "a100-1x", a100, {});
+  auto base = fmt::format("--baseline '{}'", (runs / "a100-1x").string());
+  auto ok = predict(base + " --system " + dgx + " --strategies ddp");
+  INFO(ok.output);
+  REQUIRE(ok.exit_code == 0);
+  CHECK(ok.output.find("WARNING") == std::string::npos);
+
+  // A CPU baseline scaled with the DGX A100 file: refused, or predicted
+  // under a warning that heads the table when asked for.
+  auto cpu = run("cpu-1x", "baseline", 1, 100);
+  cpu.device = "cpu";
+  cpu.device_name = "";
+  report::write_run_folder(runs, "cpu-1x", cpu, {});
+  auto cpu_base = fmt::format("--baseline '{}'", (runs / "cpu-1x").string());
+  auto r = predict(cpu_base + " --system " + dgx + " --strategies fsdp --gpus-per-node 8");
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("ran on cpu") != std::string::npos);
+  CHECK(r.output.find("describes cuda (NVIDIA A100-SXM4-80GB)") != std::string::npos);
+  CHECK(r.output.find("--allow-device-mismatch") != std::string::npos);
+  r = predict(cpu_base + " --system " + dgx + " --strategies fsdp --gpus-per-node 8 --allow-device-mismatch");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("# WARNING: DEVICE MISMATCH") < r.output.find("strategy "));
+  // Another GPU model: predicted, with the difference said.
+  auto h100 = system_with(dir.path, "\"NVIDIA A100-SXM4-80GB\"", "\"NVIDIA H100 80GB HBM3\"");
+  r = predict(base + " --system " + h100 + " --strategies ddp");
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("# WARNING: the baseline ran on NVIDIA A100-SXM4-80GB") != std::string::npos);
+
+  // System files: NaN, infinite or negative figures, a fractional GPU count.
+  struct Bad { std::string from, to, says; };
+  for (const auto& b : std::vector<Bad>{{"latency_us = 2", "latency_us = nan", "latency_us = nan must be a finite"},
+                                        {"latency_us = 6", "latency_us = -6", "latency_us -6 must not be negative"},
+                                        {"bandwidth_GBps = 300", "bandwidth_GBps = inf", "bandwidth_GBps = inf must be"},
+                                        {"bandwidth_GBps = 200", "bandwidth_GBps = -200", "bandwidth_GBps -200 must be"},
+                                        {"efficiency = 0.72", "efficiency = nan", "efficiency = nan must be"},
+                                        {"gpus_per_node = 8", "gpus_per_node = 8.7", "gpus_per_node = 8.7 must be a whole"},
+                                        {"gpus_per_node = 8", "gpus_per_node = 1e12", "must be a whole number from 1"},
+                                        {"gpus_per_node = 8", "gpus_per_node = 8\ndevice = \"tpu\"", "device = \"tpu\""}}) {
+    auto sys = system_with(dir.path, b.from, b.to);
+    r = predict(base + " --system " + sys + " --strategies ddp");
+    INFO(b.to << "\n" << r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find(b.says) != std::string::npos);
+  }
+
+  // Counts: zero, negative, and a product that overflows an int.
+  for (const auto& [flags, says] : std::vector<std::pair<std::string, std::string>>{
+           {"--nodes 1000000000", "--nodes 1000000000 x --gpus-per-node 8: 8000000000 ranks"},
+           {"--nodes 0", "--nodes 0: must be at least 1"},
+           {"--gpus-per-node -2", "--gpus-per-node -2: must be at least 1"},
+           {"--bucket-mb nan", "--bucket-mb nan"},
+           {"--global-batch -8", "--global-batch -8"}}) {
+    r = predict(base + " --system " + dgx + " --strategies ddp " + flags);
+    INFO(flags << "\n" << r.output);
+    CHECK(r.exit_code != 0);
+    CHECK(r.output.find(says) != std::string::npos);
+  }
+
+  // Baselines that measured nothing usable: a failed run, NaN or negative times.
+  auto failed = run("failed-1x", "baseline", 1, 100);
+  failed.status = "failed";
+  report::write_run_folder(runs, "failed-1x", failed, {});
+  r = predict(fmt::format("--baseline '{}' --system {}", (runs / "failed-1x").string(), dgx));
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("has status 'failed', not ok") != std::string::npos);
+  auto nan_run = run("nan-1x", "baseline", 1, std::nan(""));
+  report::write_run_folder(runs, "nan-1x", nan_run, {});
+  r = predict(fmt::format("--baseline '{}' --system {}", (runs / "nan-1x").string(), dgx));
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("step_ms_median of nan-1x is nan") != std::string::npos);
+  auto neg = run("neg-1x", "baseline", 1, 100);
+  neg.optimizer_ms = -10;
+  report::write_run_folder(runs, "neg-1x", neg, {});
+  r = predict(fmt::format("--baseline '{}' --system {}", (runs / "neg-1x").string(), dgx));
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("optimizer_ms of neg-1x is -10") != std::string::npos);
+
+  // A bench-comm file with a negative time is not a measurement.
+  auto comm = dir.path / "comm.txt";
+  std::ofstream(comm) << "# backend gloo, 2 rank(s) on 1 node(s)\n"
+                      << "all_reduce 1048576 262144 float sum -1 -5.0 1.0 1.0 0\n";
+  r = predict(fmt::format("{} --comm '{}' --strategies ddp", base, comm.string()));
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("is not a measurement") != std::string::npos);
 }

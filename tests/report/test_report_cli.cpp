@@ -2,7 +2,10 @@
 #include "test_catch.h"
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -232,4 +235,79 @@ TEST_CASE("CLI: runs on another device type or GPU model are shown with the reas
   CHECK(table_line(both.out, "ddp-a100").ends_with(" base-a100"));
   CHECK(both.out.find("warning: ddp-cpu") == std::string::npos);
   CHECK(both.out.find("warning: ddp-h100: no speedup against baseline base-a100: device name") != std::string::npos);
+}
+
+TEST_CASE("CLI: no ratio of a figure that cannot be trusted; no status is not ok; newer schemas and link loops are said") {
+  test::TempDir dir;
+  fs::path runs = dir.path / "runs";
+  auto timed = [](report::RunResult r, double train_time_s) {
+    r.samples_timed = 8000;
+    r.train_time_s = train_time_s;
+    return r;
+  };
+  report::write_run_folder(runs, "base-1x", timed(test::make_run("base-1x", "baseline", 1, 8, 100, 512), 80), {});
+  report::write_run_folder(runs, "ddp-2x", timed(test::make_run("ddp-2x", "ddp", 2, 8, 180, 384), 44.4), {});
+  // Throughput NaN (run.json holds null) or negative, with a training time
+  // that alone would still give a speedup.
+  report::write_run_folder(runs, "ddp-nan", timed(test::make_run("ddp-nan", "ddp", 2, 8, std::nan(""), 384), 40), {});
+  report::write_run_folder(runs, "ddp-neg", timed(test::make_run("ddp-neg", "ddp", 2, 8, -180, 384), 40), {});
+  // A hand-made summary.csv without a status column, and a run.json without status.
+  write(runs / "no-status-csv/summary.csv",
+        "run_id,strategy,world_size,gpus_per_node,device,precision,model,seq_length,global_batch,batch_per_device,data,"
+        "samples_per_s\nno-status-csv,ddp,2,2,cuda,fp32,bert-tiny,128,8,4,synthetic:256:seed1,170\n");
+  auto no_status = nlohmann::json::parse(read_file(runs / "ddp-2x/run.json"));
+  no_status["result"].erase("status");
+  no_status["result"]["run_id"] = "no-status-json";
+  write(runs / "no-status-json/run.json", no_status.dump(1));
+  // Written by a newer hpcbench.
+  auto newer = nlohmann::json::parse(read_file(runs / "ddp-2x/run.json"));
+  newer["result"]["schema_version"] = report::kSchemaVersion + 1;
+  newer["result"]["run_id"] = "newer";
+  write(runs / "newer/run.json", newer.dump(1));
+  // Links that loop: onto itself, back to a folder above, a run.json onto itself.
+  fs::create_directory_symlink("loop", runs / "loop");
+  fs::create_directory_symlink("..", runs / "up");
+  fs::create_directories(runs / "self");
+  fs::create_symlink("run.json", runs / "self/run.json");
+
+  auto c = run_report(dir, "'" + runs.string() + "' --no-plots");
+  INFO(c.out);
+  CHECK(c.rc == 0);
+  CHECK(c.err.find("internal error") == std::string::npos);
+  CHECK(c.out.find("ddp-nan: no speedup against baseline base-1x: samples_per_s is nan") != std::string::npos);
+  CHECK(c.out.find("ddp-neg: no speedup against baseline base-1x: samples_per_s is -180") != std::string::npos);
+  CHECK(c.err.find("skipping " + (runs / "newer/run.json").string() + ": newer: schema_version " +
+                   std::to_string(report::kSchemaVersion + 1) + " is newer than this hpcbench reads") !=
+        std::string::npos);
+  CHECK(c.err.find("skipping " + (runs / "loop").string() + ": a loop of symbolic links") != std::string::npos);
+  CHECK(c.err.find("skipping " + (runs / "up").string()) != std::string::npos);
+  CHECK(c.err.find((runs / "self/run.json").string()) != std::string::npos);
+
+  auto csv = run_report(dir, "'" + runs.string() + "' --format csv");
+  auto rows = report::parse_csv(csv.out);
+  REQUIRE(!rows.empty());
+  auto col = [&](const std::string& name) {
+    auto it = std::find(rows[0].begin(), rows[0].end(), name);
+    REQUIRE(it != rows[0].end());
+    return static_cast<size_t>(it - rows[0].begin());
+  };
+  std::map<std::string, report::CsvRecord> by_id;
+  for (size_t i = 1; i < rows.size(); ++i) by_id[rows[i][0]] = rows[i];
+  CHECK(by_id.count("newer") == 0);
+  REQUIRE(by_id.count("ddp-2x") == 1);
+  CHECK(!by_id["ddp-2x"][col("speedup")].empty());  // the trusted run still is compared
+  for (const char* id : {"ddp-nan", "ddp-neg", "no-status-csv", "no-status-json"}) {
+    INFO(id);
+    REQUIRE(by_id.count(id) == 1);
+    // Empty, or "n/c" with the reason in not_comparable: never a figure.
+    for (const char* figure : {"speedup", "efficiency", "weak_scaling_efficiency"})
+      CHECK(by_id[id][col(figure)].find_first_of("0123456789") == std::string::npos);
+  }
+  CHECK(by_id["no-status-csv"][col("status")] == "unknown");
+  CHECK(by_id["no-status-json"][col("status")] == "unknown");
+
+  // Neither is a baseline to divide by.
+  auto bad = run_report(dir, "'" + runs.string() + "' --baseline ddp-nan");
+  CHECK(bad.rc == 2);
+  CHECK(bad.err.find("--baseline ddp-nan: samples_per_s is nan") != std::string::npos);
 }

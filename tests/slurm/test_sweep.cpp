@@ -2,6 +2,8 @@
 // and the report read them; submission against a stand-in sbatch.
 #include "test_catch.h"
 
+#include <stdlib.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <set>
@@ -13,6 +15,7 @@
 #include "sweep/job_script.h"
 #include "sweep/manifest.h"
 #include "sweep/plan.h"
+#include "sweep/status.h"
 #include "sweep/submit.h"
 #include "test_env.h"
 
@@ -309,4 +312,132 @@ TEST_CASE("--repeats 2: two jobs per configuration sharing a repeat group, read 
   o.repeats = 1;
   o.run_args = {"--repeats", "3"};
   CHECK_THROWS_WITH(sweep::write_sweep(o), Catch::Contains("the sweep sets --repeats itself"));
+}
+
+namespace {
+
+// An executable shell script at `path` with `body` after the #! line.
+void script(const fs::path& path, const std::string& body) {
+  test::sh("cat > " + path.string() + " <<'EOF'\n#!/bin/bash\n" + body + "\nEOF\nchmod +x " + path.string());
+}
+
+std::map<std::string, sweep::SweepJob> by_name(const sweep::Sweep& s) {
+  std::map<std::string, sweep::SweepJob> out;
+  for (const auto& j : s.jobs) out[j.name] = j;
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a site's sbatch that answers 'Submitted batch job N' despite --parsable is understood", "[sweep]") {
+  CHECK(sweep::parse_job_id("Submitted batch job 4242\n") == "4242");
+  CHECK(sweep::parse_job_id("sbatch: warning: can't honor --ntasks-per-node\nSubmitted batch job 17 on cluster c2\n") ==
+        "17");
+  CHECK(sweep::parse_job_id("Submitted batch job\n") == "");
+  CHECK(sweep::parse_job_id("Submitted batch job 12abc\n") == "");
+  test::TempDir tmp;
+  // The wrapper some sites put before sbatch: it drops --parsable.
+  auto fake = tmp.path / "sbatch";
+  script(fake, "echo \"$*\" >> " + (tmp.path / "calls").string() + "\necho 'Site policy: jobs are accounted to "
+               "proj123'\nn=$(wc -l < " + (tmp.path / "calls").string() + ")\necho \"Submitted batch job $((500 + n))\"");
+  auto o = options(tmp.path / "sub");
+  o.strategies = {"ddp"};
+  o.nodes = {1};
+  o.gpus_per_node = {2};
+  auto s = sweep::write_sweep(o);
+  auto summary = sweep::submit_sweep(s, fake.string());
+  CHECK(summary.submitted == 2);
+  CHECK(summary.failed == 0);
+  auto back = sweep::read_manifest(s.dir);
+  CHECK(back.jobs[0].job_id == std::optional<std::string>("501"));
+  CHECK(back.jobs[1].job_id == std::optional<std::string>("502"));
+  CHECK(back.jobs[1].state == "submitted");
+}
+
+TEST_CASE("an sbatch that hangs is stopped, and submission ends there with what to do", "[sweep]") {
+  test::TempDir tmp;
+  // It hangs with a child of its own holding the output open, as a wrapper
+  // waiting on a dead slurmctld does.
+  auto fake = tmp.path / "sbatch";
+  script(fake, "echo \"$*\" >> " + (tmp.path / "calls").string() + "\nsleep 60 &\nsleep 60");
+  auto o = options(tmp.path / "hang");
+  o.strategies = {"ddp"};
+  o.nodes = {1};
+  o.gpus_per_node = {1, 2};
+  auto s = sweep::write_sweep(o);
+  auto summary = sweep::submit_sweep(s, fake.string(), 0.5);
+  CHECK(summary.timed_out);
+  CHECK(summary.failed == 1);
+  CHECK(summary.submitted == 0);
+  auto back = sweep::read_manifest(s.dir);
+  CHECK(back.jobs[0].state == "submit_failed");
+  CHECK_THAT(back.jobs[0].submit_error, Catch::Contains("did not answer within 0.5 s") &&
+                                            Catch::Contains("squeue --me -n hpcbench-baseline-1x1"));
+  // The others were not tried: each would have hung as long.
+  CHECK(back.jobs[1].state == "written");
+  CHECK(back.jobs[2].state == "written");
+  CHECK(test::lines_of(test::slurp(tmp.path / "calls")).size() == 1);
+  CHECK_THROWS_WITH(sweep::submit_sweep(back, fake.string(), 0), Catch::Contains("--sbatch-timeout"));
+}
+
+TEST_CASE("a sweep resumes into its own folder: only what is missing or failed is submitted", "[sweep]") {
+  test::TempDir tmp;
+  auto calls = tmp.path / "calls";
+  auto fake = tmp.path / "sbatch";
+  // Refuses fsdp the first time (a transient site error), numbers the jobs.
+  script(fake, "echo \"$*\" >> " + calls.string() + "\nif [[ $2 == *fsdp* && ! -e " + (tmp.path / "fixed").string() +
+                   " ]]; then echo 'sbatch: error: Socket timed out' >&2; exit 1; fi\n"
+                   "n=$(wc -l < " + calls.string() + "); echo $((1000 + n))");
+  // squeue still has job 1002 waiting; every other job has left the queue.
+  auto squeue = tmp.path / "squeue";
+  script(squeue, "case \"$*\" in *' 1002'*) echo PENDING;; esac\nexit 0");
+  ::setenv("HPCBENCH_SQUEUE", squeue.c_str(), 1);
+
+  auto o = options(tmp.path / "sweep");
+  o.strategies = {"ddp", "fsdp"};
+  o.nodes = {1};
+  o.gpus_per_node = {1, 2};
+  auto s = sweep::write_sweep(o);
+  CHECK_THROWS_WITH(sweep::write_sweep(o), Catch::Contains("--resume"));
+  auto first = sweep::submit_sweep(s, fake.string());
+  CHECK(first.submitted == 3);  // baseline 1001, ddp-1x1 1002, ddp-1x2 1003
+  CHECK(first.failed == 2);     // fsdp-1x1, fsdp-1x2
+  // baseline finished; ddp-1x2 ended without results (its log is there).
+  fs::create_directories(s.dir / "runs/baseline-1x1");
+  test::sh("echo x > " + (s.dir / "runs/baseline-1x1/summary.csv").string());
+  test::sh("echo 'CUDA error' > " + (s.dir / "logs/ddp-1x2-1003.out").string());
+  fs::remove(s.dir / "jobs/fsdp-1x2.sbatch");
+
+  auto back = sweep::read_manifest(s.dir);
+  auto plan = sweep::prepare_resume(back, s.dir);
+  std::map<std::string, std::string> kept, again;
+  for (auto& k : plan.kept) kept[k.job] = k.progress;
+  for (auto& r : plan.resubmit) again[r.job] = r.progress;
+  CHECK(kept == std::map<std::string, std::string>{{"baseline-1x1", "done"}, {"ddp-1x1", "pending"}});
+  CHECK(again == std::map<std::string, std::string>{
+                     {"ddp-1x2", "failed"}, {"fsdp-1x1", "submit_failed"}, {"fsdp-1x2", "submit_failed"}});
+  CHECK(fs::exists(s.dir / "jobs/fsdp-1x2.sbatch"));  // written again
+
+  test::sh("touch " + (tmp.path / "fixed").string());
+  auto second = sweep::submit_sweep(back, fake.string());
+  CHECK(second.submitted == 3);
+  CHECK(second.failed == 0);
+  auto c = test::lines_of(test::slurp(calls));
+  REQUIRE(c.size() == 8);
+  std::set<std::string> resent(c.begin() + 5, c.end());
+  CHECK(resent == std::set<std::string>{"--parsable " + (s.dir / "jobs/ddp-1x2.sbatch").string(),
+                                        "--parsable " + (s.dir / "jobs/fsdp-1x1.sbatch").string(),
+                                        "--parsable " + (s.dir / "jobs/fsdp-1x2.sbatch").string()});
+  auto jobs = by_name(sweep::read_manifest(s.dir));
+  CHECK(jobs["ddp-1x2"].previous_job_ids == std::vector<std::string>{"1003"});
+  CHECK(jobs["ddp-1x2"].state == "submitted");
+  CHECK(jobs["ddp-1x1"].job_id == std::optional<std::string>("1002"));
+  CHECK(jobs["baseline-1x1"].job_id == std::optional<std::string>("1001"));
+  CHECK(jobs["fsdp-1x1"].state == "submitted");
+
+  // A moved sweep folder: its scripts still name the old path.
+  fs::rename(s.dir, tmp.path / "moved");
+  auto moved = sweep::read_manifest(tmp.path / "moved");
+  CHECK_THROWS_WITH(sweep::prepare_resume(moved, tmp.path / "moved"), Catch::Contains("was written for"));
+  ::unsetenv("HPCBENCH_SQUEUE");
 }

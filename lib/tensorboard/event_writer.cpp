@@ -171,13 +171,13 @@ void EventWriter::scalars(int64_t step, double wall_time, const std::vector<Scal
   for (auto& s : values) {
     auto* v = summary->add_value();
     v->set_tag(s.tag);
-    // A float64 rank-0 tensor: the scalars plugin's own form (data class
-    // scalar), and run.json's value to the last bit.
+    // A float32 rank-0 tensor, the scalars plugin's own form (data class
+    // scalar): TensorBoard's data server reads no other dtype as a scalar.
     if (first_use(*impl_, s.tag)) set_plugin(v, "scalars", tb::DATA_CLASS_SCALAR);
     auto* t = v->mutable_tensor();
-    t->set_dtype(tb::DT_DOUBLE);
+    t->set_dtype(tb::DT_FLOAT);
     t->mutable_tensor_shape();
-    t->add_double_val(s.value);
+    t->add_float_val(static_cast<float>(s.value));
   }
   impl_->add(e);
 }

@@ -56,8 +56,8 @@ class EventWriter {
   EventWriter(const EventWriter&) = delete;
   EventWriter& operator=(const EventWriter&) = delete;
 
-  // One event holding every value, as float64 scalars of TensorBoard's
-  // scalars plugin (exact: no rounding to float32).
+  // One event holding every value, as scalars of TensorBoard's scalars
+  // plugin (float32, as every TensorBoard scalar).
   void scalars(int64_t step, double wall_time, const std::vector<Scalar>& values);
   void scalar(const std::string& tag, int64_t step, double value, double wall_time) {
     scalars(step, wall_time, {{tag, value}});

@@ -82,9 +82,12 @@ std::vector<SampleRow> parse_utilisation(const std::string& csv) {
   std::string line;
   std::getline(in, line);  // header (monitor::csv_header)
   while (std::getline(in, line)) {
-    std::vector<std::string> f;
-    std::stringstream ls(line);
-    for (std::string cell; std::getline(ls, cell, ',');) f.push_back(cell);
+    // Empty cells (a value not sampled) count, the last one too.
+    std::vector<std::string> f{""};
+    for (char c : line) {
+      if (c == ',') f.emplace_back();
+      else f.back().push_back(c);
+    }
     if (f.size() < 13) continue;
     SampleRow r;
     r.host = f[0];

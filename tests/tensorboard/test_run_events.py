@@ -1,11 +1,14 @@
 """Every run folder's event file, read with TensorBoard's own reader, holds
-run.json's figures: every tag, step and value equal (float64, no rounding),
+run.json's figures: every tag, step and value equal (TensorBoard's scalars
+are float32: run.json's value rounded to float32, to the bit),
 the device samples of utilisation.csv at their own times, the evaluation, the
 settings; `--tensorboard off` writes none. Usage: test_run_events.py WORK"""
 import csv
 import json
 import os
 import sys
+
+import numpy as np
 
 from tbread import BIN, RUN_ARGS, check, event_files, read_run, sh
 
@@ -16,6 +19,10 @@ check(runs == ["base", "ddp2-r1", "ddp2-r2"], f"run folders {runs}")
 # A finished run leaves nothing in the live folder.
 live = os.path.join(results, ".running")
 check(not os.path.exists(live) or os.listdir(live) == [], f"left in {live}: {os.listdir(live)}")
+
+def f32(x):
+    return float(np.float32(x))
+
 
 STEP_KEYS = {"train/loss": "loss", "train/lr": "lr", "train/grad_norm": "grad_norm", "perf/step_ms": "ms",
              "perf/comm_ms": "comm_ms", "perf/comm_exposed_ms": "comm_exposed_ms"}
@@ -33,13 +40,13 @@ for run in runs:
         check(tag in series, f"{run}: tag {tag} missing; have {sorted(series)}")
         check(plugins[tag] == "scalars", f"{run}: {tag} is a {plugins[tag]} summary")
         got = [(st, v) for st, v, _ in series[tag]]
-        want = [(s["step"], s[key]) for s in steps]
+        want = [(s["step"], f32(s[key])) for s in steps]
         check(got == want, f"{run}: {tag}: {got} != run.json {want}")
     sps = [(st, v) for st, v, _ in series["perf/samples_per_s"]]
-    check(sps == [(s["step"], 1000.0 * res["global_batch"] / s["ms"]) for s in steps], f"{run}: samples/s {sps}")
+    check(sps == [(s["step"], f32(1000.0 * res["global_batch"] / s["ms"])) for s in steps], f"{run}: samples/s {sps}")
     mem = [v for _, v, _ in series["perf/peak_memory_bytes"]]
     check([st for st, _, _ in series["perf/peak_memory_bytes"]] == want_steps, f"{run}: memory steps")
-    check(mem == sorted(mem) and 0 < mem[-1] <= j["rank_peak_memory_bytes"][0],
+    check(mem == sorted(mem) and 0 < mem[-1] <= f32(j["rank_peak_memory_bytes"][0]),
           f"{run}: peak memory {mem} against run.json's {j['rank_peak_memory_bytes']}")
     # Each step at the time it ended: increasing wall times.
     walls = [w for _, _, w in series["train/loss"]]
@@ -57,7 +64,7 @@ for run in runs:
         for col, name in (("util_percent", "utilisation_percent"), ("memory_bytes", "memory_bytes"),
                           ("power_w", "power_w")):
             if r[col]:
-                want_dev.setdefault(f"{prefix}/{name}", []).append((round(float(r["time_s"]) * 1000), float(r[col])))
+                want_dev.setdefault(f"{prefix}/{name}", []).append((round(float(r["time_s"]) * 1000), f32(r[col])))
     got_dev = {t: [(st, v) for st, v, _ in s] for t, s in series.items() if t.startswith("device/")}
     check(got_dev == want_dev, f"{run}: device series {sorted(got_dev)} != utilisation.csv's {sorted(want_dev)}")
     check(any(t.endswith("/utilisation_percent") for t in got_dev), f"{run}: no utilisation")
@@ -66,7 +73,7 @@ for run in runs:
     if run == "base":
         for tag, key in (("eval/loss", "val_loss"), ("eval/exact_match", "exact_match"), ("eval/f1", "f1")):
             check(res[key] >= 0, f"{run}: run.json has no {key}")
-            check([(st, v) for st, v, _ in evals.get(tag, [])] == [(6, res[key])],
+            check([(st, v) for st, v, _ in evals.get(tag, [])] == [(6, f32(res[key]))],
                   f"{run}: {tag} {evals.get(tag)} != run.json {res[key]}")
     else:
         check(not evals, f"{run}: evaluation tags without evaluation: {sorted(evals)}")

@@ -92,9 +92,13 @@ size_t write_tensorboard_report(const Comparison& comparison, const fs::path& di
     }
   std::vector<tb::HParamDef> defs;
   for (auto& name : order) defs.push_back({name, kHParamHelp.at(name), domains[name]});
+  // MFU needs a known peak (none on CPUs): a column no row fills is left out.
+  auto metrics = kMetrics;
+  if (std::none_of(rows.begin(), rows.end(), [](auto* row) { return row->run.mfu > 0; }))
+    std::erase_if(metrics, [](auto& m) { return m.tag == "metrics/mfu"; });
   {
     tb::EventWriter top(dir, {.flush_secs = 0, .on_flush = {}});
-    top.hparams_experiment(defs, kMetrics, now);
+    top.hparams_experiment(defs, metrics, now);
   }
 
   std::set<std::string> used;

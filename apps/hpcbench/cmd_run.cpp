@@ -14,7 +14,6 @@
 #include <thread>
 
 #include "commands.h"
-#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/hostinfo.h"
 #include "device/device.h"
@@ -260,7 +259,7 @@ int run_training(const train::TrainConfig& cfg, const RunOptions& o) {
   if (!out.utilisation_csv.empty()) extra["utilisation.csv"] = out.utilisation_csv;
   for (auto& [file, content] : tensorboard::event_files(hooks.tensorboard_dir)) extra[file] = content;
   auto folder = report::write_run_folder(cfg.results_dir, name, out.result, out.details, extra);
-  if (!hooks.tensorboard_dir.empty()) remove_tree(hooks.tensorboard_dir);
+  tensorboard::discard_event_files(hooks.tensorboard_dir);
   print_summary(out.result, folder.string());
   return 0;
 }

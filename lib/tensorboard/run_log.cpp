@@ -1,16 +1,19 @@
 #include "tensorboard/run_log.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 #include <spdlog/spdlog.h>
 
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <map>
 #include <optional>
 #include <sstream>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/hostinfo.h"
 #include "monitor/sampler.h"
 #include "tensorboard/event_writer.h"
 
@@ -113,6 +116,7 @@ RunLog::RunLog(RunLogOptions options) : options_(std::move(options)) {
     return;
   }
   start_wall_ = wall_now();
+  uncaught_at_start_ = std::uncaught_exceptions();
   WriterOptions wo;
   wo.flush_secs = options_.flush_secs;
   if (options_.sampler) wo.on_flush = [this] { add_live_samples(); };
@@ -123,7 +127,15 @@ RunLog::RunLog(RunLogOptions options) : options_(std::move(options)) {
                options_.dir.parent_path().parent_path().string());
 }
 
-RunLog::~RunLog() = default;
+RunLog::~RunLog() {
+  if (!writer_) return;
+  fs::path file = writer_->path();
+  writer_.reset();
+  // Training ended by an error: the run leaves no results, so no log either
+  // (results/README.md). A killed process gets here not at all, and its log
+  // stays readable up to the last flush.
+  if (std::uncaught_exceptions() > uncaught_at_start_) discard_event_files(file.parent_path());
+}
 
 void RunLog::step(const StepValues& v) {
   if (!writer_) return;
@@ -205,14 +217,37 @@ void RunLog::rewrite(const fs::path& file, const nlohmann::json& details, const 
   if (std::rename(tmp.c_str(), file.c_str()) != 0) fail("cannot replace {}", file.string());
 }
 
-std::vector<std::pair<std::string, std::string>> event_files(const fs::path& dir) {
-  std::vector<std::pair<std::string, std::string>> out;
+namespace {
+
+// events.out.tfevents.<seconds>.<host>.<pid>.<n>, as EventWriter names them.
+std::vector<fs::path> own_event_files(const fs::path& dir) {
+  std::vector<fs::path> out;
   std::error_code ec;
   if (dir.empty() || !fs::is_directory(dir, ec)) return out;
-  for (auto& e : fs::directory_iterator(dir, ec))
-    if (e.path().filename().string().starts_with("events.out.tfevents."))
-      out.emplace_back(e.path().filename().string(), read_file(e.path()));
+  auto mine = fmt::format(".{}.{}.", hostname(), ::getpid());
+  for (auto& e : fs::directory_iterator(dir, ec)) {
+    auto name = e.path().filename().string();
+    if (name.starts_with("events.out.tfevents.") && name.find(mine) != std::string::npos) out.push_back(e.path());
+  }
   return out;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> event_files(const fs::path& dir) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto& f : own_event_files(dir)) out.emplace_back(f.filename().string(), read_file(f));
+  return out;
+}
+
+// unlink/rmdir rather than std::filesystem's removal, which in binaries
+// linked with the torch wheel resolves to libtorch's copy (core/atomic_file.h).
+void discard_event_files(const fs::path& dir) {
+  for (auto& f : own_event_files(dir)) ::unlink(f.c_str());
+  if (dir.empty()) return;
+  // Each only when empty: another run may be writing beside this one.
+  ::rmdir(dir.c_str());
+  if (dir.parent_path().filename() == ".running") ::rmdir(dir.parent_path().c_str());
 }
 
 fs::path live_dir(const fs::path& results_dir, const std::string& run_name) {

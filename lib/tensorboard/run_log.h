@@ -69,18 +69,25 @@ class RunLog {
   RunLogOptions options_;
   std::unique_ptr<EventWriter> writer_;
   double start_wall_ = 0;
+  int uncaught_at_start_ = 0;
   size_t samples_done_ = 0;  // live samples already written (the flushing thread's)
   std::map<std::string, double> live_energy_origin_;
   std::vector<std::pair<int64_t, double>> step_walls_;
   std::vector<int64_t> step_memory_;
 };
 
-// The event files of a finished run's log folder (name -> content), for its
-// results folder; `dir` may be absent (no log).
+// The event files this process wrote into a finished run's log folder
+// (name -> content), for its results folder; `dir` may be absent (no log).
+// Another run of the same name may be writing beside them: its files are
+// not taken.
 std::vector<std::pair<std::string, std::string>> event_files(const std::filesystem::path& dir);
+// Removes this process's event files from `dir`, and `dir` (and the
+// .running folder holding it) when that empties it.
+void discard_event_files(const std::filesystem::path& dir);
 // Where a run's log lives while it runs: <results_dir>/.running/<name>, a
 // hidden folder as the results folder's own unfinished copy; a run that
-// stops early leaves it there, readable.
+// is killed leaves it there, readable up to its last flush; one that fails
+// with an error removes it, as it leaves no results folder.
 std::filesystem::path live_dir(const std::filesystem::path& results_dir, const std::string& run_name);
 
 }  // namespace hpcbench::tensorboard

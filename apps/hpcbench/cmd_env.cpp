@@ -26,7 +26,8 @@ constexpr bool nccl_compiled() {
 }  // namespace
 
 std::string version_text() {
-  return fmt::format("hpcbench {} (commit {})\nLibTorch {}\nCUDA support: {}\nNCCL support: {}\nTensorBoard writer: {}",
+  return fmt::format("hpcbench {} (commit {})\nLibTorch {}\nCUDA support: {}\nNCCL support: {}\n"
+                     "TensorBoard writer: {}",
                      version(), git_commit(), TORCH_VERSION, torch_cuda_compiled() ? "yes" : "no",
                      torch_cuda_compiled() && nccl_compiled() ? "yes (c10d ProcessGroupNCCL)" : "no",
                      tensorboard::available() ? "yes (protobuf)" : "no (built without the protobuf library)");

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -85,7 +86,7 @@ EventWriter::EventWriter(const fs::path& dir, WriterOptions options)
         std::error_code ec;
         fs::create_directories(dir, ec);
         if (ec) fail("cannot create the TensorBoard folder {}: {}", dir.string(), ec.message());
-        static int count = 0;
+        static std::atomic<int> count{0};
         return dir / fmt::format("events.out.tfevents.{}.{}.{}.{}", static_cast<long long>(wall_now()), hostname(),
                                  ::getpid(), count++);
       }(), std::move(options), 0) {}

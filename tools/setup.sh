@@ -10,7 +10,8 @@ say() { printf '[setup] %s\n' "$*" >&2; }
 # --- 1. Debian packages ------------------------------------------------------
 APT_PACKAGES=(cmake ninja-build g++ ccache pkg-config git python3 python3-venv
   libcli11-dev libfmt-dev libspdlog-dev catch2 nlohmann-json3-dev libutf8proc-dev
-  libtomlplusplus-dev libgloo-dev libcurl4-openssl-dev gnuplot-nox)
+  libtomlplusplus-dev libgloo-dev libcurl4-openssl-dev gnuplot-nox
+  libprotobuf-dev protobuf-compiler)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

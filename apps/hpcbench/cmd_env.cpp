@@ -9,6 +9,7 @@
 #include "core/version.h"
 #include "device/device.h"
 #include "hub/cache.h"
+#include "tensorboard/event_writer.h"
 
 namespace hpcbench::cli {
 
@@ -25,9 +26,11 @@ constexpr bool nccl_compiled() {
 }  // namespace
 
 std::string version_text() {
-  return fmt::format("hpcbench {} (commit {})\nLibTorch {}\nCUDA support: {}\nNCCL support: {}",
+  return fmt::format("hpcbench {} (commit {})\nLibTorch {}\nCUDA support: {}\nNCCL support: {}\n"
+                     "TensorBoard writer: {}",
                      version(), git_commit(), TORCH_VERSION, torch_cuda_compiled() ? "yes" : "no",
-                     torch_cuda_compiled() && nccl_compiled() ? "yes (c10d ProcessGroupNCCL)" : "no");
+                     torch_cuda_compiled() && nccl_compiled() ? "yes (c10d ProcessGroupNCCL)" : "no",
+                     tensorboard::available() ? "yes (protobuf)" : "no (built without the protobuf library)");
 }
 
 Action add_env(CLI::App& app) {

@@ -20,6 +20,7 @@
 #include "report/reference.h"
 #include "report/report_tables.h"
 #include "report/result_reader.h"
+#include "report/tensorboard_report.h"
 #include "sweep/manifest.h"
 #include "sweep/status.h"
 
@@ -38,6 +39,7 @@ Action add_report(CLI::App& app) {
     std::string reference_dir = "results/reference";
     std::string gnuplot = "gnuplot";
     std::string system, comm;  // the scaling model's network: predicted beside measured
+    std::string tensorboard;
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
@@ -60,6 +62,9 @@ Action add_report(CLI::App& app) {
   cmd->add_option("--system", o->system, "Also show each run beside the scaling model's prediction from the "
                                          "baseline, on this system (configs/systems/*.toml)");
   cmd->add_option("--comm", o->comm, "As --system, with a bench-comm --output file as the network");
+  cmd->add_option("--tensorboard", o->tensorboard,
+                  "Write the configurations as TensorBoard runs with HParams summaries into this folder "
+                  "(tensorboard --logdir DIR: the HParams dashboard compares them)");
   cmd->add_option("--gnuplot", o->gnuplot, "The gnuplot program that draws the plots")->capture_default_str();
 
   return [o] {
@@ -133,6 +138,9 @@ Action add_report(CLI::App& app) {
     }
     std::fflush(stdout);
 
+    if (!o->tensorboard.empty())
+      spdlog::info("wrote {} configuration(s) for TensorBoard into {} (tensorboard --logdir {})",
+                   report::write_tensorboard_report(comparison, o->tensorboard), o->tensorboard, o->tensorboard);
     if (!o->out.empty()) {
       fs::path dir = o->out;
       std::vector<std::string> images;

@@ -23,6 +23,7 @@
 #include "report/run_folder.h"
 #include "self_exec.h"
 #include "strategies/strategy.h"
+#include "tensorboard/run_log.h"
 #include "train/config.h"
 #include "train/names.h"
 #include "train/trainer.h"
@@ -243,18 +244,22 @@ int run_training(const train::TrainConfig& cfg, const RunOptions& o) {
   hooks.final_checkpoint = o.save_checkpoint;
   hooks.data_dump = o.dump_data;
   hooks.after_step = fault_hook(ctx.rank);
+  // Named at the start: the TensorBoard log is written under it as the run goes.
+  std::string name = cfg.run_name.empty() ? default_run_name(cfg, ctx.world_size) : cfg.run_name;
+  if (cfg.tensorboard == "on") hooks.tensorboard_dir = tensorboard::live_dir(cfg.results_dir, name);
   auto out = train::train(cfg, *strategy, ctx, hooks);
   // Only a job whose every rank got here leaves a results folder.
   if (ctx.comm) ctx.comm->barrier();
   if (ctx.rank != 0) return 0;
-  std::string name = cfg.run_name.empty() ? default_run_name(cfg, ctx.world_size) : cfg.run_name;
   out.result.repeat_group = o.repeat_group;
   out.result.repeat_index = o.repeat_index;
   std::map<std::string, std::string> extra;
   if (out.details.contains("predictions")) extra["predictions.json"] = out.details["predictions"].dump(1);
   out.details.erase("predictions");
   if (!out.utilisation_csv.empty()) extra["utilisation.csv"] = out.utilisation_csv;
+  for (auto& [file, content] : tensorboard::event_files(hooks.tensorboard_dir)) extra[file] = content;
   auto folder = report::write_run_folder(cfg.results_dir, name, out.result, out.details, extra);
+  tensorboard::discard_event_files(hooks.tensorboard_dir);
   print_summary(out.result, folder.string());
   return 0;
 }

@@ -48,6 +48,8 @@ std::vector<Setting> settings_of(TrainConfig& c) {
       {"run.name", "--run-name", "Name of this run's folder (default: strategy, size and time)", &c.run_name},
       {"run.threads", "--threads", "Intra-op CPU threads (0: LibTorch's default)", &c.threads},
       {"run.eval_batch_size", "--eval-batch-size", "Sequences per evaluation batch", &c.eval_batch_size},
+      {"run.tensorboard", "--tensorboard", "on: TensorBoard event files in the results folder, flushed as the run "
+       "goes (tensorboard --logdir results/); off: none", &c.tensorboard},
   };
 }
 
@@ -151,6 +153,7 @@ void validate(const TrainConfig& c) {
   if (c.log_every < 1) fail("--log-every {}: must be at least 1", c.log_every);
   if (c.peak_tflops < 0) fail("--peak-tflops {}: must not be negative", c.peak_tflops);
   if (c.sample_ms < 0) fail("--sample-ms {}: must not be negative (0 turns sampling off)", c.sample_ms);
+  if (c.tensorboard != "on" && c.tensorboard != "off") fail("--tensorboard {}: use on or off", c.tensorboard);
   if (c.threads < 0) fail("--threads {}: must not be negative", c.threads);
   // A fetched hub model brings its vocab.txt (train/names.h).
   bool vocab_given = !c.vocab.empty() || model_brings_vocab(c.model);

@@ -51,6 +51,7 @@ struct TrainConfig {
   std::string run_name;  // default: <strategy>-<world>x-<time>
   int64_t threads = 0;   // intra-op threads; 0: torch's default
   int64_t eval_batch_size = 32;
+  std::string tensorboard = "on";  // TensorBoard event files in the results folder (rank 0); "off": none
 };
 
 using SettingTarget = std::variant<int64_t*, double*, std::string*>;

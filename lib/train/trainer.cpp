@@ -23,6 +23,7 @@
 #include "monitor/nvtx.h"
 #include "monitor/sampler.h"
 #include "report/stats.h"
+#include "tensorboard/run_log.h"
 #include "train/amp.h"
 #include "train/batch.h"
 #include "train/flops.h"
@@ -324,6 +325,9 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   // whichever way train() ends.
   const int64_t monitor_call = next_train_call();
   auto sampler = start_sampler(cfg, device, ctx, monitor_call);
+  tensorboard::RunLog tb({.dir = leader ? hooks.tensorboard_dir : std::filesystem::path(),
+                          .global_batch = global_batch, .settings = describe(cfg), .sampler = sampler.get(),
+                          .host = hostname(), .several_nodes = ctx.nodes > 1, .flush_secs = 2});
   std::vector<StepRecord> records;
   records.reserve(static_cast<size_t>(total_steps));
   Progress progress(leader, total_steps);
@@ -396,6 +400,9 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
         auto report = ops.take_report(ctx.rank, step);
         if (step > cfg.timing_warmup_steps) std::fputs(report.c_str(), stderr);
       }
+      if (tb.enabled())
+        tb.step({r.step, r.loss, r.lr, r.grad_norm, r.ms, r.comm_ms, r.comm_exposed_ms,
+                 static_cast<int64_t>(peak_memory_bytes(device))});
       progress.update(step, r.loss, r.ms);
       if (hooks.after_step) hooks.after_step(step);
       if (leader && (step % cfg.log_every == 0 || step == total_steps)) {
@@ -562,6 +569,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
     if (sampler) sampler->set_step(monitor::kDone);
   }
   finish_sampling(sampler, cfg, ctx, skip + 1, res.steps, monitor_call, out);
+  tb.finish(out.details, report::to_json(res), out.utilisation_csv);
   return out;
 }
 

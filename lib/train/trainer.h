@@ -41,6 +41,7 @@ struct TrainHooks {
   // sample order over the steps run ("order_rank<r>", [steps, grad_accum, rows]).
   std::filesystem::path data_dump;
   std::function<void(int64_t step)> after_step;
+  std::filesystem::path tensorboard_dir;  // the run's TensorBoard log (lib/tensorboard); empty: none
 };
 
 struct TrainOutput {

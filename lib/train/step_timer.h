@@ -55,6 +55,10 @@ struct StepTimes {
   std::array<double, kPhases> phase_ms{};
   double comm_ms = 0;
   double comm_exposed_ms = 0;
+  // comm_exposed_ms split by the phase it fell in (the waits' union clipped
+  // to each phase's span; they add up to comm_exposed_ms), so that a phase's
+  // own work is its time minus its exposed part (report/efficiency.h).
+  std::array<double, kPhases> phase_exposed_ms{};
   int collectives = 0;  // collectives issued this step
 };
 

@@ -28,19 +28,24 @@ set(CMAKE_BUILD_RPATH "${TORCH_INSTALL_PREFIX}/lib")
 set(CMAKE_INSTALL_RPATH "${TORCH_INSTALL_PREFIX}/lib")
 
 # --- libcurl ----------------------------------------------------------------
-# `hpcbench fetch` downloads through the system's libcurl (Debian:
-# libcurl4-openssl-dev; every cluster has one), which brings TLS, proxies and
-# the CA bundle the site configured. Required: no fallback is built. A staged
-# folder (below) carries curl's headers for machines with the runtime
-# library (libcurl.so.4) but not its -dev package.
+# `hpcbench fetch` downloads through the system's libcurl (Debian: libcurl4),
+# which brings TLS, proxies and the CA bundle the site configured. Only its
+# headers are needed to build (Debian: libcurl4-openssl-dev, or a staged
+# folder, below): lib/hub loads libcurl.so.4 with dlopen when a download
+# needs it, so that the binary starts, and runs, where it is missing.
 if(HPCBENCH_DEPS_DIR)
-  find_library(HPCBENCH_CURL_LIBRARY NAMES curl libcurl.so.4 REQUIRED)
-  add_library(CURL::libcurl UNKNOWN IMPORTED)
-  set_target_properties(CURL::libcurl PROPERTIES IMPORTED_LOCATION ${HPCBENCH_CURL_LIBRARY}
-    INTERFACE_INCLUDE_DIRECTORIES ${HPCBENCH_DEPS_DIR}/include)
+  set(HPCBENCH_CURL_INCLUDE_DIR ${HPCBENCH_DEPS_DIR}/include)
+  if(NOT EXISTS ${HPCBENCH_CURL_INCLUDE_DIR}/curl/curl.h)
+    message(FATAL_ERROR "${HPCBENCH_CURL_INCLUDE_DIR}/curl/curl.h is missing: stage it again with tools/gpu/stage-deps.sh")
+  endif()
 else()
-  find_package(CURL REQUIRED)
+  find_path(HPCBENCH_CURL_INCLUDE_DIR curl/curl.h)
+  if(NOT HPCBENCH_CURL_INCLUDE_DIR)
+    message(FATAL_ERROR "curl/curl.h not found: install libcurl's headers (Debian: libcurl4-openssl-dev)")
+  endif()
 endif()
+add_library(hpcbench_curl_headers INTERFACE)
+target_include_directories(hpcbench_curl_headers SYSTEM INTERFACE ${HPCBENCH_CURL_INCLUDE_DIR})
 
 # --- A staged dependency folder (machines without Debian's -dev packages) --
 # tools/gpu/stage-deps.sh copies the headers of fmt, spdlog, CLI11,

@@ -6,6 +6,13 @@
 // sequence number. This one knows what each collective was for ("all_reduce of
 // gradient bucket 3 of 5") and reports it when one is still unfinished after
 // the timeout.
+//
+// The monitor never makes the step wait: it queries completion (a CUDA event
+// query, which can block while another thread holds the driver's context
+// lock) outside its lock, so watch(), attach() and settle() on the issuing
+// threads only ever wait for a list operation.
+#include <c10/core/Event.h>
+#include <c10/core/Stream.h>
 #include <c10/util/intrusive_ptr.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
@@ -14,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <list>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -44,19 +52,33 @@ class HangMonitor {
   // monitor does not keep the work, and the tensors it holds, alive longer
   // than its owner does.
   void settle(uint64_t id, std::function<bool()> done);
-  size_t watched();  // collectives not yet seen finished (tests)
+  // settle() with an event recorded on `stream` now: the events come from a
+  // small pool and go back to it once the monitor is done with them, so that
+  // a step does not create (and the driver allocate) one per wait.
+  void settle_after(uint64_t id, const c10::Stream& stream);
+  size_t watched();        // collectives not yet seen finished (tests)
+  size_t events_created();  // events the pool made so far (tests)
 
  private:
+  using Probe = std::shared_ptr<const std::function<bool()>>;
   struct Entry {
     uint64_t id;
     std::string what;
     std::chrono::steady_clock::time_point start;
-    std::function<bool()> done;  // empty while the collective is being issued
+    Probe done;  // null while the collective is being issued
+  };
+  // Free events by device type; shared with the events handed out, which
+  // return to it when their last copy goes.
+  struct EventPool {
+    std::mutex mutex;
+    std::vector<std::unique_ptr<c10::Event>> free;
+    size_t created = 0;
   };
   void run();
 
   std::chrono::milliseconds timeout_, poll_;
   OnHang on_hang_;
+  std::shared_ptr<EventPool> pool_ = std::make_shared<EventPool>();
   std::mutex mutex_;
   std::condition_variable cv_;
   std::list<Entry> entries_;

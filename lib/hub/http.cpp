@@ -1,6 +1,7 @@
 #include "hub/http.h"
 
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -9,7 +10,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <mutex>
+#include <string>
+#include <type_traits>
 
 #include "core/error.h"
 #include "hub/cache.h"
@@ -27,28 +29,102 @@ long env_seconds(const char* name, long fallback) {
   return std::max(1L, static_cast<long>(d + 0.5));
 }
 
-void global_init() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+// libcurl, loaded when a download first needs it rather than linked: a
+// binary that lists libcurl.so.4 as NEEDED does not even start where it is
+// missing (CUDA base images often lack it), and only `fetch` uses it. curl's
+// headers give the types and constants; its ABI (soname 4) has kept these
+// functions' signatures since 2006.
+struct Curl {
+  CURLcode (*global_init)(long) = nullptr;
+  CURL* (*easy_init)() = nullptr;
+  CURLcode (*easy_setopt)(CURL*, CURLoption, ...) = nullptr;
+  CURLcode (*easy_perform)(CURL*) = nullptr;
+  CURLcode (*easy_getinfo)(CURL*, CURLINFO, ...) = nullptr;
+  void (*easy_cleanup)(CURL*) = nullptr;
+  const char* (*easy_strerror)(CURLcode) = nullptr;
+  curl_slist* (*slist_append)(curl_slist*, const char*) = nullptr;
+  void (*slist_free_all)(curl_slist*) = nullptr;
+  std::string why_not;  // "" once loaded and initialised
+};
+
+const Curl& load_curl() {
+  static const Curl curl = [] {
+    Curl c;
+    // Tests name a library that does not exist to see `fetch` fail as it
+    // does on a machine without libcurl (the system's cannot be uninstalled).
+    const char* override_name = std::getenv("HPCBENCH_LIBCURL");
+    std::string name = override_name && *override_name ? override_name : "libcurl.so.4";
+    auto why = [&](const std::string& what) {
+      return fmt::format("hpcbench fetch needs libcurl ({}), which {}; install it (Debian/Ubuntu: apt-get install "
+                         "libcurl4, RHEL/Rocky: dnf install libcurl) or fetch on a machine that has it, such as the "
+                         "login node (hpcbench run needs no libcurl)",
+                         name, what);
+    };
+    // Never closed: curl's global state lives as long as the process.
+    void* h = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      const char* e = ::dlerror();
+      c.why_not = why(fmt::format("could not be loaded ({})", e ? e : "unknown error"));
+      return c;
+    }
+    std::string missing;
+    auto sym = [&](auto& fn, const char* symbol) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(h, symbol));
+      if (!fn) missing += (missing.empty() ? "" : ", ") + std::string(symbol);
+    };
+    sym(c.global_init, "curl_global_init");
+    sym(c.easy_init, "curl_easy_init");
+    sym(c.easy_setopt, "curl_easy_setopt");
+    sym(c.easy_perform, "curl_easy_perform");
+    sym(c.easy_getinfo, "curl_easy_getinfo");
+    sym(c.easy_cleanup, "curl_easy_cleanup");
+    sym(c.easy_strerror, "curl_easy_strerror");
+    sym(c.slist_append, "curl_slist_append");
+    sym(c.slist_free_all, "curl_slist_free_all");
+    if (!missing.empty()) {
+      c.why_not = why("lacks " + missing + " (not libcurl 7 or later?)");
+      return c;
+    }
+    if (CURLcode r = c.global_init(CURL_GLOBAL_DEFAULT); r != CURLE_OK)
+      c.why_not = why(fmt::format("failed to initialise: {}", c.easy_strerror(r)));
+    return c;
+  }();
+  if (!curl.why_not.empty()) fail("{}", curl.why_not);
+  return curl;
 }
 
 struct Easy {
+  const Curl& curl;
   CURL* h;
   curl_slist* headers = nullptr;
   char errbuf[CURL_ERROR_SIZE] = {0};
-  Easy() {
-    global_init();
-    h = curl_easy_init();
+  Easy() : curl(load_curl()) {
+    h = curl.easy_init();
     if (!h) throw std::runtime_error("curl_easy_init failed");
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "hpcbench (libcurl)");
+    set(CURLOPT_ERRORBUFFER, errbuf);
+    set(CURLOPT_NOSIGNAL, 1L);
+    set(CURLOPT_USERAGENT, "hpcbench (libcurl)");
   }
   ~Easy() {
-    curl_slist_free_all(headers);
-    curl_easy_cleanup(h);
+    curl.slist_free_all(headers);
+    curl.easy_cleanup(h);
   }
-  void add_header(const std::string& line) { headers = curl_slist_append(headers, line.c_str()); }
+  Easy(const Easy&) = delete;
+  Easy& operator=(const Easy&) = delete;
+  // Through a variadic function pointer the compiler no longer checks an
+  // option's argument type (curl's macros did): callers pass long, pointers
+  // and curl_off_t as curl_easy_setopt's documentation asks.
+  template <typename T>
+  void set(CURLoption option, T value) {
+    curl.easy_setopt(h, option, value);
+  }
+  long status() const {
+    long code = 0;
+    curl.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+    return code;
+  }
+  std::string error(CURLcode code) const { return errbuf[0] ? errbuf : curl.easy_strerror(code); }
+  void add_header(const std::string& line) { headers = curl.slist_append(headers, line.c_str()); }
 };
 
 size_t on_header(char* data, size_t size, size_t n, void* user) {
@@ -72,7 +148,7 @@ size_t on_header(char* data, size_t size, size_t n, void* user) {
 
 // What a failed transfer means to someone at a terminal.
 [[noreturn]] void transport_error(CURLcode code, const Easy& e, const std::string& url, long timeout_s) {
-  std::string detail = e.errbuf[0] ? e.errbuf : curl_easy_strerror(code);
+  std::string detail = e.error(code);
   switch (code) {
     case CURLE_COULDNT_CONNECT:
       fail("{}: connection refused or unreachable ({}); check HF_ENDPOINT and the proxy variables "
@@ -138,7 +214,7 @@ class Progress {
 };
 
 struct Sink {
-  CURL* h;
+  const Easy* easy;
   const fs::path* part;
   FILE* file = nullptr;
   bool decided = false;
@@ -152,8 +228,7 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
   auto* s = static_cast<Sink*>(user);
   if (!s->decided) {
     s->decided = true;
-    long code = 0;
-    curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &code);
+    long code = s->easy->status();
     // 206: the rest of the file after what we have; 200: the server ignored
     // the Range, so the whole file again from the start.
     if (code == 206) s->file = std::fopen(s->part->c_str(), "ab");
@@ -191,16 +266,16 @@ Response http_head(const std::string& url, const std::string& token) {
   set_auth(e, token);
   // The real size, not that of a compressed transfer (as huggingface_hub asks).
   e.add_header("Accept-Encoding: identity");
-  curl_easy_setopt(e.h, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(e.h, CURLOPT_NOBODY, 1L);
-  curl_easy_setopt(e.h, CURLOPT_HTTPHEADER, e.headers);
-  curl_easy_setopt(e.h, CURLOPT_TIMEOUT, timeout);
-  curl_easy_setopt(e.h, CURLOPT_CONNECTTIMEOUT, timeout);
-  curl_easy_setopt(e.h, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(e.h, CURLOPT_HEADERDATA, &r);
-  CURLcode code = curl_easy_perform(e.h);
+  e.set(CURLOPT_URL, url.c_str());
+  e.set(CURLOPT_NOBODY, 1L);
+  e.set(CURLOPT_HTTPHEADER, e.headers);
+  e.set(CURLOPT_TIMEOUT, timeout);
+  e.set(CURLOPT_CONNECTTIMEOUT, timeout);
+  e.set(CURLOPT_HEADERFUNCTION, on_header);
+  e.set(CURLOPT_HEADERDATA, &r);
+  CURLcode code = e.curl.easy_perform(e.h);
   if (code != CURLE_OK) transport_error(code, e, url, timeout);
-  curl_easy_getinfo(e.h, CURLINFO_RESPONSE_CODE, &r.status);
+  r.status = e.status();
   return r;
 }
 
@@ -224,23 +299,23 @@ Response http_download(const std::string& url, const fs::path& part, const std::
     if (have > 0) e.add_header(fmt::format("Range: bytes={}-", have));
     Progress progress(label, have, expected_size);
     ProgressHook hook{&progress, have};
-    Sink sink{e.h, &part, nullptr, false, &r};
-    curl_easy_setopt(e.h, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(e.h, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(e.h, CURLOPT_MAXREDIRS, 10L);
-    curl_easy_setopt(e.h, CURLOPT_HTTPHEADER, e.headers);
-    curl_easy_setopt(e.h, CURLOPT_CONNECTTIMEOUT, timeout);
-    curl_easy_setopt(e.h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(e.h, CURLOPT_LOW_SPEED_TIME, timeout);
-    curl_easy_setopt(e.h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(e.h, CURLOPT_HEADERDATA, &r);
-    curl_easy_setopt(e.h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(e.h, CURLOPT_WRITEDATA, &sink);
-    curl_easy_setopt(e.h, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(e.h, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(e.h, CURLOPT_XFERINFODATA, &hook);
-    CURLcode code = curl_easy_perform(e.h);
-    curl_easy_getinfo(e.h, CURLINFO_RESPONSE_CODE, &r.status);
+    Sink sink{&e, &part, nullptr, false, &r};
+    e.set(CURLOPT_URL, url.c_str());
+    e.set(CURLOPT_FOLLOWLOCATION, 1L);
+    e.set(CURLOPT_MAXREDIRS, 10L);
+    e.set(CURLOPT_HTTPHEADER, e.headers);
+    e.set(CURLOPT_CONNECTTIMEOUT, timeout);
+    e.set(CURLOPT_LOW_SPEED_LIMIT, 1L);
+    e.set(CURLOPT_LOW_SPEED_TIME, timeout);
+    e.set(CURLOPT_HEADERFUNCTION, on_header);
+    e.set(CURLOPT_HEADERDATA, &r);
+    e.set(CURLOPT_WRITEFUNCTION, on_body);
+    e.set(CURLOPT_WRITEDATA, &sink);
+    e.set(CURLOPT_NOPROGRESS, 0L);
+    e.set(CURLOPT_XFERINFOFUNCTION, on_progress);
+    e.set(CURLOPT_XFERINFODATA, &hook);
+    CURLcode code = e.curl.easy_perform(e.h);
+    r.status = e.status();
     if (sink.file) {
       if (std::fclose(sink.file) != 0) fail("{}: write error (disk full?)", part.string());
       sink.file = nullptr;
@@ -256,7 +331,7 @@ Response http_download(const std::string& url, const fs::path& part, const std::
                   code == CURLE_OPERATION_TIMEDOUT || code == CURLE_SEND_ERROR || code == CURLE_HTTP2_STREAM;
     if (broken && now > have && attempt < max_tries) {
       spdlog::warn("{}: connection broken after {} bytes ({}); resuming", label, now,
-                   e.errbuf[0] ? e.errbuf : curl_easy_strerror(code));
+                   e.error(code));
       continue;
     }
     if (broken && now > 0)

@@ -22,6 +22,15 @@ struct nvmlMemory_t {
   unsigned long long free;
   unsigned long long used;
 };
+struct nvmlPciInfo_t {
+  char busIdLegacy[16];
+  unsigned int domain;
+  unsigned int bus;
+  unsigned int device;
+  unsigned int pciDeviceId;
+  unsigned int pciSubSystemId;
+  char busId[32];
+};
 constexpr nvmlReturn_t NVML_SUCCESS = 0;
 constexpr nvmlReturn_t NVML_ERROR_GPU_IS_LOST = 15;
 constexpr int NVML_CLOCK_SM = 1;          // nvmlClockType_t
@@ -43,6 +52,7 @@ struct Nvml::Api {
   // nvmlDeviceGetCurrentClocksThrottleReasons on drivers before 535.
   nvmlReturn_t (*throttle)(nvmlDevice_t, unsigned long long*) = nullptr;
   nvmlReturn_t (*energy)(nvmlDevice_t, unsigned long long*) = nullptr;  // nvmlDeviceGetTotalEnergyConsumption (mJ)
+  nvmlReturn_t (*pci)(nvmlDevice_t, nvmlPciInfo_t*) = nullptr;           // nvmlDeviceGetPciInfo_v3
   std::vector<nvmlDevice_t> devices;
 };
 
@@ -73,6 +83,7 @@ Nvml::Nvml() : api_(std::make_unique<Api>()) {
   sym(a.temperature, "nvmlDeviceGetTemperature");
   sym(a.throttle, "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons");
   sym(a.energy, "nvmlDeviceGetTotalEnergyConsumption");
+  sym(a.pci, "nvmlDeviceGetPciInfo_v3");
   if (!a.init || !a.count || !a.handle) {
     why_not_ = fmt::format("{} lacks nvmlInit_v2, nvmlDeviceGetCount_v2 or nvmlDeviceGetHandleByIndex_v2", name);
     return;
@@ -107,6 +118,14 @@ Nvml::~Nvml() {
   if (initialised_ && api_->shutdown) api_->shutdown();
   // The library stays loaded: NVML's own threads may outlive shutdown, and
   // unloading under them would crash at exit.
+}
+
+std::string Nvml::bus_id(unsigned index) const {
+  if (!available() || index >= api_->devices.size() || !api_->devices[index] || !api_->pci) return "";
+  nvmlPciInfo_t info{};
+  if (api_->pci(api_->devices[index], &info) != NVML_SUCCESS) return "";
+  info.busId[sizeof(info.busId) - 1] = 0;
+  return info.busId;
 }
 
 GpuReading Nvml::read(unsigned index) const {

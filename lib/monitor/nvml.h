@@ -37,6 +37,9 @@ class Nvml {
   const std::string& why_not() const { return why_not_; }
   unsigned device_count() const { return count_; }
   GpuReading read(unsigned index) const;
+  // The device's PCI bus id as NVML writes it ("00000000:1B:00.0"); "" when
+  // NVML cannot say (an old driver without nvmlDeviceGetPciInfo_v3, an error).
+  std::string bus_id(unsigned index) const;
 
  private:
   struct Api;

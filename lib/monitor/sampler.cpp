@@ -3,7 +3,10 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -18,12 +21,67 @@ double steady_s() {
 }
 }  // namespace
 
+std::string normalise_bus_id(const std::string& id) {
+  unsigned long long domain = 0;
+  unsigned bus = 0, device = 0, function = 0;
+  int end = 0;
+  if (std::sscanf(id.c_str(), "%llx:%x:%x.%x%n", &domain, &bus, &device, &function, &end) != 4 ||
+      static_cast<size_t>(end) != id.size() || domain > 0xffffffffULL || bus > 0xff || device > 0x1f || function > 7)
+    return "";
+  return fmt::format("{:04X}:{:02X}:{:02X}.{:X}", domain, bus, device, function);
+}
+
+GpuSelection select_gpus(const std::vector<std::string>& nvml_bus_ids, const std::vector<std::string>& rank_bus_ids) {
+  GpuSelection all;
+  for (unsigned i = 0; i < nvml_bus_ids.size(); ++i) all.indices.push_back(i);
+  std::set<std::string> wanted;
+  for (auto& id : rank_bus_ids) {
+    auto n = normalise_bus_id(id);
+    if (n.empty()) {
+      all.note = "the PCI bus id of some rank's device is not known (a CPU run, or the driver cannot say): every "
+                 "GPU of the node is sampled, other jobs' too";
+      return all;
+    }
+    wanted.insert(n);
+  }
+  if (wanted.empty()) {
+    all.note = "no rank's PCI bus id given: every GPU of the node is sampled";
+    return all;
+  }
+  GpuSelection mine;
+  mine.all = false;
+  for (unsigned i = 0; i < nvml_bus_ids.size(); ++i)
+    if (auto n = normalise_bus_id(nvml_bus_ids[i]); !n.empty() && wanted.erase(n)) mine.indices.push_back(i);
+  if (!wanted.empty()) {
+    all.note = fmt::format("NVML shows no GPU with the PCI bus id {} (of this node's ranks): every GPU of the node "
+                           "is sampled, other jobs' too",
+                           *wanted.begin());
+    return all;
+  }
+  return mine;
+}
+
+std::string rank_bus_id(const std::string& found, int local_rank) {
+  const char* list = std::getenv("HPCBENCH_TEST_BUS_IDS");
+  if (!list || !*list) return found;
+  std::string rest = list;
+  for (int k = 0;; ++k) {
+    auto comma = rest.find(',');
+    if (k == local_rank) return rest.substr(0, comma);
+    if (comma == std::string::npos) return "";
+    rest.erase(0, comma + 1);
+  }
+}
+
 Sampler::Sampler(SamplerOptions options) : options_(std::move(options)) {
   if (!options_.clock) options_.clock = steady_s;
   t0_ = options_.clock();
   if (options_.gpus) {
     nvml_ = std::make_unique<Nvml>();
     lost_.assign(nvml_->device_count(), false);
+    for (unsigned i = 0; i < nvml_->device_count(); ++i) nvml_bus_ids_.push_back(nvml_->bus_id(i));
+    selection_ = select_gpus(nvml_bus_ids_, options_.bus_ids);
+    if (gpu_sampling() && selection_.all && selection_.indices.size() > 1) spdlog::info("GPU sampling: {}", selection_.note);
   }
   last_cpu_.resize(options_.ranks.size());
   if (!options_.ranks.empty()) {
@@ -75,6 +133,13 @@ bool Sampler::gpu_sampling() const { return nvml_ && nvml_->available(); }
 
 std::string Sampler::gpu_note() const { return nvml_ && !nvml_->available() ? nvml_->why_not() : ""; }
 
+std::map<int, std::string> Sampler::gpu_bus_ids() const {
+  std::map<int, std::string> out;
+  if (!gpu_sampling()) return out;
+  for (unsigned i : selection_.indices) out[static_cast<int>(i)] = normalise_bus_id(nvml_bus_ids_[i]);
+  return out;
+}
+
 std::vector<Sample> Sampler::samples() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return samples_;
@@ -85,7 +150,7 @@ void Sampler::take() {
   const int64_t step = step_.load(std::memory_order_relaxed);
   const double t = options_.clock() - t0_;
   if (gpu_sampling()) {
-    for (unsigned i = 0; i < nvml_->device_count(); ++i) {
+    for (unsigned i : selection_.indices) {
       if (lost_[i]) continue;
       auto g = nvml_->read(i);
       if (g.lost) {
@@ -206,18 +271,24 @@ const char* phase_of(int64_t step, int64_t warmup_steps) {
 
 std::string csv_header() {
   return "host,time_s,step,phase,kind,index,util_percent,memory_bytes,power_w,sm_clock_mhz,temperature_c,"
-         "throttle_reasons,energy_mj\n";
+         "throttle_reasons,energy_mj,bus_id\n";
 }
 
-std::string csv_rows(const std::vector<Sample>& samples, const std::string& host, int64_t warmup_steps) {
+std::string csv_rows(const std::vector<Sample>& samples, const std::string& host, int64_t warmup_steps,
+                     const std::map<int, std::string>& gpu_bus_ids) {
   std::string out;
   auto opt = [](const auto& v) { return v ? fmt::format("{}", *v) : std::string(); };
+  auto bus = [&](const Sample& s) {
+    auto it = s.kind == 'g' ? gpu_bus_ids.find(s.index) : gpu_bus_ids.end();
+    return it == gpu_bus_ids.end() ? std::string() : it->second;
+  };
   for (auto& s : samples)
-    out += fmt::format("{},{:.3f},{},{},{},{},{},{},{},{},{},{},{}\n", host, s.t_s, s.step, phase_of(s.step, warmup_steps),
+    out += fmt::format("{},{:.3f},{},{},{},{},{},{},{},{},{},{},{},{}\n", host, s.t_s, s.step, phase_of(s.step, warmup_steps),
                        s.kind == 'g' ? "gpu" : "cpu", s.index,
                        s.util_percent ? fmt::format("{:.6g}", *s.util_percent) : "", opt(s.memory_bytes),
                        s.power_w ? fmt::format("{:.6g}", *s.power_w) : "", opt(s.sm_clock_mhz), opt(s.temperature_c),
-                       s.throttle_reasons ? fmt::format("{:#x}", *s.throttle_reasons) : "", opt(s.energy_mj));
+                       s.throttle_reasons ? fmt::format("{:#x}", *s.throttle_reasons) : "", opt(s.energy_mj),
+                       bus(s));
   return out;
 }
 

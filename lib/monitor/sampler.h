@@ -1,8 +1,9 @@
 #pragma once
 // What the devices did during a run, sampled on a background thread of each
-// node's first rank: every GPU of the node through NVML (utilisation, memory,
-// power, SM clock, temperature, throttle reasons, the energy counter) and the
-// node's ranks' process trees from /proc (CPU utilisation, resident memory).
+// node's first rank: the GPUs of the node's ranks through NVML (utilisation,
+// memory, power, SM clock, temperature, throttle reasons, the energy counter;
+// on a shared node other jobs' GPUs must not count) and the node's ranks'
+// process trees from /proc (CPU utilisation, resident memory).
 //
 // Each sample carries the step the trainer was in when it was taken: the
 // trainer publishes it through one atomic (set_step), which the sampler reads
@@ -14,6 +15,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -45,9 +47,32 @@ struct Sample {
   std::optional<uint64_t> energy_mj;
 };
 
+// A PCI bus id as "0000:1B:00.0" (upper-case hex, at least four domain
+// digits) from CUDA's form or NVML's ("00000000:1B:00.0"), so the two
+// compare equal; "" when `id` is no bus id.
+std::string normalise_bus_id(const std::string& id);
+
+// Which of NVML's GPUs a node's sampler reads.
+struct GpuSelection {
+  std::vector<unsigned> indices;  // NVML's indices, ascending
+  bool all = true;                // every GPU of the node, not (known to be) the job's alone
+  std::string note;               // why every GPU ("" when the ranks' own)
+};
+// The GPUs whose bus ids (NVML's, by NVML index; "" unknown) are those of
+// the node's ranks (`rank_bus_ids`, CUDA's). Where some rank's bus id is
+// unknown (a CPU run, a driver that cannot say) or NVML shows none with it,
+// every GPU, with a note saying why.
+GpuSelection select_gpus(const std::vector<std::string>& nvml_bus_ids, const std::vector<std::string>& rank_bus_ids);
+
+// A rank's bus id for the sampler: `found` (device_bus_id), unless
+// HPCBENCH_TEST_BUS_IDS (tests only: CPU runs have no bus id) lists bus ids
+// by local rank, comma-separated, when it is entry `local_rank` of it.
+std::string rank_bus_id(const std::string& found, int local_rank);
+
 struct SamplerOptions {
   int64_t interval_ms = 100;  // 0: no thread (sample_now alone)
   bool gpus = true;           // sample NVML's GPUs
+  std::vector<std::string> bus_ids;  // the node's ranks' GPUs (select_gpus); empty: every GPU
   std::vector<std::pair<int, pid_t>> ranks;  // (rank, pid) whose process trees to read
   std::function<double()> clock;  // seconds; default the steady clock (tests script it)
 };
@@ -69,6 +94,10 @@ class Sampler {
   bool gpu_sampling() const;
   // Why GPU sampling is off ("" when on or not asked for).
   std::string gpu_note() const;
+  // The GPUs sampled (meaningful when gpu_sampling()).
+  const GpuSelection& gpu_selection() const { return selection_; }
+  // NVML's index -> bus id ("" unknown) of each GPU sampled.
+  std::map<int, std::string> gpu_bus_ids() const;
   std::vector<Sample> samples() const;
 
  private:
@@ -78,6 +107,8 @@ class Sampler {
   SamplerOptions options_;
   std::unique_ptr<Nvml> nvml_;
   std::unique_ptr<ProcTrees> procs_;
+  GpuSelection selection_;
+  std::vector<std::string> nvml_bus_ids_;  // by NVML index
   std::vector<bool> lost_;
   std::vector<std::optional<std::pair<double, double>>> last_cpu_;  // (t, cpu_s) per rank
   double t0_ = 0;
@@ -107,7 +138,9 @@ Summary combine(const std::vector<Summary>& nodes);
 // "setup", "warmup", "timed", "evaluation" or "end" for a step code.
 const char* phase_of(int64_t step, int64_t warmup_steps);
 std::string csv_header();
-// Rows for utilisation.csv; `host` names the node.
-std::string csv_rows(const std::vector<Sample>& samples, const std::string& host, int64_t warmup_steps);
+// Rows for utilisation.csv; `host` names the node, `gpu_bus_ids` the GPU
+// rows' bus ids by index (Sampler::gpu_bus_ids).
+std::string csv_rows(const std::vector<Sample>& samples, const std::string& host, int64_t warmup_steps,
+                     const std::map<int, std::string>& gpu_bus_ids = {});
 
 }  // namespace hpcbench::monitor

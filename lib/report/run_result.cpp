@@ -75,6 +75,7 @@ const std::vector<Column>& columns() {
       {"energy_method", "", &R::energy_method},
       {"samples_per_kj", "1/kJ", &R::samples_per_kj},
       {"nvml_peak_memory_bytes", "B", &R::nvml_peak_memory_bytes},
+      {"comm_untimed", "", &R::comm_untimed},
   };
   return cols;
 }

@@ -84,6 +84,9 @@ struct RunResult {
   std::string energy_method;
   double samples_per_kj = -1;
   int64_t nvml_peak_memory_bytes = -1;
+  // Collectives of the timed steps whose time comm_ms could not include
+  // (lib/train/step_timer.h); -1: a file older than the field.
+  int64_t comm_untimed = -1;
   std::string status = "ok";  // ok, failed, pending
 };
 

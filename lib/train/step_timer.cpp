@@ -56,7 +56,11 @@ std::vector<Interval> serialized(const std::vector<double>& ready, const std::ve
   return out;
 }
 
-StepTimer::StepTimer(c10::Device device) : device_(device), nvtx_(!device.is_cpu()) {}
+StepTimer::StepTimer(c10::Device device)
+    : StepTimer(device, device.is_cpu() ? CommTiming::HostClocks : CommTiming::WorkDuration) {}
+
+StepTimer::StepTimer(c10::Device device, CommTiming timing)
+    : device_(device), timing_(timing), nvtx_(!device.is_cpu()) {}
 
 void StepTimer::open_phase_range() {
   const size_t i = sequence_.size();
@@ -78,9 +82,8 @@ void StepTimer::open_phase_range() {
 
 StepTimer::Stamp StepTimer::stamp() {
   Stamp s;
-  if (device_.is_cpu()) {
-    s.t = Clock::now();
-  } else {
+  s.t = Clock::now();  // host clocks time Gloo's collectives on any device
+  if (!device_.is_cpu()) {
     s.event = std::make_unique<c10::Event>(device_.type(), c10::EventFlag::BACKEND_DEFAULT);
     s.event->record(at::accelerator::getCurrentStream(device_.index()));
   }
@@ -90,6 +93,11 @@ StepTimer::Stamp StepTimer::stamp() {
 double StepTimer::since_start(const Stamp& s) const {
   if (device_.is_cpu()) return std::chrono::duration<double, std::milli>(s.t - start_.t).count();
   return start_.event->elapsedTime(*s.event);
+}
+
+double StepTimer::comm_since_start(const Stamp& s) const {
+  if (timing_ == CommTiming::HostClocks) return std::chrono::duration<double, std::milli>(s.t - start_.t).count();
+  return since_start(s);
 }
 
 void StepTimer::begin() {
@@ -103,6 +111,8 @@ void StepTimer::begin() {
     std::lock_guard<std::mutex> lock(mutex_);
     collectives_.clear();
     waits_.clear();
+    first_held_ = 0;
+    ++generation_;
     active_ = true;
   }
   start_ = stamp();
@@ -135,9 +145,13 @@ void StepTimer::comm_end() {
 }
 
 size_t StepTimer::issuing(const void* queue) {
+  reap();
   std::lock_guard<std::mutex> lock(mutex_);
   if (!active_) return kBracket;  // outside a step (set-up, the end-of-run gathers): not timed
-  collectives_.push_back(Collective{queue, stamp(), {}, {}, {}});
+  Collective c;
+  c.queue = queue;
+  c.issue = stamp();
+  collectives_.push_back(std::move(c));
   return collectives_.size() - 1;
 }
 
@@ -145,9 +159,10 @@ void StepTimer::issued(size_t handle, const c10::intrusive_ptr<c10d::Work>& work
   std::lock_guard<std::mutex> lock(mutex_);
   if (handle >= collectives_.size()) return;
   auto& c = collectives_[handle];
-  c.work = work;
-  if (device_.is_cpu()) {
-    c.issued = stamp();
+  if (timing_ == CommTiming::HostClocks) c.issued = stamp();
+  if (timing_ == CommTiming::WorkDuration) {
+    c.work = work;
+  } else {
     // Gloo completes the work's future on its worker thread when the
     // collective is done: that moment ends its interval.
     // Some of Gloo's work types have no future (its all-gather and
@@ -171,18 +186,75 @@ void StepTimer::waiting(size_t handle) {
 }
 
 void StepTimer::waited(size_t handle) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (handle >= collectives_.size()) return;
+    for (auto it = waits_.rbegin(); it != waits_.rend(); ++it)
+      if (it->collective == handle) {
+        it->end = stamp();
+        break;
+      }
+  }
+  // On NCCL the wait only ordered the compute stream: the work may complete
+  // later, and reap() finds it then (at a later hook or the step's end).
+  reap();
+}
+
+size_t StepTimer::works_held() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (handle >= collectives_.size()) return;
-  for (auto it = waits_.rbegin(); it != waits_.rend(); ++it)
-    if (it->collective == handle) {
-      it->end = stamp();
-      return;
+  size_t n = 0;
+  for (auto& c : collectives_) n += c.work ? 1 : 0;
+  return n;
+}
+
+void StepTimer::reap() {
+  if (timing_ != CommTiming::WorkDuration) return;
+  std::vector<std::pair<size_t, c10::intrusive_ptr<c10d::Work>>> held;
+  uint64_t generation = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    while (first_held_ < collectives_.size() && !collectives_[first_held_].work) ++first_held_;
+    for (size_t i = first_held_; i < collectives_.size(); ++i)
+      if (collectives_[i].work) held.emplace_back(i, collectives_[i].work);
+    generation = generation_;
+  }
+  if (held.empty()) return;
+  struct Read {
+    size_t index;
+    bool timed;
+    double ms;
+  };
+  std::vector<Read> reads;
+  for (auto& [i, work] : held) {
+    bool done = false;
+    try {
+      done = work->isCompleted();
+    } catch (const std::exception&) {
+      done = true;  // failed: its duration will not come; the wait reports the failure
     }
+    if (!done) continue;
+    Read r{i, false, 0};
+    try {
+      r.ms = work->getDuration();
+      r.timed = true;
+    } catch (const std::exception&) {
+    }
+    reads.push_back(r);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (generation != generation_) return;
+  for (auto& r : reads) {
+    if (r.index >= collectives_.size()) continue;
+    auto& c = collectives_[r.index];
+    c.timed = r.timed;
+    c.duration_ms = r.ms;
+    c.work.reset();
+  }
 }
 
 StepTimes StepTimer::end() {
   StepTimes t;
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   active_ = false;
   if (nvtx_) {
     if (phase_open_) monitor::nvtx::end(phase_range_);
@@ -201,43 +273,65 @@ StepTimes StepTimer::end() {
   }
   t.ms = prev;
   t.collectives = static_cast<int>(collectives_.size());
+  // The compute stream, which waited for every collective waited for, has
+  // run to its end: what is still held can be read now, or never.
+  if (timing_ == CommTiming::WorkDuration) {
+    lock.unlock();
+    reap();
+    lock.lock();
+    for (auto& c : collectives_) {
+      if (!c.work) continue;
+      try {
+        c.duration_ms = c.work->getDuration();
+        c.timed = true;
+      } catch (const std::exception&) {
+      }
+      c.work.reset();
+    }
+  }
 
   // Each wait's interval; a collective is done once its wait returns, which
   // bounds a CPU collective whose completion callback had not yet run.
+  // Communication is measured on its own clock (host clocks for Gloo, on any
+  // device); a step's end on that clock is now, after the synchronisation.
+  const double comm_end =
+      timing_ == CommTiming::HostClocks ? std::chrono::duration<double, std::milli>(Clock::now() - start_.t).count()
+                                        : t.ms;
   std::vector<Interval> waits;
   std::vector<double> wait_end(collectives_.size(), -1);
   for (auto& w : waits_) {
-    double b = since_start(w.begin);
+    double b = comm_since_start(w.begin);
     bool ended = w.end.event || w.end.t != Clock::time_point{};
-    waits.emplace_back(b, ended ? since_start(w.end) : t.ms);
+    waits.emplace_back(b, ended ? comm_since_start(w.end) : comm_end);
     if (w.collective != kBracket) wait_end[w.collective] = std::max(wait_end[w.collective], waits.back().second);
   }
   std::vector<Interval> comm, exposed;
-  std::vector<double> done_at(collectives_.size(), t.ms);
-  if (device_.is_cpu()) {
+  std::vector<double> done_at(collectives_.size(), comm_end);
+  if (timing_ == CommTiming::HostClocks) {
     const int64_t start_ns =
         std::chrono::duration_cast<std::chrono::nanoseconds>(start_.t.time_since_epoch()).count();
     for (size_t i = 0; i < collectives_.size(); ++i) {
       auto& c = collectives_[i];
       int64_t done = c.done_ns ? c.done_ns->load() : 0;
-      done_at[i] = done > 0 ? static_cast<double>(done - start_ns) / 1e6 : (wait_end[i] >= 0 ? wait_end[i] : t.ms);
-      comm.emplace_back(since_start(c.issue), done_at[i]);
-      if (c.issued.t != Clock::time_point{}) exposed.emplace_back(since_start(c.issue), since_start(c.issued));
+      // Neither completed nor waited for within the step: it ran at least
+      // until the step's end, how much longer is unknown.
+      if (done <= 0 && wait_end[i] < 0) ++t.comm_untimed;
+      done_at[i] = done > 0 ? static_cast<double>(done - start_ns) / 1e6 : (wait_end[i] >= 0 ? wait_end[i] : comm_end);
+      comm.emplace_back(comm_since_start(c.issue), done_at[i]);
+      if (c.issued.t != Clock::time_point{})
+        exposed.emplace_back(comm_since_start(c.issue), comm_since_start(c.issued));
     }
   } else {
     // Collectives of one process group run in issue order on its stream.
     std::map<const void*, std::pair<std::vector<double>, std::vector<double>>> queues;
     for (auto& c : collectives_) {
-      if (!c.work) continue;
-      double duration = 0;
-      try {
-        duration = c.work->getDuration();
-      } catch (const std::exception&) {
-        continue;  // not finished or not timed: nothing to attribute
+      if (!c.timed) {
+        ++t.comm_untimed;  // not finished or not timed: nothing to attribute
+        continue;
       }
       auto& q = queues[c.queue];
       q.first.push_back(since_start(c.issue));
-      q.second.push_back(duration);
+      q.second.push_back(c.duration_ms);
     }
     for (auto& [queue, q] : queues)
       for (auto& span : serialized(q.first, q.second)) comm.push_back(span);
@@ -247,7 +341,7 @@ StepTimes StepTimer::end() {
     size_t c = waits_[k].collective;
     if (c == kBracket) {
       comm.push_back(span);
-    } else if (device_.is_cpu()) {
+    } else if (timing_ == CommTiming::HostClocks) {
       // The host's wait returns a moment after Gloo finished: the time
       // computation waited ends with the collective.
       span.second = std::min(span.second, done_at[c]);
@@ -263,6 +357,8 @@ StepTimes StepTimer::end() {
   }
   collectives_.clear();
   waits_.clear();
+  first_held_ = 0;
+  ++generation_;
   return t;
 }
 

@@ -15,6 +15,15 @@
 //   ended) and lasts Work::getDuration(), the time between the start and end
 //   events c10d records around it on the NCCL stream. On CPU (Gloo) it runs
 //   from the call to the completion of its work, on host clocks.
+//   A collective whose duration cannot be read (c10d refused getDuration, or
+//   on CPU neither its completion nor a wait on it was seen within the step)
+//   is counted in comm_untimed, so that a gap in comm_ms is never silent.
+// The timer lets go of each collective's c10d Work, and so of the tensors the
+// Work holds (an in-place all-reduce's buffer, a reduce-scatter's input and
+// output), as soon as it has what it needs from it: on CPU at the wait, on
+// NCCL at the first hook or step end that finds the work completed. Keeping
+// them to the step's end would keep every unit's gradient buffers alive
+// through the whole backward, memory that no strategy means to hold.
 // - comm_exposed_ms: the time during which computation waited for
 //   communication: the union of the waits' intervals, each an event pair on
 //   the compute stream around the stream-ordered wait (the compute stream's
@@ -34,7 +43,9 @@
 #include <c10/core/Event.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -60,6 +71,7 @@ struct StepTimes {
   // own work is its time minus its exposed part (report/efficiency.h).
   std::array<double, kPhases> phase_exposed_ms{};
   int collectives = 0;  // collectives issued this step
+  int comm_untimed = 0;  // of those, how many comm_ms could not include (see above)
 };
 
 // [begin, end) in ms since the step began.
@@ -71,9 +83,19 @@ double union_ms(std::vector<Interval> spans);
 // ran on the device: each starts when it is ready and its predecessor ended.
 std::vector<Interval> serialized(const std::vector<double>& ready, const std::vector<double>& duration);
 
+// How a collective's interval is measured: host clocks from the call to the
+// work's completion (Gloo), or the work's own device time (NCCL's
+// getDuration, with collective timing enabled).
+enum class CommTiming { HostClocks, WorkDuration };
+
 class StepTimer final : public dist::CommObserver {
  public:
+  // CommTiming follows the device (CPU: host clocks) unless given: the
+  // trainer passes HostClocks for Gloo on a GPU (its works have no device
+  // duration, and its waits block the host). Tests pass WorkDuration on CPU
+  // to run the NCCL path with their own works.
   explicit StepTimer(c10::Device device);
+  StepTimer(c10::Device device, CommTiming timing);
   void begin();             // start of a step
   void mark(Phase ended);   // the phase that just ended (phases may repeat: accumulation)
   // Synchronous non-c10d communication (see above).
@@ -88,17 +110,23 @@ class StepTimer final : public dist::CommObserver {
   void waiting(size_t handle) override;
   void waited(size_t handle) override;
 
+  // c10d works the timer still holds (tests).
+  size_t works_held();
+
  private:
   using Clock = std::chrono::steady_clock;
   struct Stamp {
     std::unique_ptr<c10::Event> event;  // accelerator
-    Clock::time_point t;                // CPU
+    Clock::time_point t;                // always: CPU, and host-clock communication
   };
   struct Collective {
     const void* queue = nullptr;
     Stamp issue, issued;  // issued: CPU only, when the backend call returned
+    // WorkDuration: held until it is found completed and its duration read.
     c10::intrusive_ptr<c10d::Work> work;
-    // CPU: when the work completed (its future's callback), ns since epoch.
+    double duration_ms = 0;
+    bool timed = false;  // WorkDuration: duration_ms was read
+    // HostClocks: when the work completed (its future's callback), ns since epoch.
     std::shared_ptr<std::atomic<int64_t>> done_ns;
   };
   struct Wait {
@@ -106,11 +134,17 @@ class StepTimer final : public dist::CommObserver {
     Stamp begin, end;
   };
   Stamp stamp();
-  double since_start(const Stamp& s) const;
+  double since_start(const Stamp& s) const;       // the phases' clock: events on accelerators
+  double comm_since_start(const Stamp& s) const;  // the collectives' clock (CommTiming)
+  // WorkDuration: reads the durations of the held works that completed and
+  // lets go of them. Queries outside the lock: a device query may block on
+  // the driver, and autograd's threads call the hooks concurrently.
+  void reap();
 
   void open_phase_range();
 
   c10::Device device_;
+  CommTiming timing_;
   bool nvtx_ = false;
   uint64_t phase_range_ = 0;
   bool phase_open_ = false;
@@ -121,6 +155,8 @@ class StepTimer final : public dist::CommObserver {
   std::mutex mutex_;  // the lists below: hooks issue from autograd's threads
   std::vector<Collective> collectives_;
   std::vector<Wait> waits_;
+  uint64_t generation_ = 0;  // steps begun: reap() results of an older step are dropped
+  size_t first_held_ = 0;    // collectives_ before it hold no work
 };
 
 }  // namespace hpcbench::train

@@ -3,6 +3,8 @@
 // script is the file FAKE_NVML_SCRIPT names, read again at every nvmlInit_v2:
 //   init <code>                  nvmlInit_v2's return (default 0)
 //   count <n>                    GPUs
+//   pci <gpu> <bus id>|E<code>   nvmlDeviceGetPciInfo_v3's busId, or that error
+//                                (default "00000000:<gpu + 1, 2 hex digits>:00.0")
 //   <gpu> <field> <v1> <v2> ...  the k-th call for that GPU and field returns
 //                                v_k (the last one repeats); "E<code>" makes
 //                                it return that NVML error instead.
@@ -29,6 +31,7 @@ struct Script {
   unsigned count = 0;
   std::map<std::pair<unsigned, std::string>, std::vector<Value>> fields;
   std::map<std::pair<unsigned, std::string>, size_t> calls;
+  std::map<unsigned, std::string> pci;
 };
 Script& script() {
   static Script s;
@@ -47,6 +50,9 @@ void load() {
       ss >> s.init;
     } else if (a == "count") {
       ss >> s.count;
+    } else if (a == "pci") {
+      unsigned gpu = 0;
+      ss >> gpu >> s.pci[gpu];
     } else {
       unsigned gpu = static_cast<unsigned>(std::stoul(a));
       std::string field, tok;
@@ -80,6 +86,11 @@ struct nvmlUtilization_t {
 };
 struct nvmlMemory_t {
   unsigned long long total, free, used;
+};
+struct nvmlPciInfo_t {
+  char busIdLegacy[16];
+  unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+  char busId[32];
 };
 __attribute__((visibility("default"))) int nvmlInit_v2() {
   load();
@@ -122,5 +133,19 @@ __attribute__((visibility("default"))) int nvmlDeviceGetCurrentClocksThrottleRea
 }
 __attribute__((visibility("default"))) int nvmlDeviceGetTotalEnergyConsumption(void* d, unsigned long long* mj) {
   return next(d, "energy", mj);
+}
+__attribute__((visibility("default"))) int nvmlDeviceGetPciInfo_v3(void* d, nvmlPciInfo_t* p) {
+  unsigned i = index_of(d);
+  auto it = script().pci.find(i);
+  std::string id = it != script().pci.end() ? it->second : "";
+  if (!id.empty() && id[0] == 'E') return std::atoi(id.c_str() + 1);
+  if (id.empty()) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "00000000:%02X:00.0", i + 1);
+    id = buf;
+  }
+  *p = nvmlPciInfo_t{};
+  std::snprintf(p->busId, sizeof(p->busId), "%s", id.c_str());
+  return 0;
 }
 }

@@ -10,7 +10,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "monitor/sampler.h"
 #include "test_env.h"
@@ -78,17 +81,20 @@ TEST_CASE("NVML's scripted values reach the samples, utilisation.csv and the sum
   CHECK(samples.size() == 9);
   CHECK(monitor::csv_header() ==
         "host,time_s,step,phase,kind,index,util_percent,memory_bytes,power_w,sm_clock_mhz,temperature_c,"
-        "throttle_reasons,energy_mj\n");
-  CHECK(monitor::csv_rows(samples, "n1", 1) ==
-        "n1,0.000,0,setup,gpu,0,10,1000,100,1410,40,0x0,1000000\n"
-        "n1,0.000,0,setup,gpu,1,90,7000,50,1000,30,,\n"
-        "n1,1.000,1,warmup,gpu,0,20,5000,200,1410,41,0x4,1100000\n"
-        "n1,1.000,1,warmup,gpu,1,,7000,60,1000,30,,\n"
-        "n1,2.500,2,timed,gpu,0,30,3000,300,1200,42,0x4,1350000\n"
-        "n1,2.500,2,timed,gpu,1,70,8000,70,1000,30,,\n"
-        "n1,3.000,3,timed,gpu,0,40,2000,250,1410,43,0x0,1600000\n"
-        "n1,3.000,3,timed,gpu,1,60,8000,80,1000,30,,\n"
-        "n1,5.000,-2,end,gpu,0,50,2500,150,1410,44,0x0,1800000\n");
+        "throttle_reasons,energy_mj,bus_id\n");
+  // No rank's bus id given: every GPU, each row with its (the fake's default) bus id.
+  CHECK(s.gpu_selection().all);
+  CHECK(s.gpu_bus_ids() == std::map<int, std::string>{{0, "0000:01:00.0"}, {1, "0000:02:00.0"}});
+  CHECK(monitor::csv_rows(samples, "n1", 1, s.gpu_bus_ids()) ==
+        "n1,0.000,0,setup,gpu,0,10,1000,100,1410,40,0x0,1000000,0000:01:00.0\n"
+        "n1,0.000,0,setup,gpu,1,90,7000,50,1000,30,,,0000:02:00.0\n"
+        "n1,1.000,1,warmup,gpu,0,20,5000,200,1410,41,0x4,1100000,0000:01:00.0\n"
+        "n1,1.000,1,warmup,gpu,1,,7000,60,1000,30,,,0000:02:00.0\n"
+        "n1,2.500,2,timed,gpu,0,30,3000,300,1200,42,0x4,1350000,0000:01:00.0\n"
+        "n1,2.500,2,timed,gpu,1,70,8000,70,1000,30,,,0000:02:00.0\n"
+        "n1,3.000,3,timed,gpu,0,40,2000,250,1410,43,0x0,1600000,0000:01:00.0\n"
+        "n1,3.000,3,timed,gpu,1,60,8000,80,1000,30,,,0000:02:00.0\n"
+        "n1,5.000,-2,end,gpu,0,50,2500,150,1410,44,0x0,1800000,0000:01:00.0\n");
 
   // Timed steps 2..3. GPU 0: counter 1600000 - 1350000 mJ = 250 J, mean
   // power (300 + 250) / 2 W. GPU 1 has no counter: its power integral over
@@ -113,6 +119,113 @@ TEST_CASE("NVML's scripted values reach the samples, utilisation.csv and the sum
   auto c = monitor::summarize(gpu0, 1, 3);
   CHECK(c.energy_method == "counter");
   CHECK(c.energy_j == Approx((1600000 - 1100000) / 1000.0));
+}
+
+TEST_CASE("PCI bus ids compare equal in CUDA's form and NVML's") {
+  CHECK(monitor::normalise_bus_id("00000000:1B:00.0") == "0000:1B:00.0");  // NVML: eight domain digits
+  CHECK(monitor::normalise_bus_id("0000:1b:00.0") == "0000:1B:00.0");      // lower case
+  CHECK(monitor::normalise_bus_id("0000:1B:00.0") == "0000:1B:00.0");      // CUDA's
+  CHECK(monitor::normalise_bus_id("00010000:C1:1F.7") == "10000:C1:1F.7");  // a domain past 16 bits stays whole
+  for (auto* bad : {"", "GPU-1234", "0000:1B:00", "0000:1B:00.0 ", "0000:1B:20.0", "0000:100:00.0", "x0000:1B:00.0"}) {
+    INFO(bad);
+    CHECK(monitor::normalise_bus_id(bad).empty());
+  }
+}
+
+TEST_CASE("the node's ranks' GPUs are selected by bus id; unknown ones fall back to every GPU, saying why") {
+  std::vector<std::string> nvml;
+  for (int i = 0; i < 8; ++i) nvml.push_back(fmt::format("00000000:{:02X}:00.0", 0x18 + 0x10 * i));
+  // Two ranks on GPUs 5 and 2 (CUDA's form, rank order not NVML's).
+  auto sel = monitor::select_gpus(nvml, {"0000:68:00.0", "0000:38:00.0"});
+  CHECK_FALSE(sel.all);
+  CHECK(sel.indices == std::vector<unsigned>{2, 5});
+  CHECK(sel.note.empty());
+  // Two ranks sharing a GPU select it once.
+  CHECK(monitor::select_gpus(nvml, {"0000:38:00.0", "0000:38:00.0"}).indices == std::vector<unsigned>{2});
+  // NVML cannot say for a GPU no rank uses: no matter.
+  auto unknown_other = nvml;
+  unknown_other[7] = "";
+  CHECK(monitor::select_gpus(unknown_other, {"0000:38:00.0"}).indices == std::vector<unsigned>{2});
+
+  const std::vector<unsigned> every{0, 1, 2, 3, 4, 5, 6, 7};
+  // A rank without a bus id (CPU, or the driver could not say).
+  sel = monitor::select_gpus(nvml, {"0000:38:00.0", ""});
+  CHECK(sel.all);
+  CHECK(sel.indices == every);
+  CHECK(sel.note.find("not known") != std::string::npos);
+  sel = monitor::select_gpus(nvml, {});
+  CHECK(sel.all);
+  CHECK(sel.indices == every);
+  // A rank's GPU NVML does not show (or cannot name).
+  sel = monitor::select_gpus(nvml, {"0000:38:00.0", "0000:FF:00.0"});
+  CHECK(sel.all);
+  CHECK(sel.indices == every);
+  CHECK(sel.note.find("0000:FF:00.0") != std::string::npos);
+  auto unknown_mine = nvml;
+  unknown_mine[2] = "";
+  CHECK(monitor::select_gpus(unknown_mine, {"0000:38:00.0"}).all);
+}
+
+TEST_CASE("on a shared 8-GPU node only the job's 2 GPUs are sampled and summed") {
+  // GPU g: utilisation g^2 %, power 100 (g + 1) W, its energy counter
+  // growing by 1000 (g + 1) J a reading.
+  std::string script = "count 8\n";
+  for (int g = 0; g < 8; ++g) {
+    script += fmt::format("pci {} 00000000:{:02X}:00.0\n", g, 0x18 + 0x10 * g);
+    script += fmt::format("{} util {}\n{} power {}\n{} mem {}\n", g, g * g, g, 100000 * (g + 1), g, 1000 * (g + 1));
+    script += fmt::format("{} energy", g);
+    for (int k = 0; k < 4; ++k) script += fmt::format(" {}", 1000000ULL * (g + 1) * (k + 1));
+    script += "\n";
+  }
+  FakeNvml fake(script);
+  auto sampled = [](std::vector<std::string> bus_ids) {
+    monitor::SamplerOptions o;
+    o.interval_ms = 0;
+    o.clock = scripted_clock({0, 0, 1, 2, 3});
+    o.bus_ids = std::move(bus_ids);
+    auto s = std::make_unique<monitor::Sampler>(o);
+    for (int64_t step : {1, 2, 3, 4}) {
+      s->set_step(step);
+      s->sample_now();
+    }
+    return s;
+  };
+  // Ranks bound to GPUs 2 and 5, their bus ids as CUDA writes them.
+  auto s = sampled({"0000:38:00.0", "0000:68:00.0"});
+  REQUIRE(s->gpu_sampling());
+  CHECK_FALSE(s->gpu_selection().all);
+  CHECK(s->gpu_bus_ids() == std::map<int, std::string>{{2, "0000:38:00.0"}, {5, "0000:68:00.0"}});
+  auto samples = s->samples();
+  REQUIRE(samples.size() == 8);
+  for (auto& x : samples) CHECK((x.index == 2 || x.index == 5));
+  auto sum = monitor::summarize(samples, 1, 4);
+  CHECK(sum.util_mean_percent == Approx((4 + 25) / 2.0));
+  CHECK(sum.power_mean_w == Approx(300 + 600));
+  CHECK(sum.energy_method == "counter");
+  CHECK(sum.energy_j == Approx(3 * 1000 * (3 + 6)));  // 3 intervals of each GPU's counter
+  CHECK(sum.nvml_peak_memory_bytes == 6000);
+  auto csv = monitor::csv_rows(samples, "n1", 0, s->gpu_bus_ids());
+  CHECK(csv.find(",0000:38:00.0\n") != std::string::npos);
+  CHECK(csv.find(",0000:68:00.0\n") != std::string::npos);
+
+  // No bus id known for a rank: every GPU, as before, and said.
+  auto all = sampled({"0000:38:00.0", ""});
+  CHECK(all->gpu_selection().all);
+  CHECK(all->gpu_bus_ids().size() == 8);
+  auto every = monitor::summarize(all->samples(), 1, 4);
+  CHECK(every.power_mean_w == Approx(100 * (1 + 2 + 3 + 4 + 5 + 6 + 7 + 8)));
+  CHECK(every.util_mean_percent == Approx(140 / 8.0));
+}
+
+TEST_CASE("HPCBENCH_TEST_BUS_IDS gives each local rank a bus id in place of the device's") {
+  ::unsetenv("HPCBENCH_TEST_BUS_IDS");
+  CHECK(monitor::rank_bus_id("0000:1B:00.0", 1) == "0000:1B:00.0");
+  CHECK(monitor::rank_bus_id("", 0).empty());
+  ::setenv("HPCBENCH_TEST_BUS_IDS", "0000:38:00.0,0000:68:00.0", 1);
+  CHECK(monitor::rank_bus_id("", 0) == "0000:38:00.0");
+  CHECK(monitor::rank_bus_id("0000:1B:00.0", 1) == "0000:68:00.0");
+  CHECK(monitor::rank_bus_id("", 2).empty());
+  ::unsetenv("HPCBENCH_TEST_BUS_IDS");
 }
 
 TEST_CASE("nodes' summaries combine: utilisation weighted by samples, power and energy added, memory the largest") {

@@ -192,6 +192,60 @@ TEST_CASE("with the fake NVML the run's GPU rows and summaries are exactly the s
   CHECK(res["nvml_peak_memory_bytes"].get<int64_t>() == 1016);
 }
 
+TEST_CASE("two ranks on a shared 8-GPU node: only their GPUs are sampled, summed and named") {
+  test::TempDir dir;
+  auto results = dir.path / "results";
+  // GPU g: utilisation g^2 %, power 100 (g + 1) W, constant; its energy
+  // counter growing by (g + 1) J a reading.
+  std::string script = "count 8\n";
+  for (int g = 0; g < 8; ++g) {
+    script += "pci " + std::to_string(g) + " 00000000:" + "0123456789ABCDEF"[g + 1] + "8:00.0\n";
+    script += std::to_string(g) + " util " + std::to_string(g * g) + "\n" + std::to_string(g) + " power " +
+              std::to_string(100000 * (g + 1)) + "\n" + std::to_string(g) + " energy";
+    for (int k = 0; k < 3000; ++k) script += " " + std::to_string(1000LL * (g + 1) * (k + 1));
+    script += "\n";
+  }
+  write_file_atomic(dir.path / "nvml.txt", script);
+  // The ranks' GPUs 2 and 5, by local rank, in CUDA's form of the bus id.
+  auto r = test::run_command("FAKE_NVML_SCRIPT=" + (dir.path / "nvml.txt").string() + " HPCBENCH_NVML_LIBRARY=" +
+                             HPCBENCH_FAKE_NVML + " HPCBENCH_TEST_BUS_IDS=0000:38:00.0,0000:68:00.0 " + bin() +
+                             run_args(results, "shared") + " --strategy ddp --nproc-per-node 2 --sample-ms 10");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  std::map<std::string, std::pair<int64_t, int64_t>> timed_mj;  // bus id -> first, last counter
+  for (auto& row : read_csv(results / "shared" / "utilisation.csv")) {
+    if (row["kind"] != "gpu") continue;
+    CHECK((row["index"] == "2" || row["index"] == "5"));
+    CHECK(row["bus_id"] == (row["index"] == "2" ? "0000:38:00.0" : "0000:68:00.0"));
+    if (row["phase"] != "timed") continue;
+    auto& fl = timed_mj.try_emplace(row["bus_id"], std::stoll(row["energy_mj"]), 0).first->second;
+    fl.second = std::stoll(row["energy_mj"]);
+  }
+  REQUIRE(timed_mj.size() == 2);
+  auto j = nlohmann::json::parse(read_file(results / "shared" / "run.json"));
+  auto& node = j["monitor"]["nodes"][0];
+  CHECK(node["gpus_of"] == "job");
+  CHECK(node["gpus"] == nlohmann::json::parse(R"([{"index":2,"bus_id":"0000:38:00.0"},{"index":5,"bus_id":"0000:68:00.0"}])"));
+  auto& res = j["result"];
+  CHECK(res["utilisation_of"] == "gpu");
+  CHECK(res["utilisation_mean_percent"].get<double>() == Approx((4 + 25) / 2.0));
+  CHECK(res["power_mean_w"].get<double>() == Approx(300 + 600));
+  double energy_j = 0;
+  for (auto& [bus, fl] : timed_mj) energy_j += (fl.second - fl.first) / 1000.0;
+  CHECK(res["energy_j"].get<double>() == Approx(energy_j));
+
+  // Without bus ids (a CPU run's ranks have none): every GPU, and said so.
+  r = test::run_command("FAKE_NVML_SCRIPT=" + (dir.path / "nvml.txt").string() + " HPCBENCH_NVML_LIBRARY=" +
+                        HPCBENCH_FAKE_NVML + " " + bin() + run_args(results, "node") + " --sample-ms 10");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  j = nlohmann::json::parse(read_file(results / "node" / "run.json"));
+  CHECK(j["monitor"]["nodes"][0]["gpus_of"] == "node");
+  CHECK(j["monitor"]["nodes"][0]["gpus"].size() == 8);
+  CHECK(j["monitor"]["nodes"][0]["gpus_note"].get<std::string>().find("not known") != std::string::npos);
+  CHECK(j["result"]["power_mean_w"].get<double>() == Approx(3600));
+}
+
 TEST_CASE("without libnvidia-ml the run goes on and says once that GPU sampling is off") {
   test::TempDir dir;
   auto results = dir.path / "results";

@@ -11,7 +11,7 @@ for d in fmt spdlog CLI nlohmann toml++ gloo; do
   cp -r "/usr/include/$d" "$out/include/"
 done
 cp /usr/include/utf8proc.h "$out/include/"
-# curl's headers only: the machine's own libcurl.so.4 is linked (its TLS and CA set-up).
+# curl's headers only: `fetch` loads the machine's own libcurl.so.4 at run time (its TLS and CA set-up).
 cp -r /usr/include/x86_64-linux-gnu/curl "$out/include/"
 cp /usr/lib/x86_64-linux-gnu/libutf8proc.a "$out/lib/"
 du -sh "$out"

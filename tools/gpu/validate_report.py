@@ -191,8 +191,9 @@ def phase_strategies(a):
         res["rows"].append({"strategy": name, "hpcbench": figures_of(run), "overhead": overhead,
                             "loss_max_rel_diff": d, "tolerance": tol})
         res["checks"].append(check(f"{name}: losses equal to the baseline's", d <= tol, f"max rel diff {d:.2e} <= {tol:g}"))
-        res["checks"].append(check(f"{name}: collectives ran and were timed (comm_ms > 0)", run["comm_ms"] > 0,
-                                   f"comm_ms {run['comm_ms']:.3f}"))
+        res["checks"].append(check(f"{name}: collectives ran and were timed (comm_ms > 0, none untimed)",
+                                   run["comm_ms"] > 0 and run.get("comm_untimed", 0) == 0,
+                                   f"comm_ms {run['comm_ms']:.3f}, comm_untimed {run.get('comm_untimed')}"))
         res["targets"].append(check(f"{name}: world-size-1 overhead < 5 % of the baseline step", overhead < 0.05,
                                     f"{100 * overhead:+.1f} %"))
       except Exception as e:  # noqa: BLE001
@@ -218,6 +219,9 @@ def phase_shared_gpu(a):
                                 "hpcbench": figures_of(run)})
             res["checks"].append(check(f"{w} ranks, {name}: losses equal to the baseline's at the same global batch",
                                        d <= TOL_FP32_SHARED, f"max rel diff {d:.2e} <= {TOL_FP32_SHARED:g}"))
+            # Gloo's works have no device duration: on a GPU they are timed on host clocks.
+            res["checks"].append(check(f"{w} ranks, {name}: every collective timed (comm_untimed 0)",
+                                       run.get("comm_untimed", 0) == 0, f"comm_untimed {run.get('comm_untimed')}"))
           except Exception as e:  # noqa: BLE001
             res["checks"].append(check(f"{w} ranks, {name}: run present", False, f"{type(e).__name__}: {e}"))
     try:

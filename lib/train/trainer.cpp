@@ -422,7 +422,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
       std::max<int64_t>(std::min<int64_t>(cfg.timing_warmup_steps, static_cast<int64_t>(records.size()) - 1), 0));
   for (size_t i = first_timed; i < records.size(); ++i)
     own_timed.push_back(StepTimes{records[i].ms, records[i].phase_ms, records[i].comm_ms, records[i].comm_exposed_ms,
-                                  records[i].phase_exposed_ms, records[i].collectives});
+                                  records[i].phase_exposed_ms, records[i].collectives, records[i].comm_untimed});
   auto rank_timing_ms = rank_timing(own_timed, ctx);
   auto rank_median_ms = combine_over_ranks(records, ctx);
   // Memory per rank: sharded ranks need not hold the same (padding, the

@@ -228,9 +228,12 @@ TEST_CASE("a rank slowed on purpose shows up as waiting for the slowest rank") {
 TEST_CASE("a smaller per-device batch shows up as compute inflation") {
   test::TempDir dir;
   // The same global batch in micro-batches of 1: forward and backward pay
-  // their per-call cost 8 times a step instead of once.
+  // their per-call cost 8 times a step instead of once. Three pairs: under
+  // other jobs' load one rank of a run can fall behind the other for a
+  // while, which is waiting, and one pair can show more of it than of the
+  // inflation.
   auto [a, b, ca, cb] = paired(dir.path, {fmt::format("--strategy ddp {}", kTwo), ""},
-                       {"--strategy ddp --nproc-per-node 2 --batch-size 1 --grad-accum 8", ""}, 1);
+                       {"--strategy ddp --nproc-per-node 2 --batch-size 1 --grad-accum 8", ""}, 3);
   INFO(describe(a) << "\n" << describe(b));
   auto [most, g] = growth(a, b);
   CHECK(most == Part::Compute);

@@ -12,9 +12,11 @@
 #include "core/error.h"
 #include "predict/collective.h"
 #include "predict/baseline.h"
+#include "predict/efficiency_versus.h"
 #include "predict/system_toml.h"
 #include "predict/versus.h"
 #include "report/compare.h"
+#include "report/efficiency.h"
 #include "report/noise.h"
 #include "report/plot.h"
 #include "report/reference.h"
@@ -109,8 +111,11 @@ Action add_report(CLI::App& app) {
       for (auto& w : warnings) spdlog::warn("{}", w);
     }
 
-    if (o->format == "text") fmt::print("{}", report::terminal_report(comparison, references));
-    else if (o->format == "markdown") fmt::print("{}", report::markdown_report(comparison, references, {}));
+    auto efficiency = report::efficiency_rows(comparison);
+    if (o->format == "text") fmt::print("{}", report::terminal_report(comparison, references) +
+                                                  report::efficiency_terminal(efficiency));
+    else if (o->format == "markdown")
+      fmt::print("{}", report::markdown_report(comparison, references, {}) + report::efficiency_markdown(efficiency, {}));
     else fmt::print("{}", report::csv_report(comparison));
     if (!o->system.empty() || !o->comm.empty()) {
       if (!o->system.empty() && !o->comm.empty()) fail("report: give one of --system and --comm");
@@ -134,7 +139,9 @@ Action add_report(CLI::App& app) {
       } else {
         net = predict::read_bench_comm(o->comm);
       }
-      fmt::print("{}", predict::versus_report(comparison, *net, o->system.empty() ? o->comm : o->system));
+      const std::string network = o->system.empty() ? o->comm : o->system;
+      fmt::print("{}", predict::versus_report(comparison, *net, network));
+      fmt::print("{}", predict::predicted_parts_report(predict::predicted_parts(comparison, efficiency, *net), network));
     }
     std::fflush(stdout);
 
@@ -143,11 +150,14 @@ Action add_report(CLI::App& app) {
                    report::write_tensorboard_report(comparison, o->tensorboard), o->tensorboard, o->tensorboard);
     if (!o->out.empty()) {
       fs::path dir = o->out;
-      std::vector<std::string> images;
+      std::vector<std::string> images, efficiency_images;
       if (!o->no_plots && !comparison.rows.empty()) {
         auto plots = report::write_plots(comparison, dir, o->gnuplot, steps);
         for (auto& w : plots.warnings) spdlog::warn("{}", w);
         images = plots.images;
+        auto eff = report::write_efficiency_plots(efficiency, dir, o->gnuplot);
+        for (auto& w : eff.warnings) spdlog::warn("{}", w);
+        efficiency_images = eff.images;
         // Each run's utilisation and power over time, where it was sampled.
         for (auto& row : comparison.rows) {
           if (row.origin.empty()) continue;
@@ -159,7 +169,9 @@ Action add_report(CLI::App& app) {
           images.insert(images.end(), u.images.begin(), u.images.end());
         }
       }
-      write_file_atomic(dir / "report.md", report::markdown_report(comparison, references, images));
+      write_file_atomic(dir / "report.md", report::markdown_report(comparison, references, images) +
+                                               report::efficiency_markdown(efficiency, efficiency_images));
+      if (!efficiency.empty()) write_file_atomic(dir / "efficiency.csv", report::efficiency_csv(efficiency));
       write_file_atomic(dir / "report.csv", report::csv_report(comparison));
       spdlog::info("wrote {} ({} plot(s))", (dir / "report.md").string(), images.size());
     }

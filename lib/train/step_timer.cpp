@@ -264,9 +264,11 @@ StepTimes StepTimer::end() {
   }
   if (!device_.is_cpu() && !marks_.empty()) marks_.back().second.event->synchronize();
   double prev = 0;
+  std::vector<std::pair<Phase, Interval>> phase_spans;
   for (const auto& [phase, s] : marks_) {
     double at = since_start(s);
     t.phase_ms[static_cast<size_t>(phase)] += at - prev;
+    phase_spans.push_back({phase, {prev, at}});
     prev = at;
   }
   t.ms = prev;
@@ -348,6 +350,11 @@ StepTimes StepTimer::end() {
   }
   t.comm_ms = union_ms(comm);
   t.comm_exposed_ms = union_ms(exposed);
+  for (auto& [phase, span] : phase_spans) {
+    std::vector<Interval> clipped;
+    for (auto [b, e] : exposed) clipped.emplace_back(std::max(b, span.first), std::min(e, span.second));
+    t.phase_exposed_ms[static_cast<size_t>(phase)] += union_ms(clipped);
+  }
   collectives_.clear();
   waits_.clear();
   first_held_ = 0;

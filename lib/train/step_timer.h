@@ -66,6 +66,12 @@ struct StepTimes {
   std::array<double, kPhases> phase_ms{};
   double comm_ms = 0;
   double comm_exposed_ms = 0;
+  // comm_exposed_ms split by the phase it fell in (the waits' union clipped
+  // to each phase's span; they add up to comm_exposed_ms), so that a phase's
+  // own work is its time minus its exposed part (report/efficiency.h). With
+  // Gloo over a GPU the waits are on host clocks and the phases on the
+  // device's events, so there the split is as close as those two clocks.
+  std::array<double, kPhases> phase_exposed_ms{};
   int collectives = 0;  // collectives issued this step
   int comm_untimed = 0;  // of those, how many comm_ms could not include (see above)
 };

@@ -12,6 +12,7 @@
 #include <iterator>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "core/error.h"
 #include "core/hostinfo.h"
@@ -29,6 +30,7 @@
 #include "train/flops.h"
 #include "train/op_count.h"
 #include "train/optimizer.h"
+#include "train/rank_timing.h"
 #include "train/setup.h"
 #include "train/step_timer.h"
 
@@ -45,6 +47,7 @@ struct StepRecord {
   std::array<double, kPhases> phase_ms;
   double comm_ms;
   double comm_exposed_ms;
+  std::array<double, kPhases> phase_exposed_ms;
   int collectives;
   int comm_untimed;
   double grad_norm;
@@ -333,6 +336,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   Progress progress(leader, total_steps);
   auto loop_start = std::chrono::steady_clock::now();
   OpCounter ops(count_ops_requested());  // HPCBENCH_COUNT_OPS=1: ATen operations per step (train/op_count.h)
+  const double slow_ms = test_slow_rank_ms(ctx.rank);
 
   int64_t step = 0;
   size_t state_bytes = 0;
@@ -352,6 +356,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
         int64_t end = std::min<int64_t>(begin + micro_rows, order.size(0));
         auto batch = data.gather_to(order.slice(0, begin, end), device);
         timer.mark(Phase::Data);
+        if (slow_ms > 0 && a == 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(slow_ms));
         // Each micro-batch's loss is a mean over its rows; dividing by the
         // accumulation count makes the summed gradient that of the mean over
         // the whole optimizer step, as Hugging Face's Trainer does.
@@ -391,6 +396,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
       r.lr = lr;
       r.comm_ms = times.comm_ms;
       r.comm_exposed_ms = times.comm_exposed_ms;
+      r.phase_exposed_ms = times.phase_exposed_ms;
       r.collectives = times.collectives;
       r.comm_untimed = times.comm_untimed;
       r.grad_norm = norm.defined() ? norm.item<double>() : 0.0;
@@ -423,6 +429,14 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
 
   // The job's figures: a step ends when its slowest rank ends it, and its
   // loss is the mean over ranks (equal batches: the global batch's mean).
+  std::vector<StepTimes> own_timed;  // before the slowest rank's times replace this rank's
+  // The same timed steps as the figures below.
+  const auto first_timed = static_cast<size_t>(
+      std::max<int64_t>(std::min<int64_t>(cfg.timing_warmup_steps, static_cast<int64_t>(records.size()) - 1), 0));
+  for (size_t i = first_timed; i < records.size(); ++i)
+    own_timed.push_back(StepTimes{records[i].ms, records[i].phase_ms, records[i].comm_ms, records[i].comm_exposed_ms,
+                                  records[i].phase_exposed_ms, records[i].collectives, records[i].comm_untimed});
+  auto rank_timing_ms = rank_timing(own_timed, ctx);
   auto rank_median_ms = combine_over_ranks(records, ctx);
   // Memory per rank: sharded ranks need not hold the same (padding, the
   // units a rank's partition cuts), and the job needs what the largest holds.
@@ -517,12 +531,16 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
                         {"ms", r.ms}, {"comm_ms", r.comm_ms}, {"comm_exposed_ms", r.comm_exposed_ms},
                         {"collectives", r.collectives}, {"comm_untimed", r.comm_untimed},
                         {"grad_norm", r.grad_norm}, {"skipped", r.skipped}};
-    for (size_t p = 0; p < kPhases; ++p) j[std::string(phase_name(Phase(p))) + "_ms"] = r.phase_ms[p];
+    for (size_t p = 0; p < kPhases; ++p) {
+      j[std::string(phase_name(Phase(p))) + "_ms"] = r.phase_ms[p];
+      j[std::string(phase_name(Phase(p))) + "_exposed_ms"] = r.phase_exposed_ms[p];
+    }
     steps.push_back(std::move(j));
   }
   d["timing_warmup_steps_excluded"] = skip;
   d["devices_per_process"] = devices_per_process;
   if (!rank_median_ms.empty()) d["rank_step_ms_median"] = rank_median_ms;
+  d["rank_timing_ms"] = rank_timing_ms;
   d["rank_model_state_bytes"] = rank_state_bytes;
   d["rank_peak_memory_bytes"] = rank_peak_bytes;
   // Which attention kernel the timed steps ran: the GPU comparisons with

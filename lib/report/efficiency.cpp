@@ -1,0 +1,444 @@
+#include "report/efficiency.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/atomic_file.h"
+#include "report/table.h"
+
+namespace hpcbench::report {
+
+namespace fs = std::filesystem;
+
+const char* part_name(Part p) {
+  static constexpr const char* names[] = {"exposed communication", "compute inflation", "optimizer and other",
+                                          "waiting for the slowest rank", "data and host", "unexplained"};
+  return names[static_cast<size_t>(p)];
+}
+
+const char* part_key(Part p) {
+  static constexpr const char* keys[] = {"exposed_comm", "compute_inflation", "optimizer_other",
+                                         "waiting_slowest_rank", "data_host", "unexplained"};
+  return keys[static_cast<size_t>(p)];
+}
+
+namespace {
+
+double number(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0;
+}
+
+RankTime rank_time(const nlohmann::json& j) {
+  auto own = [&](const char* phase) {
+    return number(j, fmt::format("{}_ms", phase).c_str()) - number(j, fmt::format("{}_exposed_ms", phase).c_str());
+  };
+  RankTime t;
+  t.step = number(j, "step_ms");
+  t.data = own("data");
+  t.compute = own("forward") + own("backward");
+  t.other = own("grad_sync") + own("optimizer");
+  // The phases' exposed parts, not comm_exposed_ms: they add up with the
+  // phases' own work to the step exactly (a wait outside every phase, which
+  // the timer cannot produce, would otherwise leak into a part).
+  for (const char* p : {"data", "forward", "backward", "grad_sync", "optimizer"})
+    t.exposed += number(j, fmt::format("{}_exposed_ms", p).c_str());
+  return t;
+}
+
+}  // namespace
+
+RunTiming read_run_timing(const RunResult& r, const fs::path& origin) {
+  RunTiming t;
+  t.job_step_ms = r.step_ms_mean > 0 ? r.step_ms_mean : r.step_ms_median;
+  fs::path json = origin.filename() == "run.json" ? origin : origin.parent_path() / "run.json";
+  std::error_code ec;
+  if (!origin.empty() && fs::exists(json, ec)) {
+    std::ifstream in(json);
+    auto j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_object() && j.contains("rank_timing_ms") && j["rank_timing_ms"].is_array() &&
+        !j["rank_timing_ms"].empty()) {
+      for (auto& rank : j["rank_timing_ms"]) t.ranks.push_back(rank_time(rank));
+      return t;
+    }
+  }
+  t.exact = false;
+  RankTime one;
+  one.step = t.job_step_ms;
+  one.data = r.data_ms;
+  one.compute = r.forward_ms + r.backward_ms;
+  one.other = r.optimizer_ms;
+  one.exposed = r.comm_exposed_ms;
+  t.ranks.push_back(one);
+  return t;
+}
+
+Decomposition decompose(double measured_ms, double ideal_ms, const RunTiming& run, const RunTiming& base,
+                        double scale) {
+  Decomposition d;
+  d.measured_ms = measured_ms;
+  d.ideal_ms = ideal_ms;
+  d.exact = run.exact && base.exact;
+  if (run.ranks.empty() || base.ranks.empty() || scale <= 0) {
+    d.ms[size_t(Part::Unexplained)] = measured_ms - ideal_ms;
+    d.exact = false;
+    return d;
+  }
+  // The least busy rank waited longest for the others: its communication
+  // waits hold both the collectives' own cost and the time it stood waiting
+  // for the slowest rank to arrive, which is at most how much longer that
+  // rank was busy.
+  size_t ref = 0, slow = 0;
+  for (size_t i = 1; i < run.ranks.size(); ++i) {
+    if (run.ranks[i].busy() < run.ranks[ref].busy()) ref = i;
+    if (run.ranks[i].busy() > run.ranks[slow].busy()) slow = i;
+  }
+  d.reference_rank = ref;
+  const RankTime& r = run.ranks[ref];
+  const RankTime& b = base.ranks[0];
+  const double waited = std::clamp(run.ranks[slow].busy() - r.busy(), 0.0, std::max(r.exposed, 0.0));
+  auto& ms = d.ms;
+  ms[size_t(Part::Data)] = r.data - b.data / scale;
+  ms[size_t(Part::Compute)] = r.compute - b.compute / scale;
+  ms[size_t(Part::Optimizer)] = r.other - b.other / scale;
+  ms[size_t(Part::Exposed)] = r.exposed - waited;
+  // The job's step is, step by step, its slowest rank's: beyond this rank's
+  // own mean step it is the spread of the ranks' step ends.
+  ms[size_t(Part::Waiting)] = waited + (run.job_step_ms - r.step);
+  double named = 0;
+  for (size_t p = 0; p + 1 < kParts; ++p) named += ms[p];
+  ms[size_t(Part::Unexplained)] = (measured_ms - ideal_ms) - named;
+  return d;
+}
+
+namespace {
+
+std::string option(const std::string& options, const std::string& key) {
+  auto at = options.find(key + "=");
+  if (at == std::string::npos) return "";
+  auto from = at + key.size() + 1;
+  return options.substr(from, options.find_first_of(", ", from) - from);
+}
+
+std::string advice(Part p, const RunResult& r) {
+  const std::string& s = r.strategy;
+  const std::string& o = r.strategy_options;
+  switch (p) {
+    case Part::Exposed:
+      if (s == "dp") return "dp copies parameters and gradients between replicas every step, all of it exposed; ddp "
+                            "(--strategy ddp) overlaps the reduction with backward";
+      if (option(o, "overlap") == "off") return "overlap the reduction with backward again (drop --no-overlap)";
+      if (option(o, "prefetch") == "off") return "prefetch the next unit's parameters (drop --no-prefetch)";
+      if (s == "ddp") return "tune --bucket-mb so that more of the reduction overlaps backward (larger buckets: "
+                             "fewer collectives; smaller: the first starts earlier)";
+      return "with --precision bf16, reduce in bf16 (--reduce-dtype bf16) to halve the bytes; across nodes, "
+             "--sharding hybrid keeps the parameter gathers inside a node";
+    case Part::Compute:
+      return "more samples per device (--batch-size): forward and backward cost more per sample than on the "
+             "baseline (a smaller per-device batch, cores or memory bandwidth shared between ranks)";
+    case Part::Optimizer:
+      if (s == "ddp" || s == "dp")
+        return "the optimizer runs on a full replica on every device: zero (--strategy zero --zero-stage 1) "
+               "partitions it";
+      return "the optimizer and the strategy's per-step work (flattening, gathers after the update, the gradient "
+             "norm) do not divide with the devices: more samples per device amortise them";
+    case Part::Waiting:
+      return "the ranks ran at different speeds: give each rank a device or core of its own (no busy neighbour), "
+             "look for a slow device or node";
+    case Part::Data:
+      return "loading batches and host work per step do not divide with the devices: more samples per device, "
+             "batches prefetched to the device";
+    default:
+      return "the run files cannot attribute it (phase medians of an older file, or repeats whose median "
+             "throughput is not one run's)";
+  }
+}
+
+std::string strategy_text(const RunResult& r) {
+  return r.strategy_options.empty() ? r.strategy : fmt::format("{} ({})", r.strategy, r.strategy_options);
+}
+
+}  // namespace
+
+std::vector<Part> parts_by_size(const Decomposition& d) {
+  std::vector<Part> out;
+  for (size_t p = 0; p < kParts; ++p) out.push_back(Part(p));
+  std::stable_sort(out.begin(), out.end(), [&](Part a, Part b) { return d.ms[size_t(a)] > d.ms[size_t(b)]; });
+  return out;
+}
+
+std::string causes_cell(const Decomposition& d) {
+  std::string out;
+  for (Part p : parts_by_size(d)) {
+    double ms = d.ms[size_t(p)];
+    // A part under a tenth of a point says nothing on noisy hardware.
+    if (std::abs(d.points(p)) < 0.05) continue;
+    out += fmt::format("{}{} {:.1f} pts ({:.2f} ms)", out.empty() ? "" : "; ", part_name(p), d.points(p), ms);
+  }
+  return out.empty() ? "nothing lost" : out;
+}
+
+std::string dominant_sentence(const std::string& name, const std::string& strategy, const Decomposition& d) {
+  (void)strategy;
+  double lost_pts = 100 - 100 * d.efficiency();
+  if (d.lost_ms() <= 0)
+    return fmt::format("{}: {:.0f} % efficient, nothing lost against the ideal step.", name, 100 * d.efficiency());
+  Part top = Part::Unexplained;
+  for (Part p : parts_by_size(d))
+    if (p != Part::Unexplained) {
+      top = p;
+      break;
+    }
+  return fmt::format("{}: {:.0f} % efficient; of the {:.1f} points lost, the largest cause is {} ({:.1f} pts, "
+                     "{:.2f} ms a step)",
+                     name, 100 * d.efficiency(), lost_pts, part_name(top), d.points(top), d.ms[size_t(top)]);
+}
+
+std::vector<EfficiencyRow> efficiency_rows(const Comparison& c) {
+  std::vector<EfficiencyRow> out;
+  for (auto& row : c.rows) {
+    const RunResult& r = row.run;
+    if (row.is_baseline || !row.efficiency || !row.baseline || r.status != "ok" || r.samples_per_s <= 0 ||
+        r.global_batch <= 0)
+      continue;
+    const RunResult& b = *row.baseline;
+    fs::path base_origin;
+    for (auto& other : c.rows)
+      if (other.is_baseline && other.run.run_id == b.run_id && other.run.started_at == b.started_at)
+        base_origin = other.origin;
+    EfficiencyRow e;
+    e.name = row_name(row);
+    e.strategy = strategy_text(r);
+    e.devices = devices(r);
+    const double scale = static_cast<double>(devices(r)) / static_cast<double>(std::max<int64_t>(devices(b), 1));
+    // The step the table's efficiency divides: the row's (median) throughput.
+    const double measured = 1000.0 * static_cast<double>(r.global_batch) / r.samples_per_s;
+    e.base_timing = read_run_timing(b, base_origin);
+    e.scale = scale;
+    e.d = decompose(measured, measured * *row.efficiency, read_run_timing(r, row.origin), e.base_timing, scale);
+    std::string s = dominant_sentence(e.name, r.strategy, e.d);
+    if (e.d.lost_ms() > 0) {
+      Part top = Part::Unexplained;
+      for (Part p : parts_by_size(e.d))
+        if (p != Part::Unexplained) {
+          top = p;
+          break;
+        }
+      s += ": " + advice(top, r) + ".";
+      if (std::abs(e.d.points(Part::Unexplained)) >= 10)
+        s += fmt::format(" {:.1f} pts are unexplained: {}.", e.d.points(Part::Unexplained),
+                         advice(Part::Unexplained, r));
+    }
+    e.sentence = s;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+namespace {
+
+Table compact_table(const std::vector<EfficiencyRow>& rows) {
+  Table t;
+  t.columns = {{"row", "", false},       {"devices", "", true},   {"step", "ms", true},
+               {"ideal", "ms", true},    {"efficiency", "%", true}, {"lost", "pts", true},
+               {"causes, largest first (pts of efficiency, ms a step)", "", false}};
+  for (auto& e : rows)
+    t.rows.push_back({e.name, std::to_string(e.devices), fmt::format("{:.2f}", e.d.measured_ms),
+                      fmt::format("{:.2f}", e.d.ideal_ms), fmt::format("{:.1f}", 100 * e.d.efficiency()),
+                      fmt::format("{:.1f}", 100 - 100 * e.d.efficiency()), causes_cell(e.d)});
+  return t;
+}
+
+const char* kIntro =
+    "ideal = the baseline's step / devices; step = global batch / throughput; each cause in points of efficiency "
+    "lost and ms per step (negative: a gain), adding up to step - ideal and to 100 - efficiency (results/README.md, "
+    "\"Where the efficiency went\")";
+
+}  // namespace
+
+std::string efficiency_terminal(const std::vector<EfficiencyRow>& rows) {
+  if (rows.empty()) return "";
+  std::string out = fmt::format("\nWhere the efficiency went\n{}\n", kIntro);
+  out += render_terminal(compact_table(rows));
+  for (auto& e : rows) out += "  " + e.sentence + "\n";
+  for (auto& e : rows)
+    if (!e.d.exact)
+      out += fmt::format("  {}: no per-rank timing in its run.json (or its baseline's): phase medians, the rest "
+                         "unexplained\n",
+                         e.name);
+  return out;
+}
+
+std::string efficiency_markdown(const std::vector<EfficiencyRow>& rows, const std::vector<std::string>& images) {
+  if (rows.empty()) return "";
+  std::string out = fmt::format("\n## Where the efficiency went\n\n{}.\n\n", kIntro);
+  out += render_markdown(compact_table(rows));
+  out += "\n";
+  for (auto& e : rows) out += "- " + e.sentence + "\n";
+  for (auto& img : images) out += fmt::format("\n![{}]({})\n", img, img);
+  return out;
+}
+
+std::string efficiency_csv(const std::vector<EfficiencyRow>& rows) {
+  Table t;
+  t.columns = {{"row", "", false},         {"strategy", "", false}, {"devices", "", true},
+               {"step_ms", "", true},      {"ideal_ms", "", true},  {"efficiency", "", true}};
+  for (size_t p = 0; p < kParts; ++p) {
+    t.columns.push_back({fmt::format("{}_ms", part_key(Part(p))), "", true});
+    t.columns.push_back({fmt::format("{}_pts", part_key(Part(p))), "", true});
+  }
+  t.columns.push_back({"reference_rank", "", true});
+  t.columns.push_back({"per_rank_timing", "", false});
+  for (auto& e : rows) {
+    std::vector<std::string> cells = {e.name, e.strategy, std::to_string(e.devices),
+                                      fmt::format("{:.6g}", e.d.measured_ms), fmt::format("{:.6g}", e.d.ideal_ms),
+                                      fmt::format("{:.6g}", e.d.efficiency())};
+    for (size_t p = 0; p < kParts; ++p) {
+      cells.push_back(fmt::format("{:.6g}", e.d.ms[p]));
+      cells.push_back(fmt::format("{:.6g}", e.d.points(Part(p))));
+    }
+    cells.push_back(std::to_string(e.d.reference_rank));
+    cells.push_back(e.d.exact ? "yes" : "no");
+    t.rows.push_back(std::move(cells));
+  }
+  return render_csv(t);
+}
+
+namespace {
+
+// Strategies in row order, each with its rows' indices.
+std::vector<std::pair<std::string, std::vector<size_t>>> by_strategy(const std::vector<EfficiencyRow>& rows) {
+  std::vector<std::pair<std::string, std::vector<size_t>>> out;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::string s = rows[i].strategy.substr(0, rows[i].strategy.find(' '));
+    auto it = std::find_if(out.begin(), out.end(), [&](auto& x) { return x.first == s; });
+    if (it == out.end()) {
+      out.emplace_back(s, std::vector<size_t>{});
+      it = out.end() - 1;
+    }
+    it->second.push_back(i);
+  }
+  return out;
+}
+
+constexpr const char* kEffData = "efficiency.dat";
+constexpr const char* kEffScript = "efficiency.gp";
+
+}  // namespace
+
+std::string efficiency_plot_data(const std::vector<EfficiencyRow>& rows) {
+  std::string out;
+  for (auto& [strategy, idx] : by_strategy(rows)) {
+    out += fmt::format("# {}\n# label ideal", strategy);
+    for (size_t p = 0; p < kParts; ++p) out += fmt::format(" {}", part_key(Part(p)));
+    out += " measured\n";
+    for (size_t k = 0; k < idx.size(); ++k) {
+      auto& e = rows[idx[k]];
+      // A stacked bar cannot show a part below zero (a gain) without hiding
+      // another: gains are drawn as 0, and the measured step, marked, is then
+      // below the stack's top.
+      out += fmt::format("\"{} ({})\" {:.6g}", e.name, e.devices, e.d.ideal_ms);
+      for (size_t p = 0; p < kParts; ++p) out += fmt::format(" {:.6g}", std::max(0.0, e.d.ms[p]));
+      out += fmt::format(" {:.6g}\n", e.d.measured_ms);
+    }
+    out += "\n\n";
+  }
+  return out;
+}
+
+std::string efficiency_plot_script(const std::vector<EfficiencyRow>& rows, std::vector<std::string>& names) {
+  names.clear();
+  auto groups = by_strategy(rows);
+  if (groups.empty()) return "";
+  std::ostringstream s;
+  s << "# Written by hpcbench report; run `gnuplot efficiency.gp` in this folder to redraw.\n"
+    << "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.85 border -1\n"
+    << "set boxwidth 0.6\nset grid ytics\nset key outside right top box\nset yrange [0:*]\n"
+    << "set ylabel 'ms per optimizer step'\nset xtics rotate by -20\n"
+    << "set linetype 1 lc rgb '#BBBBBB'\nset linetype 2 lc rgb '#0072B2'\nset linetype 3 lc rgb '#D55E00'\n"
+    << "set linetype 4 lc rgb '#009E73'\nset linetype 5 lc rgb '#CC79A7'\nset linetype 6 lc rgb '#E69F00'\n"
+    << "set linetype 7 lc rgb '#444444'\n";
+  for (size_t g = 0; g < groups.size(); ++g) {
+    std::string name = "efficiency-" + groups[g].first;
+    names.push_back(name);
+    std::string plot = fmt::format("plot '{}' index {} using 2:xtic(1) title 'ideal (baseline / devices)'", kEffData, g);
+    for (size_t p = 0; p < kParts; ++p)
+      plot += fmt::format(", '' index {} using {} title '{}'", g, 3 + p, part_name(Part(p)));
+    plot += fmt::format(", '' index {} using ($0):{} with points pt 7 ps 1.5 lc rgb 'black' title 'measured step'",
+                        g, 3 + kParts);
+    for (const char* term : {"png", "svg"}) {
+      if (std::string(term) == "png")
+        s << "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n  set terminal pngcairo size 960,540 font 'sans,11'\n"
+             "} else {\n  set terminal png size 960,540\n}\n";
+      else
+        s << "set terminal svg size 960,540 dynamic font 'sans,11'\n";
+      s << fmt::format("set output '.{}.{}.partial'\nset title 'Where the efficiency went: {} (gains drawn as 0)'\n"
+                       "{}\nunset output\n",
+                       name, term, groups[g].first, plot);
+    }
+  }
+  return s.str();
+}
+
+PlotOutcome write_efficiency_plots(const std::vector<EfficiencyRow>& rows, const fs::path& dir,
+                                   const std::string& gnuplot) {
+  PlotOutcome out;
+  std::vector<std::string> names;
+  std::string script = efficiency_plot_script(rows, names);
+  if (names.empty()) return out;
+  fs::create_directories(dir);
+  write_file_atomic(dir / kEffData, efficiency_plot_data(rows));
+  write_file_atomic(dir / kEffScript, script);
+  std::string program = find_program(gnuplot);
+  if (program.empty()) {
+    out.warnings.push_back(fmt::format("no efficiency plots: {} is not installed; data and script are in {}", gnuplot,
+                                       dir.string()));
+    return out;
+  }
+  fs::path log = dir / ".efficiency-gnuplot.log";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    if (std::freopen(log.c_str(), "w", stdout) && ::chdir(dir.c_str()) == 0) {
+      ::dup2(::fileno(stdout), 2);
+      ::execl(program.c_str(), program.c_str(), kEffScript, static_cast<char*>(nullptr));
+    }
+    ::_exit(127);
+  }
+  int status = 0;
+  if (pid > 0)
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  const bool ok = pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  std::error_code ec;
+  for (auto& n : names)
+    for (const char* ext : {"png", "svg"}) {
+      fs::path tmp = dir / fmt::format(".{}.{}.partial", n, ext), final_path = dir / fmt::format("{}.{}", n, ext);
+      if (ok) {
+        fs::rename(tmp, final_path, ec);
+        if (!ec && std::string(ext) == "svg") out.images.push_back(final_path.filename().string());
+      }
+      fs::remove(tmp, ec);
+    }
+  if (!ok) {
+    std::string msg;
+    try {
+      msg = read_file(log);
+    } catch (...) {
+    }
+    out.warnings.push_back(fmt::format("no efficiency plots: {} {} failed: {}", program, (dir / kEffScript).string(), msg));
+  }
+  fs::remove(log, ec);
+  return out;
+}
+
+}  // namespace hpcbench::report

@@ -1,0 +1,69 @@
+#include "train/rank_timing.h"
+
+#include <ATen/ATen.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "core/error.h"
+#include "dist/process_group.h"
+
+namespace hpcbench::train {
+
+nlohmann::json rank_timing(const std::vector<StepTimes>& timed, const RunContext& ctx) {
+  // step, phases, phases' exposed parts, comm, exposed
+  constexpr int64_t kFields = 1 + 2 * static_cast<int64_t>(kPhases) + 2;
+  auto mine = at::zeros({kFields}, at::kDouble);
+  auto m = mine.accessor<double, 1>();
+  for (auto& t : timed) {
+    for (size_t p = 0; p < kPhases; ++p) {
+      m[0] += t.phase_ms[p];
+      m[1 + static_cast<int64_t>(p)] += t.phase_ms[p];
+      m[1 + static_cast<int64_t>(kPhases + p)] += t.phase_exposed_ms[p];
+    }
+    m[kFields - 2] += t.comm_ms;
+    m[kFields - 1] += t.comm_exposed_ms;
+  }
+  if (!timed.empty()) mine /= static_cast<double>(timed.size());
+  auto all = mine.view({1, kFields});
+  if (ctx.comm && ctx.world_size > 1) {
+    auto local = mine.to(ctx.comm->device());
+    auto gathered = at::empty({ctx.world_size * kFields}, local.options());
+    ctx.comm->allgather(gathered, local);
+    all = gathered.cpu().view({ctx.world_size, kFields});
+  }
+  auto out = nlohmann::json::array();
+  for (int64_t r = 0; r < all.size(0); ++r) {
+    auto row = all[r];
+    nlohmann::json j = {{"rank", r}, {"step_ms", row[0].item<double>()}};
+    for (size_t p = 0; p < kPhases; ++p) {
+      std::string name = phase_name(Phase(p));
+      j[name + "_ms"] = row[1 + static_cast<int64_t>(p)].item<double>();
+      j[name + "_exposed_ms"] = row[1 + static_cast<int64_t>(kPhases + p)].item<double>();
+    }
+    j["comm_ms"] = row[kFields - 2].item<double>();
+    j["comm_exposed_ms"] = row[kFields - 1].item<double>();
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+double test_slow_rank_ms(int rank) {
+  const char* v = std::getenv("HPCBENCH_TEST_SLOW_RANK");
+  if (!v || !*v) return 0;
+  std::string s = v;
+  auto colon = s.find(':');
+  try {
+    if (colon == std::string::npos) throw std::invalid_argument(s);
+    size_t used = 0;
+    int r = std::stoi(s.substr(0, colon), &used);
+    if (used != colon) throw std::invalid_argument(s);
+    double ms = std::stod(s.substr(colon + 1), &used);
+    if (used != s.size() - colon - 1 || ms < 0) throw std::invalid_argument(s);
+    return r == rank ? ms : 0;
+  } catch (const std::exception&) {
+    fail("HPCBENCH_TEST_SLOW_RANK={}: expected <rank>:<ms>, e.g. 1:20", s);
+  }
+}
+
+}  // namespace hpcbench::train

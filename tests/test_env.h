@@ -69,11 +69,14 @@ inline std::string slurp(const std::filesystem::path& path) {
   return ss.str();
 }
 
-// Entries directly inside `dir` (0 when it does not exist).
+// Entries directly inside `dir` (0 when it does not exist), leaving out
+// `.running`: a rank killed outright (a signal) cannot remove its live
+// TensorBoard log there, and is meant to leave it readable (issue 25); a
+// results folder itself never appears for a failed job.
 inline size_t entries(const std::filesystem::path& dir) {
   if (!std::filesystem::exists(dir)) return 0;
   size_t n = 0;
-  for (auto& e : std::filesystem::directory_iterator(dir)) (void)e, ++n;
+  for (auto& e : std::filesystem::directory_iterator(dir)) n += e.path().filename() != ".running";
   return n;
 }
 

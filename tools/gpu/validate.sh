@@ -94,7 +94,13 @@ ref_run() {  # trainer, precision, batch, dump, json
 phase_build() {
   if ((dry)) && [[ -n ${HPCBENCH_BIN:-} ]]; then
     say "build: --dry uses the suite's binary $BIN"
+  elif [[ -n ${HPCBENCH_BIN:-} ]] && "$BIN" --version >/dev/null 2>&1; then
+    # A staged-headers binary built elsewhere against the same torch (carried, or
+    # exported by an earlier call) saves the build's minutes of GPU time.
+    say "build: the carried binary $BIN loads against $torch_lib; not building"
   else
+    [[ -n ${HPCBENCH_BIN:-} ]] && say "build: the carried binary $BIN does not run here; building instead"
+    BIN=$root/build-gpu/hpcbench
     local prefix deps=()
     prefix=$("$PY" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
     [[ -d $root/.gpu-deps ]] && deps=(-DHPCBENCH_DEPS_DIR="$root/.gpu-deps")

@@ -19,10 +19,8 @@ import subprocess
 import sys
 import tempfile
 
-STRATEGIES = [("ddp", ["--strategy", "ddp"]),
-              ("zero-2", ["--strategy", "zero", "--zero-stage", "2"]),
-              ("zero-3", ["--strategy", "zero", "--zero-stage", "3"]),
-              ("fsdp", ["--strategy", "fsdp", "--sharding", "full"])]
+# Each strategy's label: what `run --strategy` and `predict --strategies` take.
+STRATEGIES = ["ddp", "zero:stage=2", "zero:stage=3", "fsdp:sharding=full"]
 
 
 def sh(cmd):
@@ -62,13 +60,14 @@ def main():
                 "--output", comm])
             pred_csv = os.path.join(tmp, f"pred-{n}.csv")
             sh([a.bin, "predict", "--baseline", os.path.join(tmp, "baseline"), "--comm", comm,
-                "--strategies", ",".join(s for s, _ in STRATEGIES), "--nodes", "1", "--gpus-per-node", str(n),
+                "--strategies", ",".join(STRATEGIES), "--nodes", "1", "--gpus-per-node", str(n),
                 "--csv", pred_csv])
             with open(pred_csv) as f:
                 pred = {r["strategy"]: r for r in csv.DictReader(f)}
-            for name, args in STRATEGIES:
-                m = run(f"{name}-{n}", n, args)
-                p = pred[name]
+            # predict names each configuration by its canonical label (options
+            # at their defaults left out): in the same order as asked.
+            for name, p in zip(STRATEGIES, pred.values()):
+                m = run(f"{name.replace(':', '-').replace('=', '')}-{n}", n, ["--strategy", name])
                 rows.append((n, name, m["step_ms_median"], float(p["step_ms"]), m["comm_exposed_ms"],
                              float(p["comm_exposed_ms"]), m["model_state_bytes"], float(p["memory_bytes"])))
     cores = os.cpu_count()

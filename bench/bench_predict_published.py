@@ -72,8 +72,8 @@ def main():
         print("## 2. NVIDIA DLE BERT-large pre-training, DGX A100 80GB nodes, AMP, seq 128, global batch 65536")
         f2 = "nvidia_dle_bert_large_pretrain_dgxa100.csv"
         rows = predict(a, tmp, "--baseline", os.path.join(REF, f2), "--baseline-row", "dgxa100-pretrain-fp16-s128-1gpu",
-                       "--system", dgx, "--strategies", "ddp", "--nodes", "1,2,4,8,16,32", "--gpus-per-node", "8",
-                       "--global-batch", "65536", "--bucket-mb", "1000000", "--reduce-dtype", "fp16")
+                       "--system", dgx, "--strategies", "ddp:bucket_mb=1000000", "--nodes", "1,2,4,8,16,32",
+                       "--gpus-per-node", "8", "--global-batch", "65536", "--reduce-dtype", "fp16")
         by_nodes = {int(r["nodes"]): r for r in rows}
         t1 = float(by_nodes[1]["samples_per_s"])
         pub1 = float(published(f2, "dgxa100-pretrain-fp16-s128-1node")["samples_per_s"])
@@ -107,13 +107,13 @@ def main():
                         f"bert-base-uncased,fp32,384,8,8,{8 / step},ok\n")
             ps = {r["strategy"]: r for r in predict(a, tmp, "--baseline", row, "--system",
                                                     "configs/systems/a100-pcie-2x.toml", "--strategies",
-                                                    "dp,ddp,fsdp,zero-2", "--gpus-per-node", "2")}
+                                                    "dp,ddp,fsdp,zero", "--gpus-per-node", "2")}
             print(f"  {label}: step {step * 1000:.1f} ms at batch 8; predicted speedup at 2 GPUs: " +
                   ", ".join(f"{k} {float(v['speedup']):.2f}" for k, v in ps.items()))
             d = float(ps["ddp"]["step_ms"])
             print(f"    predicted time / ddp's: fsdp {float(ps['fsdp']['step_ms']) / d:.3f} "
                   f"(published {times['fsdp'] / times['ddp']:.3f}), deepspeed as zero-2 "
-                  f"{float(ps['zero-2']['step_ms']) / d:.3f} (published {times['deepspeed'] / times['ddp']:.3f})")
+                  f"{float(ps['zero']['step_ms']) / d:.3f} (published {times['deepspeed'] / times['ddp']:.3f})")
 
         print()
         print("## 3b. Accelerate, DistilBERT on emotion, V100-16GB nodes of 4, fp16, batch 256/GPU, 5 epochs")

@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "device/device.h"
 #include "self_exec.h"
+#include "strategies/registry.h"
 
 namespace hpcbench::cli {
 
@@ -83,19 +84,29 @@ Action add_main(CLI::App& app) {
       std::string name;
       std::vector<std::string> args;
     };
+    // Every strategy at its default options: the reference on one device
+    // with the whole global batch, the others over the ranks.
     std::string n = std::to_string(o->ranks);
-    std::vector<Job> jobs = {
-        {"baseline", {"--strategy", "baseline", "--batch-size", std::to_string(per_device * o->ranks),
-                      "--run-name", "baseline-1x"}},
-        {"dp", {"--strategy", "dp", "--dp-replicas", n, "--batch-size", std::to_string(per_device),
-                "--run-name", "dp-" + n + "x"}},
-        {"ddp", {"--strategy", "ddp", "--nproc-per-node", n, "--batch-size", std::to_string(per_device),
-                 "--run-name", "ddp-" + n + "x"}},
-        {"fsdp", {"--strategy", "fsdp", "--nproc-per-node", n, "--batch-size", std::to_string(per_device),
-                  "--run-name", "fsdp-" + n + "x"}},
-        {"zero", {"--strategy", "zero", "--zero-stage", "2", "--nproc-per-node", n, "--batch-size",
-                  std::to_string(per_device), "--run-name", "zero-" + n + "x"}},
-    };
+    std::vector<Job> jobs;
+    for (auto* spec : strategies::specs()) {
+      strategies::Choice c(*spec);
+      const auto traits = spec->traits();
+      if (traits.reference) {
+        jobs.push_back({spec->name(), {"--strategy", c.label(), "--batch-size", std::to_string(per_device * o->ranks),
+                                       "--run-name", spec->name() + "-1x"}});
+        continue;
+      }
+      std::vector<std::string> args{"--batch-size", std::to_string(per_device), "--run-name", spec->name() + "-" + n + "x"};
+      if (!traits.devices_option.empty()) {
+        c.set(traits.devices_option, n, "main job");
+      } else {
+        if (!c.unsupported({1, static_cast<int>(o->ranks)}).empty()) continue;
+        args.push_back("--nproc-per-node");
+        args.push_back(n);
+      }
+      args.insert(args.begin(), {std::string("--strategy"), c.label()});
+      jobs.push_back({spec->name(), args});
+    }
     std::vector<std::string> failed;
     for (auto& job : jobs) {
       spdlog::info("main job: {} ({})", job.name, fmt::join(job.args, " "));

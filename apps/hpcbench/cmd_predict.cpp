@@ -22,6 +22,8 @@
 #include "predict/layout.h"
 #include "predict/step_model.h"
 #include "predict/system_toml.h"
+#include "report/table.h"
+#include "strategies/registry.h"
 
 namespace hpcbench::cli {
 
@@ -29,9 +31,8 @@ namespace {
 
 struct PredictOptions {
   std::string baseline, baseline_row, system, comm, model, csv, reduce_dtype;
-  std::vector<std::string> strategies{"ddp", "zero-2", "zero-3", "fsdp"};
+  std::string strategies;  // labels; empty: every strategy's showcase
   std::vector<int> nodes{1}, gpus_per_node;
-  double bucket_mb = 25;
   int64_t global_batch = 0;
   bool allow_device_mismatch = false;
 };
@@ -55,7 +56,6 @@ int run_predict(const PredictOptions& o) {
   bool is_file = model_path.ends_with(".json") || std::filesystem::is_regular_file(model_path);
   auto mcfg = is_file ? model::BertConfig::from_json(model_path) : model::BertConfig::preset(model_path);
   if (base.seq <= 0) fail("--baseline {}: seq_length is missing", o.baseline);
-  if (!(o.bucket_mb > 0) || !std::isfinite(o.bucket_mb)) fail("--bucket-mb {}: must be a positive number", o.bucket_mb);
   if (o.global_batch < 0) fail("--global-batch {}: must be positive", o.global_batch);
   for (int n : o.nodes)
     if (n < 1) fail("--nodes {}: must be at least 1", n);
@@ -83,13 +83,23 @@ int run_predict(const PredictOptions& o) {
       if (static_cast<int64_t>(n) * g > kMaxWorld)
         fail("--nodes {} x --gpus-per-node {}: {} ranks, more than the {} this model predicts for", n, g,
              static_cast<int64_t>(n) * g, kMaxWorld);
-  auto layout = predict::model_layout(mcfg, base.seq, o.bucket_mb);
+  std::vector<strategies::Choice> choices;
+  if (!o.strategies.empty()) {
+    choices = strategies::parse_labels(o.strategies, "--strategies");
+  } else {
+    std::string all;
+    for (auto* spec : strategies::specs())
+      for (auto& label : spec->showcase()) all += (all.empty() ? "" : ",") + label;
+    choices = strategies::parse_labels(all, "--strategies");
+  }
+  for (auto& c : choices) c.validate(base.precision);
+  auto layout = predict::model_layout(mcfg, base.seq);
   predict::StepOptions so;
   so.compute_bytes = predict::compute_bytes(base.precision);
   so.reduce_bytes = o.reduce_dtype.empty() ? so.compute_bytes : predict::compute_bytes(o.reduce_dtype);
-  // ddp reduces the parameters' fp32 gradients unless told otherwise (an
-  // fp16 compression hook, apex's O2 fp16 model).
-  so.ddp_bytes = o.reduce_dtype.empty() ? 4 : so.reduce_bytes;
+  // The replicated strategies reduce the parameters' fp32 gradients unless
+  // told otherwise (an fp16 compression hook, apex's O2 fp16 model).
+  so.param_grad_bytes = o.reduce_dtype.empty() ? 4 : so.reduce_bytes;
   if (!o.reduce_dtype.empty() && o.reduce_dtype != "fp32" && o.reduce_dtype != "bf16" && o.reduce_dtype != "fp16")
     fail("--reduce-dtype {}: must be fp32, bf16 or fp16", o.reduce_dtype);
 
@@ -101,35 +111,34 @@ int run_predict(const PredictOptions& o) {
              base.source, base.model, base.precision, base.seq, base.batch, base.grad_accum, base.step_s * 1000,
              base.samples_per_s(),
              base.phases_assumed ? " (throughput only: forward:backward 1:2 assumed, optimizer time unknown)" : "");
-  fmt::print("# model {}: {} parameters, {} units, {} ddp buckets of {} MiB\n", layout.model, layout.parameters,
-             layout.unit_numel.size(), layout.buckets.size(), o.bucket_mb);
+  fmt::print("# model {}: {} parameters, {} units\n", layout.model, layout.parameters, layout.unit_numel.size());
   fmt::print("# network {}\n", comm->describe());
-  fmt::print("{:<14} {:>5} {:>4} {:>5} {:>5} {:>10} {:>10} {:>9} {:>9} {:>11} {:>8} {:>6} {:>10}  {}\n", "strategy",
+  fmt::print("{:<24} {:>5} {:>4} {:>5} {:>5} {:>10} {:>10} {:>9} {:>9} {:>11} {:>8} {:>6} {:>10}  {}\n", "strategy",
              "nodes", "gpn", "world", "accum", "step_ms", "compute_ms", "opt_ms", "exposed", "samples/s", "speedup",
              "eff", "mem_GiB", "exposed ms by collective");
   std::string csv =
       "strategy,nodes,gpus_per_node,world_size,grad_accum,step_ms,compute_ms,other_ms,optimizer_ms,comm_ms,"
       "comm_exposed_ms,exposed_all_reduce_ms,exposed_all_gather_ms,exposed_reduce_scatter_ms,exposed_other_ms,"
       "samples_per_s,speedup,efficiency,memory_bytes,memory_persistent_bytes,memory_working_bytes\n";
-  for (auto& label : o.strategies) {
-    auto spec = predict::parse_strategy(label);
+  for (auto& choice : choices) {
+    const auto label = choice.label();
     for (int n : o.nodes)
       for (int g : gpn) {
         predict::Shape shape{n, g};
-        if (spec.name == "baseline" && shape.world() != 1) continue;
-        if (spec.name == "dp" && n != 1) continue;
+        if (!choice.unsupported(shape).empty()) continue;
         so.grad_accum = static_cast<int>(base.grad_accum);
         if (o.global_batch > 0) {
-          int64_t per = base.batch * shape.world();
+          const int replicas = choice.spec().data_parallel_size(choice.options(), shape);
+          int64_t per = base.batch * replicas;
           if (o.global_batch % per != 0)
-            fail("--global-batch {}: not a multiple of batch {} x {} ranks", o.global_batch, base.batch, shape.world());
+            fail("--global-batch {}: not a multiple of batch {} x {} replicas", o.global_batch, base.batch, replicas);
           if (o.global_batch / per > std::numeric_limits<int>::max())
-            fail("--global-batch {}: {} accumulation steps at {} ranks is beyond any run", o.global_batch,
-                 o.global_batch / per, shape.world());
+            fail("--global-batch {}: {} accumulation steps at {} replicas is beyond any run", o.global_batch,
+                 o.global_batch / per, replicas);
           so.grad_accum = static_cast<int>(o.global_batch / per);
         }
-        auto p = predict::predict_step(base, layout, spec, shape, *comm, so);
-        fmt::print("{:<14} {:>5} {:>4} {:>5} {:>5} {:>10.2f} {:>10.2f} {:>9.2f} {:>9.2f} {:>11.2f} {:>8.3f} {:>6.3f} "
+        auto p = predict::predict_step(base, layout, choice, shape, *comm, so);
+        fmt::print("{:<24} {:>5} {:>4} {:>5} {:>5} {:>10.2f} {:>10.2f} {:>9.2f} {:>9.2f} {:>11.2f} {:>8.3f} {:>6.3f} "
                    "{:>10.3f}  {}\n",
                    label, n, g, shape.world(), so.grad_accum, p.step_s * 1000, (p.compute_s + p.other_s) * 1000,
                    p.optimizer_s * 1000, p.exposed_s * 1000, p.samples_per_s, p.speedup, p.efficiency,
@@ -141,7 +150,7 @@ int run_predict(const PredictOptions& o) {
         double rest = p.exposed_s * 1000 - ex("all_reduce") - ex("all_gather") - ex("reduce_scatter");
         csv += fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},"
                            "{:.6f},{:.6f},{:.6f},{:.0f},{:.0f},{:.0f}\n",
-                           label, n, g, shape.world(), so.grad_accum, p.step_s * 1000, p.compute_s * 1000,
+                           report::csv_field(label), n, g, shape.world(), so.grad_accum, p.step_s * 1000, p.compute_s * 1000,
                            p.other_s * 1000, p.optimizer_s * 1000, p.comm_s * 1000, p.exposed_s * 1000,
                            ex("all_reduce"), ex("all_gather"), ex("reduce_scatter"), std::max(0.0, rest),
                            p.samples_per_s, p.speedup, p.efficiency, p.memory_bytes, p.memory_persistent,
@@ -163,17 +172,17 @@ Action add_predict(CLI::App& app) {
   cmd->add_option("--baseline-row", o->baseline_row, "run_id of the row to use when the file holds several");
   cmd->add_option("--system", o->system, "System description (configs/systems/*.toml)");
   cmd->add_option("--comm", o->comm, "hpcbench bench-comm --output file measured on the ranks to predict");
-  cmd->add_option("--strategies", o->strategies, "baseline, dp, ddp, zero-1, zero-2, zero-3, fsdp, fsdp-grad-op, "
-                                                 "fsdp-hybrid (optionally -no-overlap, -no-prefetch)")
-      ->delimiter(',')
-      ->capture_default_str();
+  cmd->add_option("--strategies", o->strategies,
+                  "Comma-separated strategy labels, as `run --strategy` takes them (" + strategies::spec_names() +
+                      ", with options: zero:stage=3,prefetch=off); default: a few configurations of each");
   cmd->add_option("--nodes", o->nodes, "Node counts (comma-separated)")->delimiter(',')->capture_default_str();
   cmd->add_option("--gpus-per-node", o->gpus_per_node,
                   "Ranks per node (comma-separated; default: the system's GPUs a node, or bench-comm's ranks)")
       ->delimiter(',');
   cmd->add_option("--model", o->model, "Model preset or config.json (default: the baseline's)");
-  cmd->add_option("--bucket-mb", o->bucket_mb, "ddp bucket size, as hpcbench run's")->capture_default_str();
-  cmd->add_option("--reduce-dtype", o->reduce_dtype, "Gradient reduction dtype: zero/fsdp (default: the compute dtype) and ddp (default: fp32)");
+  cmd->add_option("--reduce-dtype", o->reduce_dtype,
+                  "Gradient reduction dtype where a label does not name one: sharded strategies (default: the "
+                  "compute dtype) and replicated ones (default: fp32)");
   cmd->add_option("--global-batch", o->global_batch,
                   "Keep this global batch at every shape (strong scaling: accumulation = global / (batch x ranks))");
   cmd->add_flag("--allow-device-mismatch", o->allow_device_mismatch,

@@ -22,6 +22,7 @@
 #include "dist/process_group.h"
 #include "report/run_folder.h"
 #include "self_exec.h"
+#include "strategies/registry.h"
 #include "strategies/strategy.h"
 #include "tensorboard/run_log.h"
 #include "train/config.h"
@@ -45,7 +46,9 @@ struct RunOptions {
   bool keep_collectives = false;
   std::string backend = "auto";
   bool allow_shared_gpu = false;
-  strategies::StrategyOptions strategy;
+  // Strategy option flags as given (flag -> text), set on the chosen
+  // strategy once the TOML file and --strategy are known.
+  std::map<std::string, std::string> strategy_flags;
   std::string save_checkpoint, save_initial_checkpoint, dump_data;
   // --repeats N: N child runs of the same command; each child is told its
   // group and index (--repeat-group, --repeat-index) and records them.
@@ -87,13 +90,13 @@ void log_network_settings() {
       spdlog::info("  {}={}", k, v);
 }
 
-std::string default_run_name(const train::TrainConfig& cfg, int world) {
+std::string default_run_name(const strategies::Choice& choice, int world) {
   auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm tm{};
   localtime_r(&t, &tm);
   char buf[32];
   std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", &tm);
-  return fmt::format("{}-{}x-{}", cfg.strategy, world, buf);
+  return fmt::format("{}-{}x-{}", choice.file_name(), world, buf);
 }
 
 void print_summary(const report::RunResult& r, const std::string& folder) {
@@ -122,14 +125,14 @@ void print_summary(const report::RunResult& r, const std::string& folder) {
 // The timed loop N times as separate processes, one after the other, so that
 // each repeat starts with a fresh allocator, caches and thread pools; every
 // repeat is its own run folder <group>-r<i> with the shared repeat_group.
-int run_repeats(const train::TrainConfig& cfg, const RunOptions& o) {
+int run_repeats(const train::TrainConfig& cfg, const strategies::Choice& choice, const RunOptions& o) {
   auto layout = dist::detect_layout();
   if (layout.world_size > 1)
     fail("--repeats {}: this process is one of {} ranks of a launched job; repeat the job instead "
          "(`hpcbench sweep --repeats N` submits N jobs per configuration)",
          o.repeats, layout.world_size);
   std::string group = cfg.run_name.empty()
-                          ? default_run_name(cfg, o.nproc_per_node > 0 ? o.nproc_per_node : 1)
+                          ? default_run_name(choice, o.nproc_per_node > 0 ? o.nproc_per_node : 1)
                           : cfg.run_name;
   std::vector<std::string> base;
   auto args = own_arguments();
@@ -160,28 +163,53 @@ int run_repeats(const train::TrainConfig& cfg, const RunOptions& o) {
   return 0;
 }
 
+// Whether the job's processes can run the strategy: one that drives several
+// devices from one process runs as one process; the others are asked.
+void check_processes(const strategies::Choice& choice, const strategies::Shape& processes) {
+  if (processes.world() <= 1) return;
+  const auto devices_option = choice.spec().traits().devices_option;
+  if (!devices_option.empty()) {
+    auto options = choice.options().clone();
+    std::string flag;
+    for (auto& s : options->settings())
+      if (s.key == devices_option) flag = s.flag;
+    fail("--strategy {} drives every device from one process ({} says how many), but the job has {} processes; "
+         "run it as one", choice.name(), flag, processes.world());
+  }
+  if (auto why = choice.unsupported(processes); !why.empty())
+    fail("--strategy {} on {} ranks: {}", choice.label(), processes.world(), why);
+}
+
 }  // namespace
 
-int run_training(const train::TrainConfig& cfg, const RunOptions& o) {
+int run_training(const train::TrainConfig& cfg, const strategies::Choice& choice, const RunOptions& o) {
   train::validate(cfg);
+  choice.validate(cfg.precision);
   if (!(o.collective_timeout_s > 0)) fail("--collective-timeout {}: must be positive", o.collective_timeout_s);
   if (!(o.connect_timeout_s > 0)) fail("--connect-timeout {}: must be positive", o.connect_timeout_s);
   if (o.backend != "auto" && o.backend != "nccl" && o.backend != "gloo")
     fail("--backend {}: unknown (use auto, nccl or gloo)", o.backend);
-  if (o.keep_collectives && !strategies::needs_comm(cfg.strategy))
-    fail("--keep-collectives applies to strategies that communicate (ddp, zero, fsdp), not {}", cfg.strategy);
+  const auto traits = choice.spec().traits();
+  if (o.keep_collectives && !traits.needs_comm) {
+    std::vector<std::string> communicating;
+    for (auto* s : strategies::specs())
+      if (s->traits().needs_comm) communicating.push_back(s->name());
+    fail("--keep-collectives applies to strategies that communicate ({}), not {}", fmt::join(communicating, ", "),
+         choice.name());
+  }
   if (cfg.device == "cpu" && o.backend == "nccl") fail("--backend nccl needs --device cuda (NCCL runs on GPUs only)");
   if (o.allow_shared_gpu && o.backend != "gloo")
     fail("--allow-shared-gpu needs --backend gloo: NCCL refuses two ranks on one GPU (\"duplicate GPU\"), while "
          "Gloo stages CUDA tensors through host memory and lets ranks share it");
-  auto strategy = strategies::make_strategy(cfg.strategy, o.strategy);
+  if (o.nproc_per_node > 0) check_processes(choice, {1, o.nproc_per_node});
+  auto strategy = strategies::make_strategy(choice);
   // What would otherwise fail only when the results are written, after the
   // whole run: the name, and a results folder that can take it.
   if (!cfg.run_name.empty()) report::check_run_name(cfg.run_name);
   if (o.repeats < 1) fail("--repeats {}: must be at least 1", o.repeats);
   if (o.repeats > 1) {
     report::check_results_dir(cfg.results_dir);
-    return run_repeats(cfg, o);
+    return run_repeats(cfg, choice, o);
   }
   if (o.nproc_per_node > 0) {
     report::check_results_dir(cfg.results_dir);
@@ -204,7 +232,9 @@ int run_training(const train::TrainConfig& cfg, const RunOptions& o) {
                               .bound_by_visible_devices = dist::one_visible_device_named(dist::current_environment()),
                               .shared_devices = o.allow_shared_gpu});
   train::RunContext ctx;
-  if (layout.world_size > 1 || strategies::needs_comm(cfg.strategy)) {
+  check_processes(choice, {static_cast<int>(layout.num_nodes),
+                           static_cast<int>(layout.world_size / std::max<int64_t>(layout.num_nodes, 1))});
+  if (layout.world_size > 1 || traits.needs_comm) {
     dist::CommOptions copts;
     copts.elide_single_rank = !o.keep_collectives;
     copts.backend = o.backend;
@@ -245,7 +275,7 @@ int run_training(const train::TrainConfig& cfg, const RunOptions& o) {
   hooks.data_dump = o.dump_data;
   hooks.after_step = fault_hook(ctx.rank);
   // Named at the start: the TensorBoard log is written under it as the run goes.
-  std::string name = cfg.run_name.empty() ? default_run_name(cfg, ctx.world_size) : cfg.run_name;
+  std::string name = cfg.run_name.empty() ? default_run_name(choice, ctx.world_size) : cfg.run_name;
   if (cfg.tensorboard == "on") hooks.tensorboard_dir = tensorboard::live_dir(cfg.results_dir, name);
   auto out = train::train(cfg, *strategy, ctx, hooks);
   // Only a job whose every rank got here leaves a results folder.
@@ -264,7 +294,13 @@ int run_training(const train::TrainConfig& cfg, const RunOptions& o) {
   return 0;
 }
 
-int run_training(const train::TrainConfig& cfg) { return run_training(cfg, RunOptions{}); }
+int run_training(const train::TrainConfig& cfg) {
+  auto c = cfg;
+  if (c.strategy.empty()) c.strategy = strategies::reference_spec().name();
+  auto choice = strategies::configure(c.strategy, nullptr, {}, "--strategy");
+  c.strategy = choice.label();
+  return run_training(c, choice, RunOptions{});
+}
 
 Action add_run(CLI::App& app) {
   auto* sub = app.add_subcommand("run", "Timed BERT/SQuAD training under one strategy; writes a results folder");
@@ -290,26 +326,19 @@ Action add_run(CLI::App& app) {
   sub->add_flag("--allow-shared-gpu", o->allow_shared_gpu,
                 "Let local ranks share GPUs (local rank modulo the visible GPUs); needs --backend gloo, since "
                 "NCCL refuses two ranks on one GPU");
-  sub->add_option("--bucket-mb", o->strategy.bucket_mb, "ddp: gradient bucket size in MB")->capture_default_str();
-  sub->add_flag_function("--no-overlap", [o](int64_t) { o->strategy.overlap = false; },
-                "ddp: all-reduce after backward instead of during it; zero, fsdp: finish each unit's gradient "
-                "reduction before the next unit's backward");
-  sub->add_option("--zero-stage", o->strategy.zero_stage, "zero: 1, 2 or 3 (DeepSpeed's stages)")
-      ->capture_default_str();
-  sub->add_option("--sharding", o->strategy.sharding,
-                  "fsdp: full (FULL_SHARD), grad-op (SHARD_GRAD_OP) or hybrid (HYBRID_SHARD: shard in a node, "
-                  "replicate across nodes)")
-      ->capture_default_str();
-  sub->add_option("--shard-group-size", o->strategy.shard_group_size,
-                  "fsdp hybrid: ranks per shard group (default: the ranks of a node)");
-  sub->add_flag_function("--no-prefetch", [o](int64_t) { o->strategy.prefetch = false; },
-                         "zero 3, fsdp: gather each unit only when it runs (no all-gather during the previous "
-                         "unit's compute)");
-  sub->add_option("--reduce-dtype", o->strategy.reduce_dtype,
-                  "zero, fsdp with --precision bf16/fp16: dtype of the gradient reduction, fp32, bf16 or fp16 "
-                  "(default: the compute dtype)");
-  sub->add_option("--dp-replicas", o->strategy.dp_replicas,
-                  "dp: replicas one process drives (0: every GPU, or 2 on CPU)")->capture_default_str();
+  // Every strategy's option flags, from the specs' settings tables; a flag
+  // the chosen strategy does not take is refused once it is known.
+  for (auto& f : strategies::option_flags()) {
+    if (f.type.empty()) {
+      sub->add_flag_function(f.flag, [o, flag = f.flag, v = f.switch_text](int64_t) { o->strategy_flags[flag] = v; },
+                             f.help);
+      continue;
+    }
+    sub->add_option_function<std::string>(
+           f.flag, [o, flag = f.flag](const std::string& v) { o->strategy_flags[flag] = v; }, f.help)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+        ->type_name(f.type);
+  }
   sub->add_option("--save-checkpoint", o->save_checkpoint, "Write the final model here (rank 0; .safetensors or a folder)");
   sub->add_option("--save-initial-checkpoint", o->save_initial_checkpoint,
                   "Write the model every rank starts from here (rank 0)");
@@ -332,21 +361,22 @@ Action add_run(CLI::App& app) {
            s.help + " [" + s.key + "]")
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
         // Collected as text, but shown with the setting's own type.
-        ->type_name(std::visit(
-            [](auto* p) -> std::string {
-              using T = std::remove_pointer_t<decltype(p)>;
-              if constexpr (std::is_same_v<T, int64_t>) return "INT";
-              else if constexpr (std::is_same_v<T, double>) return "FLOAT";
-              else return "TEXT";
-            },
-            s.target));
+        ->type_name(type_name(s));
   }
   return [cfg, config_file, values, o] {
-    if (!config_file->empty()) train::load_toml(*cfg, *config_file);
+    std::optional<TomlFile> file;
+    if (!config_file->empty()) {
+      file.emplace(*config_file);
+      train::load_toml(*cfg, *file);
+    }
     for (auto& s : train::settings_of(*cfg))
-      if (auto it = values->find(s.flag); it != values->end()) train::set_from_string(s, it->second);
+      if (auto it = values->find(s.flag); it != values->end()) set_from_string(s, it->second);
+    if (cfg->strategy.empty()) cfg->strategy = strategies::reference_spec().name();
+    auto choice = strategies::configure(cfg->strategy, file ? &*file : nullptr, o->strategy_flags, "--strategy");
+    // The run's settings record the strategy as configured, options included.
+    cfg->strategy = choice.label();
     train::resolve_names(*cfg);
-    return run_training(*cfg, *o);
+    return run_training(*cfg, choice, *o);
   };
 }
 

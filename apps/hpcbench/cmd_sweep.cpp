@@ -6,7 +6,9 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "strategies/registry.h"
 #include "sweep/manifest.h"
+#include "sweep/plan.h"
 #include "sweep/status.h"
 #include "sweep/submit.h"
 
@@ -24,7 +26,7 @@ std::string default_sweep_dir() {
 }
 
 struct SweepArgs {
-  std::string strategies = "baseline,ddp,fsdp,zero";
+  std::string strategies;  // labels; empty: every strategy that runs one process per device
   std::string nodes = "1";
   std::string gpus = "1";
   std::string out;
@@ -76,7 +78,9 @@ Action add_sweep(CLI::App& app) {
       "sweep", "Write one SLURM job script per strategy x nodes x GPUs per node (plus the 1-device "
                "baseline) into a sweep folder with a sweep.json manifest; --submit queues them");
   auto a = std::make_shared<SweepArgs>();
-  sub->add_option("--strategies", a->strategies, "Comma-separated strategies")->capture_default_str();
+  sub->add_option("--strategies", a->strategies,
+                  "Comma-separated strategy labels, as `run --strategy` takes them (" + strategies::spec_names() +
+                      "; zero:stage=3,prefetch=off; default: every strategy with one process per device)");
   sub->add_option("--nodes", a->nodes, "Comma-separated node counts")->capture_default_str();
   sub->add_option("--gpus-per-node", a->gpus,
                   "Comma-separated GPUs per node (ranks per node with --cpu)")->capture_default_str();
@@ -109,7 +113,11 @@ Action add_sweep(CLI::App& app) {
   return [a, sub] {
     if (a->resume) return resume_sweep(*a, *sub);
     auto& o = a->opts;
-    o.strategies = sweep::parse_name_list(a->strategies, "--strategies");
+    std::string labels = a->strategies;
+    if (labels.empty())
+      for (auto* spec : strategies::specs())
+        if (spec->traits().devices_option.empty()) labels += (labels.empty() ? "" : ",") + spec->name();
+    o.strategies = sweep::parse_strategy_list(labels, "--strategies");
     o.nodes = sweep::parse_int_list(a->nodes, "--nodes");
     o.gpus_per_node = sweep::parse_int_list(a->gpus, "--gpus-per-node");
     o.out_dir = a->out.empty() ? default_sweep_dir() : a->out;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dist/bench_comm.h"
+#include "strategies/schedule.h"
 
 namespace hpcbench::predict {
 
@@ -34,13 +35,8 @@ struct System {
   std::string device = "cuda";  // the kind of device: "cuda" (GPUs) or "cpu"
 };
 
-// The ranks of a collective: `per_node` ranks on each of `nodes` nodes.
-struct Group {
-  int nodes = 1;
-  int per_node = 1;
-  int share = 1;  // groups like this one crossing each node's NICs at once (hybrid's replica groups)
-  int ranks() const { return nodes * per_node; }
-};
+// The ranks of a collective (strategies/schedule.h: what a strategy issues).
+using strategies::Group;
 
 // Latency terms (ring steps) of each op over n ranks: all-reduce 2(n-1)
 // (reduce-scatter then all-gather), the others n-1.

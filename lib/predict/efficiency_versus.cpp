@@ -14,17 +14,6 @@
 
 namespace hpcbench::predict {
 
-namespace {
-
-std::string option(const std::string& options, const std::string& key) {
-  auto at = options.find(key + "=");
-  if (at == std::string::npos) return "";
-  auto from = at + key.size() + 1;
-  return options.substr(from, options.find_first_of(", ", from) - from);
-}
-
-}  // namespace
-
 std::vector<PredictedParts> predicted_parts(const report::Comparison& c, const std::vector<report::EfficiencyRow>& rows,
                                             const CommModel& comm) {
   using report::Part;
@@ -63,9 +52,8 @@ std::vector<PredictedParts> predicted_parts(const report::Comparison& c, const s
       const double f = static_cast<double>(r.batch_per_device) / static_cast<double>(base.batch);
       base.forward_s *= f, base.backward_s *= f, base.other_s *= f;
       base.batch = r.batch_per_device;
-      auto spec = parse_strategy(strategy_label(r.strategy, r.strategy_options));
-      auto bucket = option(r.strategy_options, "bucket_mb");
-      auto layout = model_layout(model::BertConfig::preset(base.model), base.seq, bucket.empty() ? 25 : std::stod(bucket));
+      auto spec = strategies::parse_record(r.strategy, r.strategy_options);
+      auto layout = model_layout(model::BertConfig::preset(base.model), base.seq);
       Shape shape;
       shape.nodes = static_cast<int>(std::max<int64_t>(1, r.nodes));
       shape.gpus_per_node = static_cast<int>(report::devices(r) / shape.nodes);

@@ -5,11 +5,10 @@
 #include "core/error.h"
 #include "model/bert.h"
 #include "model/sharding_units.h"
-#include "strategies/ddp/ddp.h"
 
 namespace hpcbench::predict {
 
-Layout model_layout(const model::BertConfig& config, int64_t seq, double bucket_mb) {
+Layout model_layout(const model::BertConfig& config, int64_t seq) {
   at::NoGradGuard no_grad;
   model::BertForQuestionAnswering m(config);
   Layout l;
@@ -32,20 +31,17 @@ Layout model_layout(const model::BertConfig& config, int64_t seq, double bucket_
   }
   for (auto& x : l.unit_share) x /= total;
 
-  std::vector<at::Tensor> params;
   for (auto& item : m->named_parameters()) {
     if (!item.value().requires_grad()) continue;
     size_t unit = units.size();
     for (size_t k = 0; k < units.size(); ++k)
       if (item.key().starts_with(units[k].prefix)) unit = k;
     if (unit == units.size()) fail("model {}: parameter {} is in no sharding unit", config.name, item.key());
-    params.push_back(item.value());
     l.param_numel.push_back(item.value().numel());
     l.param_unit.push_back(unit);
     l.unit_numel[unit] += item.value().numel();
     l.parameters += item.value().numel();
   }
-  l.buckets = strategies::assign_ddp_buckets(params, bucket_mb);
   return l;
 }
 

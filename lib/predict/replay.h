@@ -9,16 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "strategies/schedule.h"
+
 namespace hpcbench::predict {
 
-enum class Stream { compute, comm };
-
-struct Task {
-  Stream stream = Stream::compute;
-  double seconds = 0;
-  std::vector<size_t> after;  // earlier tasks (indices) this one waits for
-  std::string kind;           // "forward", "backward", "all_reduce", ...
-};
+// The tasks a strategy's spec issued (strategies/schedule.h), collectives
+// costed.
+using strategies::Stream;
+using strategies::Task;
 
 struct Replay {
   std::vector<double> start, end;

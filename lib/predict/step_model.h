@@ -12,6 +12,7 @@
 #include "predict/collective.h"
 #include "predict/layout.h"
 #include "predict/replay.h"
+#include "strategies/spec.h"
 
 namespace hpcbench::predict {
 
@@ -28,28 +29,13 @@ struct Baseline {
   double samples_per_s() const { return static_cast<double>(batch * grad_accum) / step_s; }
 };
 
-struct StrategySpec {
-  std::string label;     // as given: "ddp", "zero-2", "fsdp", ...
-  std::string name;      // baseline, dp, ddp, zero, fsdp
-  int stage = 0;         // zero 1-3; fsdp 3
-  std::string sharding;  // fsdp: full, grad-op, hybrid
-  bool overlap = true, prefetch = true;
-};
-// baseline, dp, ddp, ddp-no-overlap, zero-1, zero-2, zero-3, fsdp (full),
-// fsdp-grad-op, fsdp-hybrid; "-no-overlap" / "-no-prefetch" suffixes for the
-// sharded ones. Throws UserError listing the names.
-StrategySpec parse_strategy(const std::string& text);
-
-struct Shape {
-  int nodes = 1, gpus_per_node = 1;
-  int world() const { return nodes * gpus_per_node; }
-};
+using strategies::Shape;
 
 struct StepOptions {
-  int compute_bytes = 4;  // gathered parameters: 4 (fp32, tf32) or 2 (bf16, fp16)
-  int reduce_bytes = 4;   // zero/fsdp gradient reduction dtype
-  int ddp_bytes = 4;      // ddp's buckets: the parameters' dtype (fp32 under autocast), 2 with an fp16 hook / apex O2
-  int grad_accum = 1;     // micro-steps per optimizer step at this shape
+  int compute_bytes = 4;     // gathered parameters: 4 (fp32, tf32) or 2 (bf16, fp16)
+  int reduce_bytes = 4;      // sharded gradients' reduction dtype, where a strategy's options do not name one
+  int param_grad_bytes = 4;  // gradients of the fp32 parameters under autocast; 2 with an fp16 hook / apex O2
+  int grad_accum = 1;        // micro-steps per optimizer step at this shape
 };
 
 struct Prediction {
@@ -62,11 +48,13 @@ struct Prediction {
   double memory_bytes = 0, memory_persistent = 0, memory_working = 0;
 };
 
-// The step's tasks (exposed for tests and for the report of what ran).
-std::vector<Task> step_schedule(const Baseline& b, const Layout& l, const StrategySpec& s, const Shape& shape,
+// The step's tasks as the strategy's spec issues them, collectives costed
+// (exposed for tests and for the report of what ran). Throws UserError when
+// the strategy cannot run at `shape`.
+std::vector<Task> step_schedule(const Baseline& b, const Layout& l, const strategies::Choice& s, const Shape& shape,
                                 const CommModel& comm, const StepOptions& o);
 
-Prediction predict_step(const Baseline& b, const Layout& l, const StrategySpec& s, const Shape& shape,
+Prediction predict_step(const Baseline& b, const Layout& l, const strategies::Choice& s, const Shape& shape,
                         const CommModel& comm, const StepOptions& o);
 
 }  // namespace hpcbench::predict

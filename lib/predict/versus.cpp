@@ -14,42 +14,28 @@
 
 namespace hpcbench::predict {
 
-namespace {
-
-std::string option(const std::string& options, const std::string& key) {
-  auto at = options.find(key + "=");
-  if (at == std::string::npos) return "";
-  auto from = at + key.size() + 1;
-  return options.substr(from, options.find_first_of(", ", from) - from);
-}
-
-}  // namespace
-
-std::string strategy_label(const std::string& strategy, const std::string& options) {
-  std::string s = strategy;
-  if (strategy == "zero") s = "zero-" + (option(options, "stage").empty() ? "2" : option(options, "stage"));
-  if (strategy == "fsdp") {
-    auto sh = option(options, "sharding");
-    if (!sh.empty() && sh != "full") s = "fsdp-" + sh;
-  }
-  if (option(options, "overlap") == "off") s += "-no-overlap";
-  if (option(options, "prefetch") == "off") s += "-no-prefetch";
-  return s;
-}
-
 std::string versus_report(const report::Comparison& comparison, const CommModel& comm, const std::string& network) {
   std::string out = fmt::format("\npredicted beside measured (hpcbench predict; network {}; docs/scaling-model.md)\n",
                                 network);
-  out += fmt::format("{:<28} {:<16} {:>7} {:>10} {:>10} {:>8} {:>11} {:>11}  {}\n", "run", "strategy", "devices",
+  out += fmt::format("{:<28} {:<28} {:>7} {:>10} {:>10} {:>8} {:>11} {:>11}  {}\n", "run", "strategy", "devices",
                      "step meas", "step pred", "error", "smp/s meas", "smp/s pred", "note");
   std::map<std::string, Layout> layouts;
+  // The run's configuration in the one grammar its record was written in; a
+  // record no strategy here reads is shown as it is and not predicted.
+  auto label_of = [](const report::RunResult& r) {
+    try {
+      return strategies::parse_record(r.strategy, r.strategy_options).label();
+    } catch (const UserError&) {
+      return r.strategy;
+    }
+  };
   int shown = 0;
   for (auto& row : comparison.rows) {
     const auto& r = row.run;
     if (row.is_baseline || !row.baseline || report::devices(r) <= 1 || r.status != "ok") continue;
     auto line = [&](const std::string& pred, const std::string& err, const std::string& ps, const std::string& note) {
-      out += fmt::format("{:<28} {:<16} {:>7} {:>10.2f} {:>10} {:>8} {:>11.2f} {:>11}  {}\n", r.run_id,
-                         strategy_label(r.strategy, r.strategy_options), report::devices(r), r.step_ms_median, pred,
+      out += fmt::format("{:<28} {:<28} {:>7} {:>10.2f} {:>10} {:>8} {:>11.2f} {:>11}  {}\n", r.run_id,
+                         label_of(r), report::devices(r), r.step_ms_median, pred,
                          err, r.samples_per_s, ps, note);
       ++shown;
     };
@@ -59,11 +45,9 @@ std::string versus_report(const report::Comparison& comparison, const CommModel&
     }
     try {
       auto base = baseline_from_result(*row.baseline, row.baseline->run_id);
-      auto spec = parse_strategy(strategy_label(r.strategy, r.strategy_options));
-      auto bucket = option(r.strategy_options, "bucket_mb");
-      double bucket_mb = bucket.empty() ? 25 : std::stod(bucket);
-      auto key = fmt::format("{}/{}/{}", base.model, base.seq, bucket_mb);
-      if (!layouts.count(key)) layouts[key] = model_layout(model::BertConfig::preset(base.model), base.seq, bucket_mb);
+      auto spec = strategies::parse_record(r.strategy, r.strategy_options);
+      auto key = fmt::format("{}/{}", base.model, base.seq);
+      if (!layouts.count(key)) layouts[key] = model_layout(model::BertConfig::preset(base.model), base.seq);
       Shape shape;
       shape.nodes = static_cast<int>(std::max<int64_t>(1, r.nodes));
       shape.gpus_per_node = static_cast<int>(report::devices(r) / shape.nodes);

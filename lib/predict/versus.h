@@ -15,8 +15,4 @@ namespace hpcbench::predict {
 // throughput, error. Rows the model cannot predict say why.
 std::string versus_report(const report::Comparison& comparison, const CommModel& comm, const std::string& network);
 
-// The model's strategy name for a run's strategy and strategy_options
-// ("zero" + "stage=2" -> "zero-2", "ddp" + "overlap=off" -> "ddp-no-overlap").
-std::string strategy_label(const std::string& strategy, const std::string& options);
-
 }  // namespace hpcbench::predict

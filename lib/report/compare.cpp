@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "strategies/names.h"
+#include "strategies/registry.h"
 
 namespace hpcbench::report {
 
@@ -53,12 +53,10 @@ std::vector<std::string> common_mismatch(const RunResult& run, const RunResult& 
 
 std::string join(const std::vector<std::string>& parts) { return fmt::format("{}", fmt::join(parts, "; ")); }
 
-int strategy_rank(const std::string& s) {
-  const auto& order = strategies::kStrategyNames;
-  for (size_t i = 0; i < order.size(); ++i)
-    if (s == order[i]) return static_cast<int>(i);
-  return static_cast<int>(order.size());
-}
+int strategy_rank(const std::string& s) { return strategies::spec_order(s); }
+
+// The one-device reference strategy every speedup divides by.
+bool is_reference(const std::string& s) { return s == strategies::reference_spec().name(); }
 
 // The auto rule of choose_baseline among the runs that `eligible` admits.
 template <typename Eligible>
@@ -67,7 +65,7 @@ std::optional<size_t> auto_baseline(const std::vector<RunResult>& runs, Eligible
   std::tuple<size_t, std::string> best_key;
   for (size_t i = 0; i < runs.size(); ++i) {
     const auto& c = runs[i];
-    if (c.status != "ok" || devices(c) != 1 || c.strategy != "baseline" || !untrusted_figures(c).empty() ||
+    if (c.status != "ok" || devices(c) != 1 || !is_reference(c.strategy) || !untrusted_figures(c).empty() ||
         !eligible(c))
       continue;
     size_t followers = 0;
@@ -355,7 +353,7 @@ Comparison compare(const std::vector<LoadedRun>& loaded, const std::optional<Run
   // size 1) has no scaling to show; its "speedup" is its overhead.
   std::vector<std::string> single;
   for (auto& row : out.rows)
-    if (row.speedup && !row.is_baseline && row.run.strategy != "baseline" && devices(row.run) == 1)
+    if (row.speedup && !row.is_baseline && !is_reference(row.run.strategy) && devices(row.run) == 1)
       single.push_back(row.run.run_id);
   if (!single.empty())
     out.notes.push_back(fmt::format(

@@ -15,7 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
+#include "core/error.h"
 #include "report/table.h"
+#include "strategies/registry.h"
 
 namespace hpcbench::report {
 
@@ -123,33 +125,27 @@ Decomposition decompose(double measured_ms, double ideal_ms, const RunTiming& ru
 
 namespace {
 
-std::string option(const std::string& options, const std::string& key) {
-  auto at = options.find(key + "=");
-  if (at == std::string::npos) return "";
-  auto from = at + key.size() + 1;
-  return options.substr(from, options.find_first_of(", ", from) - from);
+// The strategy's own advice for the run's configuration (its spec's), where
+// its record can be read.
+strategies::Advice strategy_advice(const RunResult& r) {
+  try {
+    auto c = strategies::parse_record(r.strategy, r.strategy_options);
+    return c.spec().advice(c.options());
+  } catch (const UserError&) {
+    return {};
+  }
 }
 
 std::string advice(Part p, const RunResult& r) {
-  const std::string& s = r.strategy;
-  const std::string& o = r.strategy_options;
   switch (p) {
     case Part::Exposed:
-      if (s == "dp") return "dp copies parameters and gradients between replicas every step, all of it exposed; ddp "
-                            "(--strategy ddp) overlaps the reduction with backward";
-      if (option(o, "overlap") == "off") return "overlap the reduction with backward again (drop --no-overlap)";
-      if (option(o, "prefetch") == "off") return "prefetch the next unit's parameters (drop --no-prefetch)";
-      if (s == "ddp") return "tune --bucket-mb so that more of the reduction overlaps backward (larger buckets: "
-                             "fewer collectives; smaller: the first starts earlier)";
-      return "with --precision bf16, reduce in bf16 (--reduce-dtype bf16) to halve the bytes; across nodes, "
-             "--sharding hybrid keeps the parameter gathers inside a node";
+      if (auto a = strategy_advice(r).exposed; !a.empty()) return a;
+      return "overlap more of the communication with compute, or move fewer bytes (a smaller reduction dtype)";
     case Part::Compute:
       return "more samples per device (--batch-size): forward and backward cost more per sample than on the "
              "baseline (a smaller per-device batch, cores or memory bandwidth shared between ranks)";
     case Part::Optimizer:
-      if (s == "ddp" || s == "dp")
-        return "the optimizer runs on a full replica on every device: zero (--strategy zero --zero-stage 1) "
-               "partitions it";
+      if (auto a = strategy_advice(r).optimizer; !a.empty()) return a;
       return "the optimizer and the strategy's per-step work (flattening, gathers after the update, the gradient "
              "norm) do not divide with the devices: more samples per device amortise them";
     case Part::Waiting:

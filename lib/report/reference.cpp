@@ -7,6 +7,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "report/csv_reader.h"
+#include "strategies/registry.h"
 
 namespace hpcbench::report {
 
@@ -19,13 +20,14 @@ bool same_setup(const RunResult& a, const RunResult& b) {
          a.data == b.data;
 }
 
-// The group's one-device row, preferring the plain baseline strategy.
+// The group's one-device row, preferring the one-device reference strategy.
 const RunResult* group_baseline(const std::vector<LoadedRun>& rows, const RunResult& r) {
   const RunResult* best = nullptr;
   for (auto& c : rows) {
     const RunResult& b = c.result;
     if (b.world_size != 1 || b.status != "ok" || !same_setup(b, r)) continue;
-    if (!best || (b.strategy == "baseline" && best->strategy != "baseline")) best = &b;
+    const auto& ref = strategies::reference_spec().name();
+    if (!best || (b.strategy == ref && best->strategy != ref)) best = &b;
   }
   return best;
 }

@@ -1,27 +1,146 @@
+#include "strategies/registry.h"
+
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "core/error.h"
-#include "strategies/names.h"
-#include "strategies/baseline/baseline.h"
-#include "strategies/ddp/ddp.h"
-#include "strategies/dp/dp.h"
-#include "strategies/fsdp/fsdp.h"
-#include "strategies/zero/zero.h"
 
 namespace hpcbench::strategies {
 
-std::unique_ptr<Strategy> make_strategy(const std::string& name, const StrategyOptions& options) {
-  if (!options.reduce_dtype.empty() && name != "zero" && name != "fsdp")
-    fail("--reduce-dtype {} applies to --strategy zero and fsdp (their mixed precision), not {}",
-         options.reduce_dtype, name);
-  if (name == "baseline") return std::make_unique<Baseline>();
-  if (name == "ddp") return std::make_unique<Ddp>(options);
-  if (name == "dp") return std::make_unique<Dp>(options);
-  if (name == "zero") return make_zero(options);
-  if (name == "fsdp") return make_fsdp(options);
-  fail("--strategy {}: unknown (known: {})", name, fmt::join(kStrategyNames, ", "));
+#define HPCBENCH_STRATEGY(name) \
+  namespace name {              \
+  const Spec& spec();           \
+  }
+#include "strategies/registry.inc"
+#undef HPCBENCH_STRATEGY
+
+namespace {
+
+std::vector<const Spec*>& registry() {
+  static std::vector<const Spec*> all = {
+#define HPCBENCH_STRATEGY(name) &name::spec(),
+#include "strategies/registry.inc"
+#undef HPCBENCH_STRATEGY
+  };
+  return all;
 }
 
-bool needs_comm(const std::string& name) { return name == "ddp" || name == "zero" || name == "fsdp"; }
+}  // namespace
+
+const std::vector<const Spec*>& specs() { return registry(); }
+
+const Spec* find_spec(const std::string& name) {
+  for (auto* s : registry())
+    if (s->name() == name) return s;
+  return nullptr;
+}
+
+std::string spec_names() {
+  std::vector<std::string> names;
+  for (auto* s : registry()) names.push_back(s->name());
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+const Spec& spec_named(const std::string& name, const std::string& what) {
+  if (auto* s = find_spec(name)) return *s;
+  fail("{}: unknown strategy '{}' (known: {})", what, name, spec_names());
+}
+
+const Spec& reference_spec() {
+  for (auto* s : registry())
+    if (s->traits().reference) return *s;
+  fail("internal: no strategy is the one-device reference");
+}
+
+int spec_order(const std::string& name) {
+  const auto& all = registry();
+  for (size_t i = 0; i < all.size(); ++i)
+    if (all[i]->name() == name) return static_cast<int>(i);
+  return static_cast<int>(all.size());
+}
+
+void add_spec(const Spec& spec) {
+  if (find_spec(spec.name())) fail("internal: strategy {} registered twice", spec.name());
+  registry().push_back(&spec);
+}
+
+std::vector<OptionFlag> option_flags() {
+  struct Entry {
+    OptionFlag f;
+    std::vector<std::pair<std::string, std::string>> uses;  // help -> strategies
+    std::vector<std::string> keys;
+  };
+  std::vector<Entry> entries;
+  for (auto* spec : registry()) {
+    auto options = spec->defaults();
+    for (auto& s : options->settings()) {
+      auto it = std::find_if(entries.begin(), entries.end(), [&](const Entry& e) { return e.f.flag == s.flag; });
+      if (it == entries.end()) {
+        Entry e;
+        e.f.flag = s.flag;
+        e.f.type = type_name(s);
+        if (e.f.type.empty()) e.f.switch_text = switch_value(s) ? "on" : "off";
+        entries.push_back(std::move(e));
+        it = entries.end() - 1;
+      } else if (it->f.type != type_name(s)) {
+        fail("internal: flag {} has two types ({} for {})", s.flag, type_name(s), spec->name());
+      }
+      auto use = std::find_if(it->uses.begin(), it->uses.end(), [&](auto& u) { return u.first == s.help; });
+      if (use == it->uses.end()) it->uses.emplace_back(s.help, spec->name());
+      else use->second += ", " + spec->name();
+      it->keys.push_back(spec->name() + "." + s.key);
+    }
+  }
+  std::vector<OptionFlag> out;
+  for (auto& e : entries) {
+    std::vector<std::string> parts;
+    for (auto& [help, who] : e.uses) parts.push_back(who + ": " + help);
+    e.f.help = fmt::format("{} [{}]", fmt::join(parts, "; "), fmt::join(e.keys, ", "));
+    out.push_back(std::move(e.f));
+  }
+  return out;
+}
+
+std::vector<std::string> toml_keys() {
+  std::vector<std::string> out;
+  for (auto* spec : registry()) {
+    auto options = spec->defaults();
+    for (auto& s : options->settings()) out.push_back(spec->name() + "." + s.key);
+  }
+  return out;
+}
+
+Choice configure(const std::string& label, const TomlFile* file, const std::map<std::string, std::string>& flags,
+                 const std::string& what) {
+  auto parts = split_label(label, what);
+  const std::string where = fmt::format("{} {}", what, label);
+  Choice choice(spec_named(parts.name, where));
+  auto settings = choice.options().settings();
+  if (file) file->apply(settings, choice.name() + ".");
+  for (auto& [k, v] : parts.options) choice.set(k, v, where);
+  for (auto& [flag, value] : flags) {
+    auto it = std::find_if(settings.begin(), settings.end(), [&](const Setting& s) { return s.flag == flag; });
+    if (it != settings.end()) {
+      set_from_string(*it, value);
+      continue;
+    }
+    std::vector<std::string> takers;
+    bool is_switch = false;
+    for (auto* spec : registry()) {
+      auto o = spec->defaults();
+      for (auto& s : o->settings())
+        if (s.flag == flag) {
+          takers.push_back(spec->name());
+          is_switch = type_name(s).empty();
+        }
+    }
+    std::string who = takers.empty() ? "none" : takers.back();
+    for (size_t i = takers.empty() ? 0 : takers.size() - 1; i-- > 0;)
+      who = takers[i] + (i + 2 == takers.size() ? " and " : ", ") + who;
+    fail("{}{} applies to --strategy {}, not {}", flag, is_switch ? "" : " " + value, who, choice.name());
+  }
+  return choice;
+}
 
 }  // namespace hpcbench::strategies

@@ -2,7 +2,8 @@
 // The one small interface every parallel strategy implements. The trainer owns
 // the loop, the data order, the optimizer schedule and the timing; a strategy
 // decides how one micro-batch's forward/backward runs and how gradients meet.
-// Adding a strategy means adding a folder here and one line in registry.cpp.
+// A strategy is a folder here (its spec, spec.h, and this class's
+// implementation) and one line in registry.inc.
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "model/bert.h"
+#include "strategies/spec.h"
 #include "train/batch.h"
 #include "train/optimizer.h"
 #include "train/step_timer.h"
@@ -34,24 +36,12 @@ struct StrategyContext {
   std::vector<std::string> hosts;
 };
 
-// Strategy-specific settings from the command line; each strategy reads the
-// ones that concern it and reports them in options().
-struct StrategyOptions {
-  double bucket_mb = 25;  // ddp: all-reduce bucket size (the first bucket is 1 MiB, as in DDP)
-  bool overlap = true;    // ddp, zero, fsdp: gradient reduction during backward (not after it)
-  int dp_replicas = 0;    // dp: replicas driven by one process; 0: every GPU, or 2 on CPU
-  int zero_stage = 2;     // zero: 1 (optimizer states), 2 (+ gradients), 3 (+ parameters) partitioned
-  std::string sharding = "full";  // fsdp: full (FULL_SHARD), grad-op (SHARD_GRAD_OP) or hybrid (HYBRID_SHARD)
-  int shard_group_size = 0;       // fsdp hybrid: ranks per shard group; 0: the ranks of a node
-  bool prefetch = true;           // zero 3, fsdp: all-gather the next unit during this one's compute
-  std::string reduce_dtype;       // zero, fsdp under bf16/fp16: gradient reduction dtype ("" = compute dtype)
-};
-
 class Strategy {
  public:
   virtual ~Strategy() = default;
-  virtual std::string name() const = 0;
-  virtual std::string options() const { return ""; }
+  // What a run records as its strategy_options (after setup: options it
+  // resolved, such as the devices or the shard group, and its facts).
+  virtual std::string options() const = 0;
   // Once, before training: the model is on ctx.device with its initial
   // weights (replicas broadcast from rank 0, shards cut, ...).
   virtual void setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) = 0;
@@ -103,12 +93,11 @@ class Strategy {
   virtual bool all_finite(bool local_finite) { return local_finite; }
 };
 
-// "baseline", "dp", "ddp", "fsdp", "zero". Throws UserError listing the
-// known names for anything else.
-std::unique_ptr<Strategy> make_strategy(const std::string& name, const StrategyOptions& options = {});
+// The strategy `choice` names, ready for setup.
+std::unique_ptr<Strategy> make_strategy(const Choice& choice);
 
-// Whether the strategy needs a communicator even in a one-process job (ddp
-// does, so that its 1-rank runs measure the same code as its N-rank runs).
-bool needs_comm(const std::string& name);
+// A strategy from elsewhere (a test's) beside the registry's own: its spec
+// joins the registry (registry.h) and `make` builds it.
+void add_strategy(const Spec& spec, std::unique_ptr<Strategy> (*make)(const Choice&));
 
 }  // namespace hpcbench::strategies

@@ -6,15 +6,11 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "strategies/names.h"
+#include "strategies/registry.h"
 
 namespace hpcbench::sweep {
 
 namespace {
-
-// Strategy names `hpcbench run --strategy` accepts. Checked here so that a
-// typo fails before a whole sweep is queued.
-const std::vector<std::string> kKnownStrategies(strategies::kStrategyNames.begin(), strategies::kStrategyNames.end());
 
 // Flags that the sweep sets for every job; repeating them would make the run
 // folder land somewhere the manifest does not say.
@@ -37,6 +33,12 @@ std::vector<std::string> parse_name_list(const std::string& text, const std::str
   return out;
 }
 
+std::vector<std::string> parse_strategy_list(const std::string& text, const std::string& flag) {
+  std::vector<std::string> out;
+  for (auto& c : strategies::parse_labels(text, flag)) out.push_back(c.label());
+  return out;
+}
+
 std::vector<int> parse_int_list(const std::string& text, const std::string& flag) {
   std::vector<int> out;
   for (const auto& item : parse_name_list(text, flag)) {
@@ -53,9 +55,13 @@ std::vector<SweepJob> plan_jobs(const SweepOptions& opts) {
   if (opts.strategies.empty()) fail("--strategies: no strategy given");
   if (opts.nodes.empty()) fail("--nodes: no node count given");
   if (opts.gpus_per_node.empty()) fail("--gpus-per-node: no count given");
-  for (const auto& s : opts.strategies)
-    if (std::find(kKnownStrategies.begin(), kKnownStrategies.end(), s) == kKnownStrategies.end())
-      fail("--strategies: unknown strategy '{}' (known: {})", s, fmt::join(kKnownStrategies, ", "));
+  // Labels `hpcbench run --strategy` takes, checked here so that a typo fails
+  // before a whole sweep is queued.
+  std::vector<strategies::Choice> choices;
+  for (const auto& s : opts.strategies) {
+    choices.push_back(strategies::parse_label(s, "--strategies"));
+    choices.back().validate("");
+  }
   for (const auto& a : opts.run_args)
     for (const auto& owned : kOwnedRunFlags)
       if (a == owned || a.starts_with(owned + "="))
@@ -70,23 +76,28 @@ std::vector<SweepJob> plan_jobs(const SweepOptions& opts) {
         fail("'{}' after '--' with --global-batch {}: the sweep sets each job's --batch-size from it", a,
              opts.global_batch);
 
-  auto make = [](const std::string& strategy, int n, int g) {
+  auto make = [](const strategies::Choice& c, int n, int g) {
     SweepJob j;
-    j.strategy = strategy;
+    j.strategy = c.label();
     j.nodes = n;
     j.gpus_per_node = g;
-    j.name = fmt::format("{}-{}x{}", strategy, n, g);
+    j.name = fmt::format("{}-{}x{}", c.file_name(), n, g);
     j.script = std::filesystem::path("jobs") / (j.name + ".sbatch");
     j.run_dir = std::filesystem::path("runs") / j.name;
     j.log = fmt::format("logs/{}-%j.out", j.name);
     return j;
   };
-  // The baseline is always there: the report's speed-ups divide by it.
-  std::vector<SweepJob> jobs{make("baseline", 1, 1)};
-  for (const auto& s : opts.strategies) {
-    if (s == "baseline") continue;
+  // The one-device reference is always there: the report's speed-ups divide
+  // by it.
+  std::vector<SweepJob> jobs{make(strategies::Choice(strategies::reference_spec()), 1, 1)};
+  for (const auto& c : choices) {
+    if (c.spec().traits().reference) continue;
     for (int n : opts.nodes)
-      for (int g : opts.gpus_per_node) jobs.push_back(make(s, n, g));
+      for (int g : opts.gpus_per_node) {
+        if (auto why = c.unsupported({n, g}); !why.empty())
+          fail("--strategies {} at {} node(s) x {}: {}", c.label(), n, g, why);
+        jobs.push_back(make(c, n, g));
+      }
   }
   if (opts.repeats > 1) {
     std::vector<SweepJob> repeated;

@@ -11,7 +11,7 @@
 namespace hpcbench::sweep {
 
 struct SweepOptions {
-  std::vector<std::string> strategies;
+  std::vector<std::string> strategies;  // labels, as `run --strategy` takes them
   std::vector<int> nodes;
   std::vector<int> gpus_per_node;  // tasks per node in CPU mode
   std::filesystem::path out_dir;   // the sweep folder
@@ -33,8 +33,8 @@ struct SweepOptions {
 };
 
 struct SweepJob {
-  std::string name;  // "<strategy>-<nodes>x<gpus>", also the run folder's name
-  std::string strategy;
+  std::string name;      // "<strategy>-<nodes>x<gpus>", also the run folder's name
+  std::string strategy;  // its label (strategies/spec.h)
   int nodes = 1;
   int gpus_per_node = 1;
   int world_size() const { return nodes * gpus_per_node; }
@@ -53,14 +53,17 @@ struct SweepJob {
   std::vector<std::string> previous_job_ids;
 };
 
-// Checks the options (known strategy names, positive counts, flags that the
-// sweep sets itself not repeated in run_args) and lists the jobs: the
-// baseline 1x1 first, then every other strategy at every layout. "baseline"
-// only ever runs on one device, whatever layouts are asked for.
+// Checks the options (strategy labels, positive counts, flags that the sweep
+// sets itself not repeated in run_args) and lists the jobs: the one-device
+// reference 1x1 first, then every other strategy at every layout. The
+// reference only ever runs on one device, whatever layouts are asked for.
 std::vector<SweepJob> plan_jobs(const SweepOptions& opts);
 
 // "1,2,4" -> {1, 2, 4}; throws UserError naming `flag` on anything else.
 std::vector<int> parse_int_list(const std::string& text, const std::string& flag);
 std::vector<std::string> parse_name_list(const std::string& text, const std::string& flag);
+// Comma-separated strategy labels (a "key=value" entry continues the label
+// before it, as in "zero:stage=3,prefetch=off,ddp"), in their canonical form.
+std::vector<std::string> parse_strategy_list(const std::string& text, const std::string& flag);
 
 }  // namespace hpcbench::sweep

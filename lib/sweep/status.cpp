@@ -8,6 +8,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "strategies/registry.h"
 #include "sweep/job_script.h"
 
 namespace hpcbench::sweep {
@@ -53,7 +54,14 @@ std::vector<report::RunResult> unfinished_jobs(const Sweep& sweep) {
     if (progress == "done") continue;
     report::RunResult r;
     r.run_id = job.name;
-    r.strategy = job.strategy;
+    // The label as the run would record it: the strategy and its options.
+    try {
+      auto c = strategies::parse_label(job.strategy, "sweep.json");
+      r.strategy = c.name();
+      r.strategy_options = c.options_text();
+    } catch (const UserError&) {
+      r.strategy = job.strategy;
+    }
     r.nodes = job.nodes;
     r.gpus_per_node = job.gpus_per_node;
     r.world_size = job.world_size();

@@ -1,11 +1,9 @@
 #include "train/config.h"
 
-#include <toml++/toml.h>
-
-#include <charconv>
 #include <set>
 
 #include "core/error.h"
+#include "strategies/registry.h"
 #include "train/names.h"
 
 namespace hpcbench::train {
@@ -22,7 +20,10 @@ std::vector<Setting> settings_of(TrainConfig& c) {
       {"data.doc_stride", "--doc-stride", "Overlap between context windows", &c.doc_stride},
       {"data.max_query_length", "--max-query-length", "Question tokens kept", &c.max_query_length},
       {"data.cache_dir", "--cache-dir", "Feature cache folder ('none' disables it)", &c.cache_dir},
-      {"train.strategy", "--strategy", "baseline (one device), dp, ddp, fsdp, zero", &c.strategy},
+      {"train.strategy", "--strategy",
+       "One of " + strategies::spec_names() + " (default: " + strategies::reference_spec().name() +
+           ", one device), optionally with options: zero:stage=3,prefetch=off (the flags below set them too)",
+       &c.strategy},
       {"train.batch_size", "--batch-size", "Sequences per device per micro-step", &c.batch_size},
       {"train.grad_accum", "--grad-accum", "Micro-steps per optimizer step", &c.grad_accum},
       {"train.epochs", "--epochs", "Passes over the training data", &c.epochs},
@@ -53,83 +54,18 @@ std::vector<Setting> settings_of(TrainConfig& c) {
   };
 }
 
-namespace {
-
-template <typename T>
-bool parse_number(const std::string& s, T& out) {
-  if constexpr (std::is_same_v<T, double>) {
-    try {
-      size_t pos = 0;
-      out = std::stod(s, &pos);
-      return pos == s.size();
-    } catch (...) {
-      return false;
-    }
-  } else {
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-    return ec == std::errc() && p == s.data() + s.size();
-  }
-}
-
-}  // namespace
-
-void set_from_string(const Setting& s, const std::string& value) {
-  std::visit(
-      [&](auto* target) {
-        using T = std::remove_pointer_t<decltype(target)>;
-        if constexpr (std::is_same_v<T, std::string>) {
-          *target = value;
-        } else if (!parse_number(value, *target)) {
-          fail("{} {}: expected {}", s.flag, value, std::is_same_v<T, double> ? "a number" : "an integer");
-        }
-      },
-      s.target);
-}
-
-void load_toml(TrainConfig& cfg, const std::filesystem::path& path) {
-  toml::table root;
-  try {
-    root = toml::parse_file(path.string());
-  } catch (const toml::parse_error& e) {
-    if (!std::filesystem::exists(path)) fail("--config {}: no such file", path.string());
-    fail("{}:{}:{}: {}", path.string(), e.source().begin.line, e.source().begin.column,
-         e.description());
-  }
+void load_toml(TrainConfig& cfg, const TomlFile& file) {
   auto settings = settings_of(cfg);
   std::set<std::string> known;
   for (auto& s : settings) known.insert(s.key);
-
+  for (auto& k : strategies::toml_keys()) known.insert(k);
   // Unknown keys are typos until proven otherwise: refuse them.
-  for (auto& [section, node] : root) {
-    auto* tbl = node.as_table();
-    if (!tbl) fail("{}: '{}' must be a [section]", path.string(), section.str());
-    for (auto& [key, value] : *tbl) {
-      std::string full = std::string(section.str()) + "." + std::string(key.str());
-      if (!known.count(full)) fail("{}: unknown setting '{}'", path.string(), full);
-    }
-  }
-  for (auto& s : settings) {
-    auto node = root.at_path(s.key);
-    if (!node) continue;
-    std::visit(
-        [&](auto* target) {
-          using T = std::remove_pointer_t<decltype(target)>;
-          if constexpr (std::is_same_v<T, std::string>) {
-            auto v = node.value<std::string>();
-            if (!v) fail("{}: '{}' must be a string", path.string(), s.key);
-            *target = *v;
-          } else if constexpr (std::is_same_v<T, double>) {
-            auto v = node.value<double>();  // accepts integers too
-            if (!v) fail("{}: '{}' must be a number", path.string(), s.key);
-            *target = *v;
-          } else {
-            if (!node.is_integer()) fail("{}: '{}' must be an integer", path.string(), s.key);
-            *target = *node.value<int64_t>();
-          }
-        },
-        s.target);
-  }
+  for (auto& key : file.keys())
+    if (!known.count(key)) fail("{}: unknown setting '{}'", file.path().string(), key);
+  file.apply(settings);
 }
+
+void load_toml(TrainConfig& cfg, const std::filesystem::path& path) { load_toml(cfg, TomlFile(path)); }
 
 void validate(const TrainConfig& c) {
   static const std::set<std::string> precisions = {"fp32", "tf32", "fp16", "bf16"};
@@ -166,16 +102,7 @@ void validate(const TrainConfig& c) {
 std::vector<std::pair<std::string, std::string>> describe(const TrainConfig& cfg) {
   auto copy = cfg;
   std::vector<std::pair<std::string, std::string>> out;
-  for (auto& s : settings_of(copy)) {
-    std::string v = std::visit(
-        [](auto* t) -> std::string {
-          using T = std::remove_pointer_t<decltype(t)>;
-          if constexpr (std::is_same_v<T, std::string>) return *t;
-          else return fmt::format("{}", *t);
-        },
-        s.target);
-    out.emplace_back(s.key, v);
-  }
+  for (auto& s : settings_of(copy)) out.emplace_back(s.key, value_text(s));
   return out;
 }
 

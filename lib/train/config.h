@@ -9,6 +9,8 @@
 #include <variant>
 #include <vector>
 
+#include "core/settings.h"
+
 namespace hpcbench::train {
 
 struct TrainConfig {
@@ -25,7 +27,7 @@ struct TrainConfig {
   int64_t max_query_length = 64;
   std::string cache_dir;  // feature cache; empty: the default under ~/.cache
   // [train]
-  std::string strategy = "baseline";
+  std::string strategy;  // a label (strategies/spec.h); empty: the one-device reference
   int64_t batch_size = 8;  // per device
   int64_t grad_accum = 1;
   int64_t epochs = 1;
@@ -54,23 +56,18 @@ struct TrainConfig {
   std::string tensorboard = "on";  // TensorBoard event files in the results folder (rank 0); "off": none
 };
 
-using SettingTarget = std::variant<int64_t*, double*, std::string*>;
-struct Setting {
-  std::string key;   // "train.lr"
-  std::string flag;  // "--lr"
-  std::string help;
-  SettingTarget target;
-};
+using hpcbench::set_from_string;
+using hpcbench::Setting;
+
 // The table for one config object (targets point into `cfg`).
 std::vector<Setting> settings_of(TrainConfig& cfg);
 
 // Reads a TOML file into cfg; an unknown key, a wrong type or a syntax error
 // is a UserError naming the file, the key and (for syntax) line and column.
+// The strategies' sections ([zero], ...) are known keys too; their values
+// are the strategy's to read (strategies::configure).
+void load_toml(TrainConfig& cfg, const TomlFile& file);
 void load_toml(TrainConfig& cfg, const std::filesystem::path& path);
-
-// Sets one setting from its textual value (a command-line flag's argument);
-// throws UserError naming the flag when the text is not of the right type.
-void set_from_string(const Setting& s, const std::string& value);
 
 // Checks combinations that cannot run (unknown precision, batch 0, seq longer
 // than the position table is checked where the model config is known, ...).

@@ -25,6 +25,7 @@
 #include "monitor/sampler.h"
 #include "report/stats.h"
 #include "tensorboard/run_log.h"
+#include "strategies/registry.h"
 #include "train/amp.h"
 #include "train/batch.h"
 #include "train/flops.h"
@@ -237,6 +238,8 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   validate(cfg);
   if (cfg.threads > 0) at::set_num_threads(static_cast<int>(cfg.threads));
   const bool leader = ctx.rank == 0;
+  const std::string strategy_name =
+      cfg.strategy.empty() ? strategies::reference_spec().name() : strategies::split_label(cfg.strategy, "--strategy").name;
   // With a communicator the rank's device was chosen with it (its local
   // rank's GPU, or the one a task was bound to).
   auto device = ctx.comm ? ctx.comm->device() : make_current(resolve_device(cfg.device, ctx.local_rank));
@@ -299,7 +302,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
                           : fmt::format("MFU n/a: no dense {} peak known for this device name; set --peak-tflops",
                                         cfg.precision));
     if (auto w = slow_precision_warning(device, cfg.precision); !w.empty()) spdlog::warn("{}", w);
-    spdlog::info("strategy {}{}: {} process(es) x {} device(s)", strategy.name(),
+    spdlog::info("strategy {}{}: {} process(es) x {} device(s)", strategy_name,
                  strategy.options().empty() ? "" : " (" + strategy.options() + ")", ctx.world_size,
                  devices_per_process);
   }
@@ -468,7 +471,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   res.git_commit = git_commit();
   res.hosts = ctx.hosts.empty() ? hostname() : ctx.hosts;
   res.slurm_job_id = ctx.slurm_job_id;
-  res.strategy = strategy.name();
+  res.strategy = strategy_name;
   res.strategy_options = strategy.options();
   res.nodes = ctx.nodes;
   res.gpus_per_node = ctx.gpus_per_node * devices_per_process;

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "test_catch.h"
@@ -50,7 +51,7 @@ TEST_CASE("predict: a run folder and a system file give bounded predictions for 
   report::write_run_folder(runs, "base-1x", run("base-1x", "baseline", 1, 100), {});
   auto out = dir.path / "pred.csv";
   auto sys = test::source_dir() / "configs/systems/a100-pcie-2x.toml";
-  auto c = test::run_command(fmt::format("'{}' predict --baseline '{}' --system '{}' --strategies ddp,zero-2,zero-3,fsdp "
+  auto c = test::run_command(fmt::format("'{}' predict --baseline '{}' --system '{}' --strategies ddp,zero,zero:stage=3,fsdp "
                                          "--gpus-per-node 2 --csv '{}'",
                                          test::hpcbench_bin().string(), (runs / "base-1x").string(), sys.string(),
                                          out.string()));
@@ -200,9 +201,9 @@ TEST_CASE("predict refuses what it cannot predict, naming the reason") {
            {"--nodes 1000000000", "--nodes 1000000000 x --gpus-per-node 8: 8000000000 ranks"},
            {"--nodes 0", "--nodes 0: must be at least 1"},
            {"--gpus-per-node -2", "--gpus-per-node -2: must be at least 1"},
-           {"--bucket-mb nan", "--bucket-mb nan"},
+           {"--strategies ddp:bucket_mb=nan", "--bucket-mb nan"},
            {"--global-batch -8", "--global-batch -8"}}) {
-    r = predict(base + " --system " + dgx + " --strategies ddp " + flags);
+    r = predict(base + " --system " + dgx + (flags.starts_with("--strategies") ? " " : " --strategies ddp ") + flags);
     INFO(flags << "\n" << r.output);
     CHECK(r.exit_code != 0);
     CHECK(r.output.find(says) != std::string::npos);
@@ -236,4 +237,107 @@ TEST_CASE("predict refuses what it cannot predict, naming the reason") {
   INFO(r.output);
   CHECK(r.exit_code == 2);
   CHECK(r.output.find("is not a measurement") != std::string::npos);
+}
+
+namespace {
+
+// The predicted step of each run in report's "predicted beside measured"
+// table: run id -> ms.
+std::map<std::string, double> report_predictions(const std::string& output) {
+  auto at = output.find("predicted beside measured");
+  REQUIRE(at != std::string::npos);
+  std::istringstream table(output.substr(at));
+  std::map<std::string, double> out;
+  std::string line;
+  std::getline(table, line);
+  std::getline(table, line);  // the header
+  while (std::getline(table, line) && !line.empty()) {
+    std::istringstream in(line);
+    std::string id, strategy, pred;
+    int devices = 0;
+    double meas = 0;
+    if (in >> id >> strategy >> devices >> meas >> pred) out[id] = std::stod(pred);
+  }
+  return out;
+}
+
+// predict's step per label: label -> ms.
+std::map<std::string, double> predict_csv(const fs::path& csv) {
+  auto rows = report::parse_csv(test::slurp(csv));
+  REQUIRE(rows.size() > 1);
+  auto col = static_cast<size_t>(std::find(rows[0].begin(), rows[0].end(), "step_ms") - rows[0].begin());
+  std::map<std::string, double> out;
+  for (size_t i = 1; i < rows.size(); ++i) out[rows[i][0]] = std::stod(rows[i][col]);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("report --system/--comm predict zero and fsdp runs made with --no-overlap / --no-prefetch with those "
+          "schedules") {
+  test::TempDir dir;
+  auto runs = dir.path / "runs";
+  // bert-mini: enough bytes for the schedules' exposed times to differ by
+  // more than the tables' rounding.
+  auto base = run("base-1x", "baseline", 1, 100);
+  base.model = "bert-mini";
+  report::write_run_folder(runs, "base-1x", base, {});
+  // Each run as hpcbench writes it now, and zero's as versions before the
+  // one label grammar wrote it ("no-overlap"): the same configuration.
+  struct Case {
+    std::string id, strategy, options, label;
+  } cases[] = {
+      {"z3-2x", "zero", "stage=3", "zero:stage=3"},
+      {"z3-serial-2x", "zero", "stage=3,prefetch=off,overlap=off", "zero:stage=3,prefetch=off,overlap=off"},
+      {"z3-old-2x", "zero", "stage=3,no-prefetch,no-overlap", "zero:stage=3,prefetch=off,overlap=off"},
+      {"z2-noov-2x", "zero", "stage=2,overlap=off", "zero:overlap=off"},
+      {"fsdp-2x", "fsdp", "sharding=full", "fsdp"},
+      {"fsdp-nopf-2x", "fsdp", "sharding=full,prefetch=off", "fsdp:prefetch=off"},
+      {"fsdp-noov-2x", "fsdp", "sharding=full,no-overlap", "fsdp:overlap=off"},
+  };
+  std::string labels;
+  for (auto& c : cases) {
+    auto r = run(c.id, c.strategy, 2, 120);
+    r.model = "bert-mini";
+    r.strategy_options = c.options;
+    report::write_run_folder(runs, c.id, r, {});
+    labels += (labels.empty() ? "" : ",") + c.label;
+  }
+  auto comm = dir.path / "comm.txt";
+  {
+    std::ofstream f(comm);
+    f << "# backend nccl, 2 rank(s) on 1 node(s)\n";
+    for (std::string op : {"all_reduce", "all_gather", "reduce_scatter", "broadcast"})
+      for (double mb : {0.0625, 1.0, 16.0, 256.0}) {
+        auto bytes = static_cast<int64_t>(mb * 1048576);
+        double us = 20 + mb * 1048576 / 5e3;  // 20 us and 5 GB/s
+        f << fmt::format("{} {} {} float sum -1 {} 1.0 1.0 0\n", op, bytes, bytes / 4, us);
+      }
+  }
+  auto sys = test::source_dir() / "configs/systems/a100-pcie-2x.toml";
+  for (std::string network : {"--system '" + sys.string() + "'", "--comm '" + comm.string() + "'"}) {
+    INFO(network);
+    auto csv = dir.path / "pred.csv";
+    auto p = test::run_command(fmt::format("'{}' predict --baseline '{}' {} --strategies {} --gpus-per-node 2 --csv '{}'",
+                                           test::hpcbench_bin().string(), (runs / "base-1x").string(), network, labels,
+                                           csv.string()));
+    INFO(p.output);
+    REQUIRE(p.exit_code == 0);
+    auto want = predict_csv(csv);
+    auto c = test::run_command(fmt::format("'{}' report '{}' {}", test::hpcbench_bin().string(), runs.string(), network));
+    INFO(c.output);
+    REQUIRE(c.exit_code == 0);
+    auto got = report_predictions(c.output);
+    for (auto& k : cases) {
+      INFO(k.id << " (" << k.options << ") as " << k.label);
+      REQUIRE(got.count(k.id));
+      REQUIRE(want.count(k.label));
+      CHECK(got[k.id] == Approx(want[k.label]).margin(0.006));
+    }
+    // The schedules differ, so a run predicted with another one's would fail
+    // the checks above: serial reductions and no prefetch expose more.
+    CHECK(want["zero:stage=3,prefetch=off,overlap=off"] > want["zero:stage=3"] + 0.05);
+    CHECK(want["fsdp:prefetch=off"] > want["fsdp"] + 0.05);
+    CHECK(want["fsdp:overlap=off"] > want["fsdp"] + 0.05);
+  }
 }

@@ -8,9 +8,16 @@
 #include "model/bert.h"
 #include "predict/layout.h"
 #include "predict/step_model.h"
+#include "strategies/ddp/buckets.h"
+#include "strategies/registry.h"
 
 using namespace hpcbench;
 using namespace hpcbench::predict;
+
+namespace {
+strategies::Choice label(const std::string& text) { return strategies::parse_label(text, "test"); }
+const std::string kDdp = "ddp:bucket_mb=0.0015";
+}  // namespace
 
 namespace {
 
@@ -26,8 +33,9 @@ class Linear final : public CommModel {
 };
 
 // Embeddings (100, no matmul), one layer (600 + 400, 90 % of the compute),
-// head (10, 10 %); ddp's buckets as assign_ddp_buckets would cut them with a
-// small cap: the head and the layer's second tensor, then the rest.
+// head (10, 10 %). ddp's buckets with a cap of 1572 bytes (kDdp): the head and
+// the layer's second tensor (1640 bytes), then the layer's first tensor,
+// then the embeddings.
 Layout toy_layout() {
   Layout l;
   l.model = "toy";
@@ -36,7 +44,6 @@ Layout toy_layout() {
   l.unit_share = {0, 0.9, 0.1};
   l.param_numel = {100, 600, 400, 10};
   l.param_unit = {0, 1, 1, 2};
-  l.buckets = {{3, 2}, {1, 0}};
   l.parameters = 1110;
   return l;
 }
@@ -65,15 +72,16 @@ TEST_CASE("ddp: the bucket replay exposes the last bucket, by hand") {
   auto l = toy_layout();
   auto b = toy_baseline();
   // One rank: nothing to communicate, the baseline's step.
-  auto one = predict_step(b, l, parse_strategy("ddp"), {1, 1}, comm, {});
+  auto one = predict_step(b, l, label(kDdp), {1, 1}, comm, {});
   CHECK(one.step_s == Approx(3.5));
   CHECK(one.speedup == Approx(1));
   // Two ranks. Backward: head 0..0.2 (its tensor ready at 0.2), layer
   // 0.2..2.0 with the 400-element tensor ready at 0.2 + 1.8·400/1000 = 0.92
   // and the 600 one at 2.0, embeddings (no compute) at 2.0. Bucket 0 (4·410
-  // bytes, 1.64 ms) launches at 0.92 and hides; bucket 1 (4·700 bytes,
-  // 2.8 ms) launches at 2.0 and is exposed whole.
-  auto two = predict_step(b, l, parse_strategy("ddp"), {1, 2}, comm, {});
+  // bytes, 1.64 ms) launches at 0.92 and hides; buckets 1 and 2 (4·700 bytes,
+  // 2.8 ms: the layer's first tensor, then the embeddings) launches at 2.0
+  // and is exposed whole.
+  auto two = predict_step(b, l, label(kDdp), {1, 2}, comm, {});
   CHECK(two.exposed_s == Approx(0.0028));
   CHECK(two.exposed_by_op["all_reduce"] == Approx(0.0028));
   CHECK(two.step_s == Approx(3.5028));
@@ -81,7 +89,7 @@ TEST_CASE("ddp: the bucket replay exposes the last bucket, by hand") {
   CHECK(two.speedup == Approx(2 * 3.5 / 3.5028));
   CHECK(two.efficiency == Approx(3.5 / 3.5028));
   // Without overlap both buckets wait until backward has ended.
-  auto no = predict_step(b, l, parse_strategy("ddp-no-overlap"), {1, 2}, comm, {});
+  auto no = predict_step(b, l, label(kDdp + ",overlap=off"), {1, 2}, comm, {});
   CHECK(no.exposed_s == Approx(0.00164 + 0.0028));
 }
 
@@ -91,46 +99,44 @@ TEST_CASE("traffic: zero-3 and fsdp move 1.5x ddp's bytes, zero-2 as much as ddp
   auto b = toy_baseline();
   StepOptions o;  // fp32: 4-byte gathers and reductions, as ddp's buckets
   for (Shape s : {Shape{1, 4}, Shape{1, 8}}) {
-    double ddp = comm_seconds(step_schedule(b, l, parse_strategy("ddp"), s, comm, o));
+    double ddp = comm_seconds(step_schedule(b, l, label("ddp"), s, comm, o));
     CHECK(ddp == Approx(4.0 * 1110 * dist::bus_factor("all_reduce", s.world()) / 1e6));
-    CHECK(comm_seconds(step_schedule(b, l, parse_strategy("zero-3"), s, comm, o)) == Approx(1.5 * ddp));
-    CHECK(comm_seconds(step_schedule(b, l, parse_strategy("fsdp"), s, comm, o)) == Approx(1.5 * ddp));
-    CHECK(comm_seconds(step_schedule(b, l, parse_strategy("zero-2"), s, comm, o)) == Approx(ddp));
+    CHECK(comm_seconds(step_schedule(b, l, label("zero:stage=3"), s, comm, o)) == Approx(1.5 * ddp));
+    CHECK(comm_seconds(step_schedule(b, l, label("fsdp"), s, comm, o)) == Approx(1.5 * ddp));
+    CHECK(comm_seconds(step_schedule(b, l, label("zero:stage=2"), s, comm, o)) == Approx(ddp));
     // grad-op keeps forward's gathers for backward: 1x.
-    CHECK(comm_seconds(step_schedule(b, l, parse_strategy("fsdp-grad-op"), s, comm, o)) == Approx(ddp));
+    CHECK(comm_seconds(step_schedule(b, l, label("fsdp:sharding=grad-op"), s, comm, o)) == Approx(ddp));
   }
   // The optimizer steps a 1/N partition.
-  auto z = predict_step(b, l, parse_strategy("zero-2"), {1, 4}, comm, o);
+  auto z = predict_step(b, l, label("zero:stage=2"), {1, 4}, comm, o);
   CHECK(z.optimizer_s == Approx(0.125));
   // Memory from the memory model: ddp replicates 16 bytes a parameter,
   // zero-3 partitions them (plus its working set of gathered units).
-  auto d = predict_step(b, l, parse_strategy("ddp"), {1, 4}, comm, o);
+  auto d = predict_step(b, l, label("ddp"), {1, 4}, comm, o);
   CHECK(d.memory_bytes == Approx(16.0 * 1110));
-  auto z3 = predict_step(b, l, parse_strategy("zero-3"), {1, 4}, comm, o);
+  auto z3 = predict_step(b, l, label("zero:stage=3"), {1, 4}, comm, o);
   CHECK(z3.memory_persistent == Approx(16.0 * 1110 / 4));
 }
 
-TEST_CASE("strategy names") {
-  CHECK(parse_strategy("zero-3-no-prefetch").prefetch == false);
-  CHECK(parse_strategy("fsdp-hybrid").sharding == "hybrid");
-  CHECK(parse_strategy("fsdp").sharding == "full");
-  CHECK_THROWS_AS(parse_strategy("zero-4"), UserError);
-  CHECK_THROWS_AS(parse_strategy("ddp-no-prefetch"), UserError);
-}
-
-TEST_CASE("layout: units and buckets come from the model and ddp's code") {
+TEST_CASE("layout: units and parameters come from the model's code") {
   auto cfg = model::BertConfig::preset("bert-tiny");
-  auto l = model_layout(cfg, 128, 0.25);
+  auto l = model_layout(cfg, 128);
   CHECK(l.parameters == cfg.num_parameters());
   CHECK(std::accumulate(l.unit_numel.begin(), l.unit_numel.end(), int64_t{0}) == l.parameters);
   CHECK(l.unit_names.front() == "embeddings");
   CHECK(l.unit_names.back() == "head");
   CHECK(std::accumulate(l.unit_share.begin(), l.unit_share.end(), 0.0) == Approx(1));
   CHECK(l.unit_share[1] == Approx(l.unit_share[2]));
+  // ddp's buckets, cut by its code from the layout's parameters: each
+  // parameter in one bucket, the first holding the last parameters (the
+  // head's, ready first).
+  std::vector<int64_t> bytes;
+  for (auto n : l.param_numel) bytes.push_back(4 * n);
+  auto buckets = strategies::ddp::assign_buckets(bytes, std::vector<int>(bytes.size(), 0), 0.25);
   std::vector<int> seen(l.param_numel.size(), 0);
-  for (auto& bucket : l.buckets)
+  for (auto& bucket : buckets)
     for (auto k : bucket) ++seen[k];
   CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
-  // The first bucket holds the last parameters (the head's, ready first).
-  CHECK(l.param_unit[l.buckets.front().front()] == l.unit_names.size() - 1);
+  CHECK(buckets.size() > 2);
+  CHECK(l.param_unit[buckets.front().front()] == l.unit_names.size() - 1);
 }

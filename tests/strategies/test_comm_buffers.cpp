@@ -29,8 +29,8 @@
 
 #include "dist/launch_env.h"
 #include "dist/process_group.h"
-#include "strategies/fsdp/fsdp.h"
-#include "strategies/zero/zero.h"
+#include "strategies/registry.h"
+#include "strategies/shard/sharded.h"
 #include "test_env.h"
 #include "train/batch.h"
 #include "train/optimizer.h"
@@ -201,9 +201,9 @@ TEST_CASE("comm buffers worker", "[.][comm_buffers_worker]") {
   dist::CommOptions copts;
   copts.timeout = std::chrono::seconds(60);
   auto comm = std::make_shared<dist::Comm>(layout, c10::Device(c10::kCPU), copts);
-  strategies::StrategyOptions options;
-  if (spec == "zero1") options.zero_stage = 1;
-  auto strategy = spec == "zero1" ? strategies::make_zero(options) : strategies::make_fsdp(options);
+  auto made = strategies::make_strategy(strategies::parse_label(spec == "zero1" ? "zero:stage=1" : "fsdp", "test"));
+  auto* strategy = dynamic_cast<strategies::shard::Sharded*>(made.get());
+  REQUIRE(strategy);
   strategies::StrategyContext sctx{c10::kCPU, rank, world, "fp32", comm, {}};
   strategy->setup(model, sctx);
   auto opt = strategy->make_optimizer(model, {1e-3, 0.01, 0.9, 0.999, 1e-6});

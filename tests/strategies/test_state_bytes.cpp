@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "dist/process_group.h"
+#include "strategies/registry.h"
 #include "strategies/strategy.h"
 #include "train/optimizer.h"
 #include "train/setup.h"
@@ -114,12 +115,13 @@ Measured one_step(const std::string& name) {
     model::BertForQuestionAnswering model(small());
     model->train();
     strategies::StrategyContext ctx;
-    if (strategies::needs_comm(name)) {
+    auto choice = strategies::parse_label(name, "test");
+    if (choice.spec().traits().needs_comm) {
       dist::RankLayout layout;
       layout.master_port = 20000 + static_cast<int>(::getpid() % 20000);
       ctx.comm = std::make_shared<dist::Comm>(layout, c10::Device(c10::kCPU));
     }
-    auto strategy = strategies::make_strategy(name);
+    auto strategy = strategies::make_strategy(choice);
     strategy->setup(model, ctx);
     auto opt = strategy->make_optimizer(model, {1e-3, 0.01, 0.9, 0.999, 1e-6});
     train::StepTimer timer(c10::kCPU);

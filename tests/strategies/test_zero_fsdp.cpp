@@ -25,8 +25,8 @@
 #include "dist/process_group.h"
 #include "model/bert.h"
 #include "model/checkpoint.h"
-#include "strategies/fsdp/fsdp.h"
-#include "strategies/zero/zero.h"
+#include "strategies/registry.h"
+#include "strategies/shard/sharded.h"
 #include "test_env.h"
 #include "train/amp.h"
 #include "train/batch.h"
@@ -64,7 +64,7 @@ model::BertConfig tiny() {
 // "bf16" / "fp16" (mixed precision), "r32" (reduce in fp32).
 struct Spec {
   std::string strategy;
-  strategies::StrategyOptions options;
+  std::string label;  // the strategy as `run --strategy` takes it
   std::string precision = "fp32";
   std::string hosts;  // "hb": two nodes, ranks in blocks; "hc": two nodes, ranks cyclic
 };
@@ -75,29 +75,37 @@ Spec parse(const std::string& text) {
   for (std::string p; std::getline(in, p, '+');) parts.push_back(p);
   Spec s;
   s.strategy = parts.at(0);
+  std::vector<std::string> options;
   if (s.strategy.starts_with("zero")) {
-    s.options.zero_stage = std::stoi(s.strategy.substr(4));
+    options.push_back("stage=" + s.strategy.substr(4));
     s.strategy = "zero";
   } else if (s.strategy.starts_with("fsdp-")) {
-    s.options.sharding = s.strategy.substr(5);
+    options.push_back("sharding=" + s.strategy.substr(5));
     s.strategy = "fsdp";
   }
   for (size_t i = 1; i < parts.size(); ++i) {
     const auto& p = parts[i];
-    if (p == "nopf") s.options.prefetch = false;
-    else if (p == "noov") s.options.overlap = false;
+    if (p == "nopf") options.push_back("prefetch=off");
+    else if (p == "noov") options.push_back("overlap=off");
     else if (p == "bf16" || p == "fp16") s.precision = p;
-    else if (p == "r32") s.options.reduce_dtype = "fp32";
+    else if (p == "r32") options.push_back("reduce=fp32");
     else if (p == "hb" || p == "hc") s.hosts = p;
-    else if (p.starts_with("g")) s.options.shard_group_size = std::stoi(p.substr(1));
+    else if (p.starts_with("g")) options.push_back("shard-group=" + p.substr(1));
     else FAIL("unknown spec option " << p);
   }
+  s.label = s.strategy;
+  for (size_t i = 0; i < options.size(); ++i) s.label += (i ? "," : ":") + options[i];
   return s;
 }
 
 std::unique_ptr<strategies::shard::Sharded> make(const Spec& spec) {
-  if (spec.strategy == "zero") return strategies::make_zero(spec.options);
-  return strategies::make_fsdp(spec.options);
+  auto choice = strategies::parse_label(spec.label, "test");
+  choice.validate(spec.precision);
+  auto s = strategies::make_strategy(choice);
+  auto* sharded = dynamic_cast<strategies::shard::Sharded*>(s.get());
+  REQUIRE(sharded);
+  s.release();
+  return std::unique_ptr<strategies::shard::Sharded>(sharded);
 }
 
 std::string self_exe() {

@@ -57,7 +57,7 @@ TEST_CASE("bad input: clear error naming the thing, exit 2, nothing under result
       {"--strategy fsdp --sharding weird", "--sharding weird"},
       {"--strategy fsdp --sharding full --shard-group-size 2", "--shard-group-size 2 applies to --sharding hybrid"},
       {"--strategy fsdp --precision bf16 --reduce-dtype fp8", "--reduce-dtype fp8"},
-      {"--strategy ddp --reduce-dtype bf16", "--reduce-dtype bf16 applies to --strategy zero and fsdp"},
+      {"--strategy ddp --reduce-dtype bf16", "--reduce-dtype bf16 applies to --strategy fsdp and zero"},
       // Found by the ranks: the job ends with the rank's message.
       {"--strategy fsdp --sharding hybrid --shard-group-size 3 --nproc-per-node 2",
        "--shard-group-size 3: 2 ranks do not split into groups of 3"},

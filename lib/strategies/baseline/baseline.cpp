@@ -3,7 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "core/error.h"
-#include "strategies/shard/memory.h"
+#include "strategies/registry.h"
 #include "train/amp.h"
 
 namespace hpcbench::strategies {
@@ -13,7 +13,7 @@ void Baseline::setup(model::BertForQuestionAnswering& model, const StrategyConte
   parameters_ = 0;
   for (auto& p : model->parameters()) parameters_ += p.numel();
   if (ctx.world_size != 1)
-    fail("--strategy baseline runs on one device, but the job has {} ranks", ctx.world_size);
+    fail("--strategy {} runs on one device, but the job has {} ranks", reference_spec().name(), ctx.world_size);
 }
 
 at::Tensor Baseline::forward_backward(model::BertForQuestionAnswering& model, const train::Batch& b,
@@ -30,6 +30,10 @@ at::Tensor Baseline::forward_backward(model::BertForQuestionAnswering& model, co
   return out.loss.detach();
 }
 
-double Baseline::theoretical_state_bytes() const { return shard::replicated_state_bytes("baseline", parameters_); }
+double Baseline::theoretical_state_bytes() const { return replicated_state_bytes(parameters_); }
+
+namespace baseline {
+std::unique_ptr<Strategy> make(const Choice&) { return std::make_unique<Baseline>(); }
+}  // namespace baseline
 
 }  // namespace hpcbench::strategies

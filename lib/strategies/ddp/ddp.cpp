@@ -9,24 +9,14 @@
 
 #include "core/error.h"
 #include "dist/process_group.h"
-#include "strategies/shard/memory.h"
+#include "strategies/ddp/buckets.h"
 #include "strategies/support.h"
 #include "train/setup.h"
 #include "train/amp.h"
 
 namespace hpcbench::strategies {
 
-namespace {
-
-// DDP's _DEFAULT_FIRST_BUCKET_BYTES: a small first bucket (the last layers'
-// gradients, ready first) so that communication starts early in backward.
-constexpr int64_t kFirstBucketBytes = 1024 * 1024;
-
-}  // namespace
-
-Ddp::Ddp(const StrategyOptions& options) : opts_(options) {
-  if (!(options.bucket_mb > 0)) fail("--bucket-mb {}: must be positive", options.bucket_mb);
-}
+Ddp::Ddp(const Choice& choice) : choice_(choice), opts_(choice.as<ddp::DdpOptions>()) {}
 
 Ddp::~Ddp() {
   // The hooks point at this object; the model may outlive it.
@@ -34,8 +24,7 @@ Ddp::~Ddp() {
 }
 
 std::string Ddp::options() const {
-  return fmt::format("bucket_mb={:g},overlap={},buckets={}", opts_.bucket_mb, opts_.overlap ? "on" : "off",
-                     buckets_.size());
+  return fmt::format("{},buckets={}", choice_.options_text(), buckets_.size());
 }
 
 size_t Ddp::model_state_bytes(model::BertForQuestionAnswering& model, const torch::optim::Optimizer& opt) const {
@@ -45,42 +34,21 @@ size_t Ddp::model_state_bytes(model::BertForQuestionAnswering& model, const torc
 }
 
 double Ddp::theoretical_state_bytes() const {
-  shard::MemoryPlan m;
-  m.strategy = "ddp";
   int64_t n = 0;
   for (auto& p : params_) n += p.numel();
-  m.units = {n};
-  return shard::theoretical_state(m).total();
-}
-
-// Reverse parameter order approximates the order in which backward produces
-// the gradients, the order DDP rebuilds its buckets in after the first step.
-std::vector<std::vector<size_t>> assign_ddp_buckets(const std::vector<at::Tensor>& params, double bucket_mb) {
-  const auto cap = static_cast<int64_t>(bucket_mb * 1024 * 1024);
-  std::vector<std::vector<size_t>> buckets;
-  int64_t bytes = 0;
-  std::vector<size_t> current;
-  auto close = [&] {
-    if (current.empty()) return;
-    buckets.push_back(std::move(current));
-    current.clear();
-    bytes = 0;
-  };
-  for (size_t k = params.size(); k-- > 0;) {
-    const auto& p = params[k];
-    if (!current.empty() && p.scalar_type() != params[current.front()].scalar_type()) close();
-    current.push_back(k);
-    bytes += static_cast<int64_t>(p.nbytes());
-    if (bytes >= (buckets.empty() ? std::min(kFirstBucketBytes, cap) : cap)) close();
-  }
-  close();
-  return buckets;
+  return replicated_state_bytes(n);
 }
 
 void Ddp::assign_buckets() {
   slot_.assign(params_.size(), {0, 0});
   buckets_.clear();
-  for (auto& ids : assign_ddp_buckets(params_, opts_.bucket_mb)) {
+  std::vector<int64_t> bytes;
+  std::vector<int> dtype;
+  for (auto& p : params_) {
+    bytes.push_back(static_cast<int64_t>(p.nbytes()));
+    dtype.push_back(static_cast<int>(p.scalar_type()));
+  }
+  for (auto& ids : ddp::assign_buckets(bytes, dtype, opts_.bucket_mb)) {
     Bucket b;
     b.params = std::move(ids);
     buckets_.push_back(std::move(b));
@@ -230,5 +198,9 @@ void Ddp::finish_gradients(train::StepTimer& timer) {
   for (auto& b : buckets_) ctx_.comm->wait(b.work);
   timer.mark(train::Phase::GradSync);
 }
+
+namespace ddp {
+std::unique_ptr<Strategy> make(const Choice& c) { return std::make_unique<Ddp>(c); }
+}  // namespace ddp
 
 }  // namespace hpcbench::strategies

@@ -7,16 +7,10 @@
 
 #include "dist/process_group.h"
 
+#include "strategies/ddp/options.h"
 #include "strategies/strategy.h"
 
 namespace hpcbench::strategies {
-
-// DDP's bucket assignment (Reducer's compute_bucket_assignment_by_size):
-// parameters in reverse order, the order backward produces their gradients;
-// a new bucket at a dtype change or once the bucket holds the cap (the first
-// one 1 MiB). Indices into `params`, bucket by bucket in launch order. The
-// scaling model (lib/predict) replays the same buckets.
-std::vector<std::vector<size_t>> assign_ddp_buckets(const std::vector<at::Tensor>& params, double bucket_mb);
 
 // PyTorch's DistributedDataParallel: one replica per rank, initial state
 // broadcast from rank 0, gradients averaged by all-reduce in buckets that
@@ -29,9 +23,8 @@ std::vector<std::vector<size_t>> assign_ddp_buckets(const std::vector<at::Tensor
 // replaced by the bucket's view, one pass as in DDP's reducer.
 class Ddp final : public Strategy {
  public:
-  explicit Ddp(const StrategyOptions& options);
+  explicit Ddp(const Choice& choice);
   ~Ddp() override;
-  std::string name() const override { return "ddp"; }
   std::string options() const override;
   void setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) override;
   at::Tensor forward_backward(model::BertForQuestionAnswering& model, const train::Batch& batch,
@@ -59,7 +52,8 @@ class Ddp final : public Strategy {
   void launch_ready();
   void launch(Bucket& b);
 
-  StrategyOptions opts_;
+  Choice choice_;
+  ddp::DdpOptions opts_;
   StrategyContext ctx_;
   std::vector<at::Tensor> params_;
   at::Tensor inv_world_;  // 1 / world size

@@ -12,7 +12,6 @@
 
 #include "core/error.h"
 #include "device/device.h"
-#include "strategies/shard/memory.h"
 #include "train/amp.h"
 
 namespace hpcbench::strategies {
@@ -54,7 +53,10 @@ std::string Dp::options() const {
     if (!devs.empty()) devs += '+';
     devs += d.str();
   }
-  return fmt::format("replicas={},devices={}", devices_.size(), devs);
+  // The replicas as resolved (0: every device), and the devices they ran on.
+  auto resolved = choice_;
+  resolved.set("replicas", std::to_string(devices_.size()), "dp");
+  return fmt::format("{},devices={}", resolved.options_text(), devs);
 }
 
 void Dp::setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) {
@@ -62,7 +64,7 @@ void Dp::setup(model::BertForQuestionAnswering& model, const StrategyContext& ct
   if (ctx.world_size != 1)
     fail("--strategy dp drives all devices from one process, but the job has {} ranks: use --strategy ddp "
          "for several processes", ctx.world_size);
-  int n = opts_.dp_replicas;
+  int n = static_cast<int>(choice_.as<dp::DpOptions>().replicas);
   if (n < 0) fail("--dp-replicas {}: must be at least 1", n);
   devices_.clear();
   if (ctx.device.is_cpu()) {
@@ -165,7 +167,11 @@ at::Tensor Dp::forward_backward(model::BertForQuestionAnswering& model, const tr
 double Dp::theoretical_state_bytes() const {
   int64_t n = 0;
   for (auto& p : params_) n += p.numel();
-  return shard::replicated_state_bytes("dp", n);
+  return replicated_state_bytes(n);
 }
+
+namespace dp {
+std::unique_ptr<Strategy> make(const Choice& c) { return std::make_unique<Dp>(c); }
+}  // namespace dp
 
 }  // namespace hpcbench::strategies

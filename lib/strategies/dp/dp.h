@@ -1,6 +1,7 @@
 #pragma once
 #include <vector>
 
+#include "strategies/dp/options.h"
 #include "strategies/strategy.h"
 
 namespace hpcbench::strategies {
@@ -13,8 +14,7 @@ namespace hpcbench::strategies {
 // method's overheads rather than a speedup.
 class Dp final : public Strategy {
  public:
-  explicit Dp(const StrategyOptions& options) : opts_(options) {}
-  std::string name() const override { return "dp"; }
+  explicit Dp(const Choice& choice) : choice_(choice) {}
   std::string options() const override;
   void setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) override;
   at::Tensor forward_backward(model::BertForQuestionAnswering& model, const train::Batch& batch,
@@ -23,7 +23,7 @@ class Dp final : public Strategy {
   int devices() const override { return static_cast<int>(devices_.size()); }
 
  private:
-  StrategyOptions opts_;
+  Choice choice_;
   StrategyContext ctx_;
   std::vector<c10::Device> devices_;                       // devices_[0] holds the model itself
   std::vector<model::BertForQuestionAnswering> replicas_;  // for devices_[1..]

@@ -10,7 +10,6 @@
 #include "core/error.h"
 #include "dist/process_group.h"
 #include "model/sharding_units.h"
-#include "strategies/shard/memory.h"
 #include "strategies/support.h"
 #include <fmt/format.h>
 #include "train/amp.h"
@@ -47,7 +46,7 @@ void alloc_storage(const at::Tensor& t) {
 bool storage_allocated(const at::Tensor& t) { return t.storage().nbytes() > 0; }
 size_t storage_bytes(const at::Tensor& t) { return t.defined() ? t.storage().nbytes() : 0; }
 
-Sharded::Sharded(ShardingPlan plan) : plan_(std::move(plan)) {}
+Sharded::Sharded(ShardingPlan plan, Record record) : plan_(std::move(plan)), record_(std::move(record)) {}
 
 Sharded::~Sharded() {
   clear_grad_hooks(params_);
@@ -106,10 +105,7 @@ void Sharded::setup(model::BertForQuestionAnswering& model, const StrategyContex
   mixed_ = ctx.precision == "bf16" || ctx.precision == "fp16";
   compute_dtype_ = mixed_ ? dtype_named(ctx.precision, "--precision") : c10::kFloat;
   reduce_dtype_ = plan_.reduce_dtype.empty() ? compute_dtype_ : dtype_named(plan_.reduce_dtype, "--reduce-dtype");
-  if (!mixed_ && reduce_dtype_ != c10::kFloat)
-    fail("--reduce-dtype {} needs --precision bf16 or fp16: in fp32 the gradients are reduced in fp32",
-         plan_.reduce_dtype);
-  if (mixed_) plan_.options += fmt::format(",reduce={}", plan_.reduce_dtype.empty() ? ctx.precision : plan_.reduce_dtype);
+  if (mixed_ && plan_.reduce_dtype.empty()) plan_.reduce_dtype = ctx.precision;
 
   shard_comm_ = &comm;
   if (plan_.hybrid) {
@@ -122,7 +118,7 @@ void Sharded::setup(model::BertForQuestionAnswering& model, const StrategyContex
     std::vector<int> replicate_members;
     for (auto& grp : groups) replicate_members.push_back(grp[pos]);
     std::sort(replicate_members.begin(), replicate_members.end());
-    plan_.options += fmt::format(",shard-group={}", groups[g].size());
+    plan_.shard_group = static_cast<int>(groups[g].size());
     // Every rank creates its shard group, then its replicate group: the
     // order is the same everywhere, so no rendezvous waits on another.
     shard_group_ = comm.subgroup(fmt::format("shard.{}", g), groups[g]);
@@ -131,8 +127,6 @@ void Sharded::setup(model::BertForQuestionAnswering& model, const StrategyContex
     shard_comm_ = shard_group_.get();
   }
   if (!plan_.shard_params) plan_.prefetch = false;  // nothing to gather between uses
-  if (!plan_.prefetch && plan_.shard_params) plan_.options += ",no-prefetch";
-  if (!plan_.overlap) plan_.options += ",no-overlap";
   const int parts = shard_comm_->size(), part = shard_comm_->rank();
 
   // Units in forward order, as the model's wrap policy gives them; within a
@@ -547,17 +541,12 @@ int64_t Sharded::largest_unit() const {
 int Sharded::shard_ranks() const { return shard_comm_ ? shard_comm_->size() : 1; }
 
 double Sharded::theoretical_state_bytes() const {
-  MemoryPlan m;
-  m.strategy = plan_.name;
-  m.stage = plan_.stage;
-  m.sharding = plan_.sharding;
-  m.ranks = shard_ranks();
-  m.units = unit_sizes();
-  m.compute_bytes = static_cast<int>(c10::elementSize(compute_dtype_));
-  m.prefetch = plan_.prefetch;
-  m.overlap = plan_.overlap;
-  m.reduce_bytes = static_cast<int>(c10::elementSize(reduce_dtype_));
-  return theoretical_state(m).total();
+  MemoryInputs in;
+  in.units = unit_sizes();
+  in.shape = {1, ctx_.comm ? ctx_.comm->size() : 1};
+  in.compute_bytes = static_cast<int>(c10::elementSize(compute_dtype_));
+  in.reduce_bytes = static_cast<int>(c10::elementSize(reduce_dtype_));
+  return plan_state(plan_, in).total();
 }
 
 }  // namespace hpcbench::strategies::shard

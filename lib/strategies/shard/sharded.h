@@ -14,6 +14,7 @@
 #include <ATen/core/Tensor.h>
 #include <torch/optim/adamw.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,39 +23,11 @@
 #include "dist/process_group.h"
 #include "model/sharding_units.h"
 #include "strategies/shard/flat_param.h"
+#include "strategies/shard/plan.h"
 #include "strategies/strategy.h"
 #include "train/optimizer.h"
 
 namespace hpcbench::strategies::shard {
-
-struct ShardingPlan {
-  std::string name;     // "zero" or "fsdp"
-  std::string options;  // "stage=2", "sharding=full", ...
-  int stage = 0;        // the ZeRO stage this plan corresponds to (for the memory model)
-  std::string sharding;  // fsdp: "full", "grad-op" or "hybrid"
-  bool shard_grads = false;   // reduce-scatter (else all-reduce into replicated gradients)
-  bool shard_params = false;  // parameters partitioned between uses
-  bool reshard_after_forward = true;  // with shard_params: free after forward, gather again for backward
-  bool hybrid = false;        // partitions cut over a shard group, replicated across groups
-  int shard_group = 0;        // hybrid: ranks per shard group; 0: the ranks of a node
-  bool prefetch = true;       // with shard_params: all-gather the next unit while this one computes
-  bool overlap = true;        // a unit's gradient reduction runs during the next unit's backward
-  std::string reduce_dtype;   // mixed precision: fp32, bf16, fp16; "": the compute dtype
-};
-
-// A plan named `name` with the settings zero and fsdp share (prefetch,
-// overlap, --reduce-dtype, checked here so that a bad value fails before any
-// rank starts); each strategy then sets what partitions.
-inline ShardingPlan shared_plan(const std::string& name, const StrategyOptions& o) {
-  if (!o.reduce_dtype.empty() && o.reduce_dtype != "fp32" && o.reduce_dtype != "bf16" && o.reduce_dtype != "fp16")
-    fail("--reduce-dtype {}: must be fp32, bf16 or fp16", o.reduce_dtype);
-  ShardingPlan p;
-  p.name = name;
-  p.prefetch = o.prefetch;
-  p.overlap = o.overlap;
-  p.reduce_dtype = o.reduce_dtype;
-  return p;
-}
 
 // fsdp hybrid's shard groups: `group_size` consecutive ranks when given,
 // else the ranks of each node (`hosts`, rank order; all ranks when empty).
@@ -63,10 +36,13 @@ std::vector<std::vector<int>> shard_groups(int group_size, const std::vector<std
 
 class Sharded final : public Strategy, public model::UnitHooks {
  public:
-  explicit Sharded(ShardingPlan plan);
+  // The run record's options text from the plan as set-up resolved it (the
+  // shard group's size, the reduction dtype); the strategy's folder knows
+  // which of its options they are.
+  using Record = std::function<std::string(const ShardingPlan& resolved)>;
+  Sharded(ShardingPlan plan, Record record);
   ~Sharded() override;
-  std::string name() const override { return plan_.name; }
-  std::string options() const override { return plan_.options; }
+  std::string options() const override { return record_(plan_); }
   void setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) override;
   at::Tensor forward_backward(model::BertForQuestionAnswering& model, const train::Batch& batch, double scale,
                               bool last_micro, train::StepTimer& timer) override;
@@ -145,6 +121,7 @@ class Sharded final : public Strategy, public model::UnitHooks {
   size_t current_bytes(bool transient) const;
 
   ShardingPlan plan_;
+  Record record_;
   StrategyContext ctx_;
   dist::Comm* shard_comm_ = nullptr;              // partitions are cut over its ranks
   std::unique_ptr<dist::Comm> shard_group_;       // hybrid: this node's ranks

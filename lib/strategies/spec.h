@@ -1,0 +1,171 @@
+#pragma once
+// A strategy as everything that does not run it sees it (torch-free): its
+// typed options and their settings table (flags, TOML keys, labels), the
+// checks of those options, its traits, its memory formula and its step as
+// the scaling model replays it. `run`, `sweep`, `predict`, `main` and
+// `report` know strategies only through these specs and the registry
+// (registry.h); the code that trains under a strategy is its Strategy
+// (strategy.h), in the same folder.
+//
+// One grammar names a configuration everywhere: the label
+// "<name>[:<key>=<value>,...]" (`run --strategy zero:stage=3,prefetch=off`,
+// `sweep --strategies`, `predict --strategies`), whose options part is what
+// run records keep as strategy_options.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/settings.h"
+#include "strategies/schedule.h"
+
+namespace hpcbench::strategies {
+
+// A strategy's typed options. settings() is their table: key (as in labels
+// and under the strategy's TOML section), flag, help, target.
+class Options {
+ public:
+  virtual ~Options() = default;
+  virtual std::vector<Setting> settings() = 0;
+  virtual std::unique_ptr<Options> clone() const = 0;
+};
+
+template <typename Derived>
+class OptionsOf : public Options {
+ public:
+  std::unique_ptr<Options> clone() const override {
+    return std::make_unique<Derived>(static_cast<const Derived&>(*this));
+  }
+};
+
+// A strategy without options.
+struct NoOptions final : OptionsOf<NoOptions> {
+  std::vector<Setting> settings() override { return {}; }
+};
+
+struct Traits {
+  // The one-device run every speedup divides by: it runs on one device, and
+  // sweeps and the main job always include it.
+  bool reference = false;
+  // Uses the job's communicator even at one rank, so that its 1-rank runs
+  // measure the code its N-rank runs run.
+  bool needs_comm = false;
+  // One process drives several devices, as many as this option says ("":
+  // one device per process).
+  std::string devices_option;
+};
+
+// What the memory formula is evaluated for.
+struct MemoryInputs {
+  std::vector<int64_t> units;  // elements of each sharding unit, forward order
+  Shape shape;                 // the job's devices
+  int compute_bytes = 4;       // 2 under bf16/fp16
+  int reduce_bytes = 4;        // gradient reduction, unless the options name a dtype
+};
+
+// Model-state bytes per rank (docs/memory.md): what survives between steps,
+// and the largest transient set on top of it.
+struct StateBytes {
+  double persistent = 0;
+  double working_set = 0;
+  double total() const { return persistent + working_set; }
+};
+
+// What `report` advises where a run lost efficiency (empty: its generic text).
+struct Advice {
+  std::string exposed;    // exposed communication
+  std::string optimizer;  // the optimizer's share
+};
+
+class Spec {
+ public:
+  virtual ~Spec() = default;
+  virtual std::string name() const = 0;
+  virtual std::string summary() const = 0;  // one line for --help
+  virtual Traits traits() const { return {}; }
+  virtual std::unique_ptr<Options> defaults() const = 0;
+  // Keys run records show even at their default value.
+  virtual std::vector<std::string> always_shown() const { return {}; }
+  // Keys a run appends to its options text that are facts found at set-up,
+  // not options (ddp's bucket count); reading a record ignores them.
+  virtual std::vector<std::string> facts() const { return {}; }
+  // Throws UserError naming the flag and value for options that cannot run;
+  // `precision` "" when not known yet.
+  virtual void validate(const Options& options, const std::string& precision) const {}
+  // Why a job of `shape` devices cannot run it ("" when it can).
+  virtual std::string unsupported(const Options& options, const Shape& shape) const { return ""; }
+  // Data-parallel replicas in a job of `shape` (every device, unless devices
+  // hold parts of one model).
+  virtual int data_parallel_size(const Options& options, const Shape& shape) const { return shape.world(); }
+  virtual StateBytes memory(const Options& options, const MemoryInputs& in) const = 0;
+  // One optimizer step, issued as the strategy's code issues it.
+  virtual void schedule(const Options& options, const StepInputs& in, StepBuilder& b) const = 0;
+  // Labels `predict` shows when no --strategies are given.
+  virtual std::vector<std::string> showcase() const { return {name()}; }
+  virtual Advice advice(const Options& options) const { return {}; }
+};
+
+// Every rank holds the whole model and its optimizer: 16 bytes a parameter
+// (fp32 weights, gradients, Adam's two moments; under autocast too).
+StateBytes replicated_state(const MemoryInputs& in);
+double replicated_state_bytes(int64_t parameters);
+
+template <typename O>
+const O& options_as(const Options& o) {
+  return dynamic_cast<const O&>(o);
+}
+
+// A strategy with its options: what a label names.
+class Choice {
+ public:
+  explicit Choice(const Spec& spec);  // the default options
+  Choice(const Choice& other);
+  Choice& operator=(const Choice& other);
+  Choice(Choice&&) noexcept = default;
+  Choice& operator=(Choice&&) noexcept = default;
+
+  const Spec& spec() const { return *spec_; }
+  std::string name() const { return spec_->name(); }
+  const Options& options() const { return *options_; }
+  Options& options() { return *options_; }
+  template <typename O>
+  const O& as() const { return options_as<O>(*options_); }
+
+  // "zero:stage=3": the name and the options not at their defaults.
+  std::string label() const;
+  // A run record's strategy_options: every option shown at a glance (the
+  // spec's always_shown) and those not at their defaults, "stage=3".
+  std::string options_text() const;
+  // A file and job name: "zero-stage3-no-prefetch".
+  std::string file_name() const;
+
+  void validate(const std::string& precision) const { spec_->validate(*options_, precision); }
+  std::string unsupported(const Shape& shape) const { return spec_->unsupported(*options_, shape); }
+  StateBytes memory(const MemoryInputs& in) const { return spec_->memory(*options_, in); }
+
+  // Sets option `key` from text; UserError naming `what` and the keys known.
+  void set(const std::string& key, const std::string& value, const std::string& what);
+
+ private:
+  const Spec* spec_;
+  std::unique_ptr<Options> options_;
+};
+
+// A label's name and key=value items, unchecked beyond their form.
+struct LabelParts {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> options;
+};
+LabelParts split_label(const std::string& label, const std::string& what);
+
+// "zero" or "zero:stage=3,prefetch=off"; throws UserError naming `what`
+// (the flag), the known strategies or the strategy's option keys.
+Choice parse_label(const std::string& label, const std::string& what);
+// Comma-separated labels ("ddp,zero:stage=3,prefetch=off,fsdp": a token
+// holding '=' continues the label before it), without repeats.
+std::vector<Choice> parse_labels(const std::string& text, const std::string& what);
+// A run record's strategy and strategy_options. Files of older versions
+// wrote switches as "no-overlap", which is read as overlap=off; facts are
+// skipped.
+Choice parse_record(const std::string& strategy, const std::string& options);
+
+}  // namespace hpcbench::strategies

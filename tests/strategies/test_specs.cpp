@@ -1,0 +1,123 @@
+// The strategies' specs (torch-free): the one label grammar, records of older
+// versions, the option flags and TOML sections, and the checks.
+#include "test_catch.h"
+#include "test_env.h"
+
+#include <fmt/format.h>
+
+#include <set>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "strategies/registry.h"
+
+using namespace hpcbench;
+using namespace hpcbench::strategies;
+
+TEST_CASE("labels: the name and the options not at their defaults, read back as written") {
+  CHECK(parse_label("zero", "t").label() == "zero");
+  CHECK(parse_label("zero:stage=2", "t").label() == "zero");
+  auto z = parse_label("zero:prefetch=off,stage=3", "t");
+  CHECK(z.label() == "zero:stage=3,prefetch=off");
+  CHECK(z.options_text() == "stage=3,prefetch=off");
+  CHECK(parse_label(z.label(), "t").label() == z.label());
+  CHECK(z.file_name() == "zero-stage3-no-prefetch");
+  // Records show the options that identify a configuration at a glance even
+  // at their defaults (what the run files have always shown).
+  CHECK(parse_label("ddp", "t").options_text() == "bucket_mb=25,overlap=on");
+  CHECK(parse_label("fsdp", "t").options_text() == "sharding=full");
+  CHECK(parse_label("baseline", "t").options_text() == "");
+  CHECK(parse_label("fsdp:sharding=grad-op", "t").file_name() == "fsdp-grad-op");
+  CHECK(parse_label("ddp:overlap=off", "t").file_name() == "ddp-no-overlap");
+}
+
+TEST_CASE("labels: bad ones are named with what is wrong") {
+  CHECK_THROWS_WITH(parse_label("magic", "--strategy"), Catch::Contains("--strategy magic") &&
+                                                             Catch::Contains("known: baseline, dp, ddp, fsdp, zero"));
+  CHECK_THROWS_WITH(parse_label("zero:stage=x", "--strategy"), Catch::Contains("stage=x") && Catch::Contains("integer"));
+  CHECK_THROWS_WITH(parse_label("zero:sharding=full", "--strategy"),
+                    Catch::Contains("no option 'sharding'") && Catch::Contains("stage"));
+  CHECK_THROWS_WITH(parse_label("zero:stage", "--strategy"), Catch::Contains("not key=value"));
+  CHECK_THROWS_WITH(parse_label("baseline:x=1", "--strategy"), Catch::Contains("has no options"));
+  CHECK_THROWS_WITH(parse_label("zero:overlap=maybe", "--strategy"), Catch::Contains("on or off"));
+  // Values are checked by the strategy, naming its flag.
+  CHECK_THROWS_WITH(parse_label("zero:stage=4", "t").validate("fp32"), Catch::Contains("--zero-stage 4"));
+  CHECK_THROWS_WITH(parse_label("fsdp:sharding=full,shard-group=2", "t").validate(""),
+                    Catch::Contains("--shard-group-size 2 applies to --sharding hybrid"));
+  CHECK_THROWS_WITH(parse_label("zero:reduce=bf16", "t").validate("fp32"), Catch::Contains("needs --precision bf16"));
+  CHECK_NOTHROW(parse_label("zero:reduce=fp32", "t").validate("bf16"));
+  CHECK_THROWS_WITH(parse_label("ddp:bucket_mb=0", "t").validate(""), Catch::Contains("--bucket-mb 0"));
+}
+
+TEST_CASE("lists of labels: options continue the label before them") {
+  auto l = parse_labels("ddp,zero:stage=3,prefetch=off,fsdp,ddp", "--strategies");
+  REQUIRE(l.size() == 3);
+  CHECK(l[0].label() == "ddp");
+  CHECK(l[1].label() == "zero:stage=3,prefetch=off");
+  CHECK(l[2].label() == "fsdp");
+  CHECK_THROWS_WITH(parse_labels("stage=3,ddp", "--strategies"), Catch::Contains("names no strategy"));
+  CHECK_THROWS_WITH(parse_labels("ddp,,zero", "--strategies"), Catch::Contains("empty entry"));
+}
+
+TEST_CASE("run records: every version's options text reads as the configuration it was") {
+  // What zero and fsdp wrote before switches were key=value, and facts.
+  auto z = parse_record("zero", "stage=3,reduce=bf16,no-prefetch,no-overlap");
+  CHECK(z.label() == "zero:stage=3,reduce=bf16,prefetch=off,overlap=off");
+  auto f = parse_record("fsdp", "sharding=hybrid,shard-group=2,no-overlap");
+  CHECK(f.label() == "fsdp:sharding=hybrid,shard-group=2,overlap=off");
+  CHECK(parse_record("ddp", "bucket_mb=25,overlap=off,buckets=2").label() == "ddp:overlap=off");
+  CHECK(parse_record("dp", "replicas=2,devices=cpu+cpu").label() == "dp:replicas=2");
+  // And what they write now.
+  CHECK(parse_record("zero", z.options_text()).label() == z.label());
+  CHECK_THROWS_AS(parse_record("zero", "stage=3,warp=9"), UserError);
+}
+
+TEST_CASE("flags: one per option, shared flags once, each naming the strategies that take it") {
+  auto flags = option_flags();
+  auto find = [&](const std::string& f) {
+    for (auto& x : flags)
+      if (x.flag == f) return x;
+    FAIL("no flag " << f);
+    return OptionFlag{};
+  };
+  auto overlap = find("--no-overlap");
+  CHECK(overlap.type.empty());  // a switch
+  CHECK(overlap.switch_text == "off");
+  CHECK_THAT(overlap.help, Catch::Contains("ddp:") && Catch::Contains("fsdp, zero:") &&
+                               Catch::Contains("ddp.overlap") && Catch::Contains("zero.overlap"));
+  CHECK(find("--zero-stage").type == "INT");
+  CHECK(find("--bucket-mb").type == "FLOAT");
+  std::set<std::string> seen;
+  for (auto& f : flags) CHECK(seen.insert(f.flag).second);
+}
+
+TEST_CASE("configure: defaults, then the TOML section, then the label, then flags") {
+  test::TempDir dir;
+  auto toml = dir.path / "c.toml";
+  write_file_atomic(toml, "[zero]\nstage = 1\noverlap = false\n[fsdp]\nsharding = \"grad-op\"\n");
+  TomlFile file(toml);
+  CHECK(configure("zero", &file, {}, "--strategy").label() == "zero:stage=1,overlap=off");
+  CHECK(configure("zero:stage=3", &file, {}, "--strategy").label() == "zero:stage=3,overlap=off");
+  CHECK(configure("zero:stage=3", &file, {{"--zero-stage", "2"}, {"--no-prefetch", "off"}}, "--strategy").label() ==
+        "zero:prefetch=off,overlap=off");
+  CHECK(configure("fsdp", &file, {}, "--strategy").label() == "fsdp:sharding=grad-op");
+  CHECK_THROWS_WITH(configure("ddp", &file, {{"--reduce-dtype", "bf16"}}, "--strategy"),
+                    Catch::Contains("--reduce-dtype bf16 applies to --strategy fsdp and zero, not ddp"));
+  CHECK_THROWS_WITH(configure("ddp", &file, {{"--no-prefetch", "off"}}, "--strategy"),
+                    Catch::Contains("--no-prefetch applies to --strategy fsdp and zero, not ddp"));
+  write_file_atomic(toml, "[zero]\nstage = \"three\"\n");
+  TomlFile bad(toml);
+  CHECK_THROWS_WITH(configure("zero", &bad, {}, "--strategy"), Catch::Contains("'zero.stage' must be an integer"));
+}
+
+TEST_CASE("traits and shapes come from the specs") {
+  CHECK(reference_spec().traits().reference);
+  CHECK(parse_label("baseline", "t").unsupported({1, 2}) != "");
+  CHECK(parse_label("baseline", "t").unsupported({1, 1}) == "");
+  CHECK(parse_label("dp", "t").unsupported({2, 2}) != "");
+  CHECK(parse_label("fsdp:sharding=hybrid,shard-group=3", "t").unsupported({1, 4}) != "");
+  CHECK(parse_label("fsdp:sharding=hybrid,shard-group=2", "t").unsupported({1, 4}) == "");
+  int communicating = 0;
+  for (auto* s : specs()) communicating += s->traits().needs_comm;
+  CHECK(communicating == 3);
+}

@@ -81,15 +81,17 @@ int run_bench_comm(BenchCommOptions o) {
   };
   out(fmt::format("# hpcbench bench-comm: hpcbench {} (commit {}), LibTorch {}\n", version(), git_commit(),
                   TORCH_VERSION));
-  out(fmt::format("# backend {}, {} rank(s) on {} node(s) ({}), rendezvous {}:{}\n", comm.backend_name(),
-                  comm.size(), layout.num_nodes, layout.source, layout.master_addr, layout.master_port));
+  out(results::bench_comm_shape_line(comm.backend_name(), comm.size(), layout.num_nodes,
+                                     fmt::format("{}, rendezvous {}:{}", layout.source, layout.master_addr,
+                                                 layout.master_port)));
   out(fmt::format("# ops {}, dtype {}, sizes {}..{} B x{}, warmup {}, iters {}, timeout {} s\n",
                   join(o.cfg.ops), o.cfg.dtype, o.cfg.min_bytes, o.cfg.max_bytes, o.cfg.factor,
                   o.cfg.warmup_iters, o.cfg.iters, o.timeout_s));
   for (size_t r = 0; r < who.size(); ++r) out(fmt::format("# rank {}: {}\n", r, who[r]));
   out("#\n");
-  out(dist::table_header());
-  auto rows = dist::run_bench_comm(comm, o.cfg, [&](const dist::BenchCommRow& row) { out(dist::format_row(row)); });
+  out(results::bench_comm_header());
+  auto rows = dist::run_bench_comm(comm, o.cfg,
+                                   [&](const results::BenchCommRow& row) { out(results::bench_comm_line(row)); });
   int64_t wrong = 0;
   double busbw = 0;
   for (auto& r : rows) {

@@ -22,7 +22,7 @@
 #include "predict/layout.h"
 #include "predict/step_model.h"
 #include "predict/system_toml.h"
-#include "report/table.h"
+#include "results/csv.h"
 #include "strategies/registry.h"
 
 namespace hpcbench::cli {
@@ -150,7 +150,7 @@ int run_predict(const PredictOptions& o) {
         double rest = p.exposed_s * 1000 - ex("all_reduce") - ex("all_gather") - ex("reduce_scatter");
         csv += fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},"
                            "{:.6f},{:.6f},{:.6f},{:.0f},{:.0f},{:.0f}\n",
-                           report::csv_field(label), n, g, shape.world(), so.grad_accum, p.step_s * 1000, p.compute_s * 1000,
+                           results::csv_field(label), n, g, shape.world(), so.grad_accum, p.step_s * 1000, p.compute_s * 1000,
                            p.other_s * 1000, p.optimizer_s * 1000, p.comm_s * 1000, p.exposed_s * 1000,
                            ex("all_reduce"), ex("all_gather"), ex("reduce_scatter"), std::max(0.0, rest),
                            p.samples_per_s, p.speedup, p.efficiency, p.memory_bytes, p.memory_persistent,

@@ -21,7 +21,7 @@
 #include "report/plot.h"
 #include "report/reference.h"
 #include "report/report_tables.h"
-#include "report/result_reader.h"
+#include "results/run_reader.h"
 #include "report/tensorboard_report.h"
 #include "sweep/manifest.h"
 #include "sweep/status.h"
@@ -73,7 +73,7 @@ Action add_report(CLI::App& app) {
     if (o->paths.empty() && !o->reference)
       fail("report: give run folders or result files (e.g. results/runs), or --reference");
     std::vector<fs::path> paths(o->paths.begin(), o->paths.end());
-    auto loaded = report::read_results(paths);
+    auto loaded = results::read_results(paths);
     // A sweep folder also lists the jobs that left no results yet: they are
     // shown as pending, running or failed instead of silently missing.
     for (auto& p : paths) {
@@ -81,7 +81,7 @@ Action add_report(CLI::App& app) {
       if (!fs::is_directory(p, ec) || !fs::exists(p / "sweep.json", ec)) continue;
       try {
         for (auto& r : sweep::unfinished_jobs(sweep::read_manifest(p)))
-          loaded.runs.push_back(report::LoadedRun{r, p / "sweep.json"});
+          loaded.runs.push_back(results::LoadedRun{r, p / "sweep.json"});
       } catch (const UserError& e) {
         loaded.warnings.push_back(fmt::format("skipping {}: {}", (p / "sweep.json").string(), e.what()));
       }
@@ -92,15 +92,15 @@ Action add_report(CLI::App& app) {
       return 2;
     }
 
-    std::vector<report::RunResult> results;
+    std::vector<results::RunResult> results;
     for (auto& r : loaded.runs) results.push_back(r.result);
-    std::optional<report::RunResult> baseline;
+    std::optional<results::RunResult> baseline;
     if (!results.empty())
       if (auto i = report::choose_baseline(results, o->baseline)) baseline = results[*i];
     auto comparison = report::compare(loaded.runs, baseline);
-    std::map<std::string, report::StepSeries> steps;
+    std::map<std::string, results::StepSeries> steps;
     for (auto& r : loaded.runs)
-      if (auto s = report::read_step_series(r.origin); !s.ms.empty()) steps[r.result.run_id] = std::move(s);
+      if (auto s = results::read_step_series(r.origin); !s.ms.empty()) steps[r.result.run_id] = std::move(s);
     for (auto& w : report::noise_warnings(comparison, steps)) comparison.warnings.push_back(w);
     for (auto& n : report::loss_deviation_lines(comparison, steps)) comparison.notes.push_back(n);
 

@@ -20,7 +20,7 @@
 #include "dist/launch_env.h"
 #include "dist/local_launcher.h"
 #include "dist/process_group.h"
-#include "report/run_folder.h"
+#include "results/run_folder.h"
 #include "self_exec.h"
 #include "strategies/registry.h"
 #include "strategies/strategy.h"
@@ -99,7 +99,7 @@ std::string default_run_name(const strategies::Choice& choice, int world) {
   return fmt::format("{}-{}x-{}", choice.file_name(), world, buf);
 }
 
-void print_summary(const report::RunResult& r, const std::string& folder) {
+void print_summary(const results::RunResult& r, const std::string& folder) {
   fmt::print("\n  {} on {} x {} ({}), {} {}, seq {}, global batch {}\n", r.strategy, r.world_size,
              r.device_name, r.device, r.model, r.precision, r.seq_length, r.global_batch);
   fmt::print("  Step time (median … p90 … max): {:8.2f} ms … {:8.2f} ms … {:8.2f} ms   (σ {:.2f} ms, {} timed steps)\n",
@@ -205,14 +205,14 @@ int run_training(const train::TrainConfig& cfg, const strategies::Choice& choice
   auto strategy = strategies::make_strategy(choice);
   // What would otherwise fail only when the results are written, after the
   // whole run: the name, and a results folder that can take it.
-  if (!cfg.run_name.empty()) report::check_run_name(cfg.run_name);
+  if (!cfg.run_name.empty()) results::check_run_name(cfg.run_name);
   if (o.repeats < 1) fail("--repeats {}: must be at least 1", o.repeats);
   if (o.repeats > 1) {
-    report::check_results_dir(cfg.results_dir);
+    results::check_results_dir(cfg.results_dir);
     return run_repeats(cfg, choice, o);
   }
   if (o.nproc_per_node > 0) {
-    report::check_results_dir(cfg.results_dir);
+    results::check_results_dir(cfg.results_dir);
     dist::LaunchOptions launch{.nproc = o.nproc_per_node};
     if (cfg.threads == 0) {
       launch.threads_per_rank = dist::threads_per_rank(dist::current_environment(), o.nproc_per_node,
@@ -225,7 +225,7 @@ int run_training(const train::TrainConfig& cfg, const strategies::Choice& choice
   }
 
   auto layout = dist::detect_layout();
-  if (layout.rank == 0) report::check_results_dir(cfg.results_dir);
+  if (layout.rank == 0) results::check_results_dir(cfg.results_dir);
   bool accel = cfg.device != "cpu" && (cfg.device != "auto" || accelerator_count() > 0);
   dist::check_layout(layout, {.nodes = o.nodes, .gpus_per_node = o.gpus_per_node, .uses_accelerator = accel,
                               .visible_devices = accelerator_count(),
@@ -283,12 +283,15 @@ int run_training(const train::TrainConfig& cfg, const strategies::Choice& choice
   if (ctx.rank != 0) return 0;
   out.result.repeat_group = o.repeat_group;
   out.result.repeat_index = o.repeat_index;
-  std::map<std::string, std::string> extra;
-  if (out.details.contains("predictions")) extra["predictions.json"] = out.details["predictions"].dump(1);
+  results::RunFiles run(out.result);
+  run.steps = std::move(out.steps);
+  run.rank_timing = std::move(out.rank_timing);
+  if (out.details.contains("predictions")) run.files["predictions.json"] = out.details["predictions"].dump(1);
   out.details.erase("predictions");
-  if (!out.utilisation_csv.empty()) extra["utilisation.csv"] = out.utilisation_csv;
-  for (auto& [file, content] : tensorboard::event_files(hooks.tensorboard_dir)) extra[file] = content;
-  auto folder = report::write_run_folder(cfg.results_dir, name, out.result, out.details, extra);
+  run.details = std::move(out.details);
+  if (!out.utilisation_csv.empty()) run.files["utilisation.csv"] = out.utilisation_csv;
+  for (auto& [file, content] : tensorboard::event_files(hooks.tensorboard_dir)) run.files[file] = content;
+  auto folder = results::write_run_folder(cfg.results_dir, name, std::move(run));
   tensorboard::discard_event_files(hooks.tensorboard_dir);
   print_summary(out.result, folder.string());
   return 0;

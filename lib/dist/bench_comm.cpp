@@ -153,12 +153,6 @@ int64_t parse_bytes(const std::string& text, const std::string& flag) {
   return static_cast<int64_t>(bytes);
 }
 
-double bus_factor(const std::string& op, int n) {
-  if (op == "all_reduce") return 2.0 * (n - 1) / n;
-  if (op == "all_gather" || op == "reduce_scatter") return static_cast<double>(n - 1) / n;
-  return 1.0;
-}
-
 void validate(const BenchCommConfig& c) {
   if (c.ops.empty()) fail("--op: name at least one of all_reduce, all_gather, reduce_scatter, broadcast, all");
   auto ops = known_ops();
@@ -172,13 +166,13 @@ void validate(const BenchCommConfig& c) {
   scalar_type(c.dtype);
 }
 
-std::vector<BenchCommRow> run_bench_comm(Comm& comm, const BenchCommConfig& config,
-                                         const std::function<void(const BenchCommRow&)>& on_row) {
+std::vector<results::BenchCommRow> run_bench_comm(Comm& comm, const BenchCommConfig& config,
+                                         const std::function<void(const results::BenchCommRow&)>& on_row) {
   validate(config);
   auto opts = at::TensorOptions().dtype(scalar_type(config.dtype)).device(comm.device());
   const int64_t word = static_cast<int64_t>(c10::elementSize(scalar_type(config.dtype)));
   Fault fault = fault_from_env();
-  std::vector<BenchCommRow> rows;
+  std::vector<results::BenchCommRow> rows;
   for (const auto& op : config.ops) {
     int64_t last_count = -1;
     for (double size = static_cast<double>(config.min_bytes); size <= static_cast<double>(config.max_bytes) * (1 + 1e-9);
@@ -203,7 +197,7 @@ std::vector<BenchCommRow> run_bench_comm(Comm& comm, const BenchCommConfig& conf
       run_op(op, comm, check);
       int64_t wrong = check.out.ne(check.expected).sum().cpu().item<int64_t>();
 
-      BenchCommRow row;
+      results::BenchCommRow row;
       row.op = op;
       row.count = count;
       row.bytes = count * word;
@@ -212,23 +206,13 @@ std::vector<BenchCommRow> run_bench_comm(Comm& comm, const BenchCommConfig& conf
       row.root = op == "broadcast" ? 0 : -1;
       row.time_us = all_mean(comm, secs) * 1e6;
       row.algbw = static_cast<double>(row.bytes) / (row.time_us * 1e-6) / 1e9;
-      row.busbw = row.algbw * bus_factor(op, comm.size());
+      row.busbw = row.algbw * results::bus_factor(op, comm.size());
       row.wrong = all_sum(comm, wrong);
       rows.push_back(row);
       if (on_row) on_row(row);
     }
   }
   return rows;
-}
-
-std::string table_header() {
-  return fmt::format("#{:>14} {:>12} {:>12} {:>8} {:>6} {:>5} {:>11} {:>11} {:>11} {:>7}\n", "op", "size(B)",
-                     "count", "type", "redop", "root", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
-}
-
-std::string format_row(const BenchCommRow& r) {
-  return fmt::format("{:>15} {:>12} {:>12} {:>8} {:>6} {:>5} {:>11.2f} {:>11.4f} {:>11.4f} {:>7}\n", r.op,
-                     r.bytes, r.count, r.type, r.redop, r.root, r.time_us, r.algbw, r.busbw, r.wrong);
 }
 
 }  // namespace hpcbench::dist

@@ -12,6 +12,7 @@
 
 #include "monitor/nvml.h"
 #include "monitor/proc.h"
+#include "results/utilisation_csv.h"
 
 namespace hpcbench::monitor {
 
@@ -269,26 +270,28 @@ const char* phase_of(int64_t step, int64_t warmup_steps) {
   return step <= warmup_steps ? "warmup" : "timed";
 }
 
-std::string csv_header() {
-  return "host,time_s,step,phase,kind,index,util_percent,memory_bytes,power_w,sm_clock_mhz,temperature_c,"
-         "throttle_reasons,energy_mj,bus_id\n";
-}
-
 std::string csv_rows(const std::vector<Sample>& samples, const std::string& host, int64_t warmup_steps,
                      const std::map<int, std::string>& gpu_bus_ids) {
   std::string out;
-  auto opt = [](const auto& v) { return v ? fmt::format("{}", *v) : std::string(); };
-  auto bus = [&](const Sample& s) {
-    auto it = s.kind == 'g' ? gpu_bus_ids.find(s.index) : gpu_bus_ids.end();
-    return it == gpu_bus_ids.end() ? std::string() : it->second;
-  };
-  for (auto& s : samples)
-    out += fmt::format("{},{:.3f},{},{},{},{},{},{},{},{},{},{},{},{}\n", host, s.t_s, s.step, phase_of(s.step, warmup_steps),
-                       s.kind == 'g' ? "gpu" : "cpu", s.index,
-                       s.util_percent ? fmt::format("{:.6g}", *s.util_percent) : "", opt(s.memory_bytes),
-                       s.power_w ? fmt::format("{:.6g}", *s.power_w) : "", opt(s.sm_clock_mhz), opt(s.temperature_c),
-                       s.throttle_reasons ? fmt::format("{:#x}", *s.throttle_reasons) : "", opt(s.energy_mj),
-                       bus(s));
+  for (auto& s : samples) {
+    results::UtilisationRow r;
+    r.host = host;
+    r.time_s = s.t_s;
+    r.step = s.step;
+    r.phase = phase_of(s.step, warmup_steps);
+    r.gpu = s.kind == 'g';
+    r.index = s.index;
+    r.util_percent = s.util_percent;
+    r.memory_bytes = s.memory_bytes;
+    r.power_w = s.power_w;
+    r.sm_clock_mhz = s.sm_clock_mhz;
+    r.temperature_c = s.temperature_c;
+    r.throttle_reasons = s.throttle_reasons;
+    r.energy_mj = s.energy_mj;
+    auto it = r.gpu ? gpu_bus_ids.find(s.index) : gpu_bus_ids.end();
+    if (it != gpu_bus_ids.end()) r.bus_id = it->second;
+    out += results::utilisation_line(r);
+  }
   return out;
 }
 

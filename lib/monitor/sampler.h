@@ -137,7 +137,6 @@ Summary combine(const std::vector<Summary>& nodes);
 
 // "setup", "warmup", "timed", "evaluation" or "end" for a step code.
 const char* phase_of(int64_t step, int64_t warmup_steps);
-std::string csv_header();
 // Rows for utilisation.csv; `host` names the node, `gpu_bus_ids` the GPU
 // rows' bus ids by index (Sampler::gpu_bus_ids).
 std::string csv_rows(const std::vector<Sample>& samples, const std::string& host, int64_t warmup_steps,

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "report/result_reader.h"
+#include "results/run_reader.h"
 
 namespace hpcbench::predict {
 
@@ -52,9 +52,9 @@ int compute_bytes(const std::string& precision) {
   return precision == "fp16" || precision == "bf16" ? 2 : 4;
 }
 
-Baseline baseline_from_result(const report::RunResult& row, const std::string& where) {
+Baseline baseline_from_result(const results::RunResult& row, const std::string& where) {
   auto rr = row;
-  report::fill_derived(rr);
+  results::fill_derived(rr);
   // A run that did not finish measured nothing a prediction can scale.
   if (rr.status != "ok")
     fail("--baseline {}: {} has status '{}', not ok; a failed or unfinished run is not a baseline", where,
@@ -67,8 +67,8 @@ Baseline baseline_from_result(const report::RunResult& row, const std::string& w
     if (!std::isfinite(value) || value < 0)
       fail("--baseline {}: {} of {} is {}; a time or throughput must be a finite number, not negative", where,
            name, rr.run_id, value);
-  if (report::devices(rr) != 1)
-    fail("--baseline {}: {} ran on {} devices; a baseline runs on one", where, rr.run_id, report::devices(rr));
+  if (results::devices(rr) != 1)
+    fail("--baseline {}: {} ran on {} devices; a baseline runs on one", where, rr.run_id, results::devices(rr));
   Baseline b;
   b.source = where;
   b.model = rr.model;
@@ -104,8 +104,8 @@ Baseline read_baseline(const std::string& path, const std::string& row, std::str
   fs::path file = path;
   if (fs::is_directory(file)) file = fs::exists(file / "run.json") ? file / "run.json" : file / "summary.csv";
   if (!fs::exists(file)) fail("--baseline {}: no such run folder or file", path);
-  auto rows = report::read_result_file(file);
-  const report::RunResult* r = nullptr;
+  auto rows = results::read_result_file(file);
+  const results::RunResult* r = nullptr;
   for (auto& x : rows)
     if (row.empty() ? rows.size() == 1 : x.run_id == row) r = &x;
   if (!r) {

@@ -7,7 +7,7 @@
 #include "predict/collective.h"
 #include "predict/step_model.h"
 
-namespace hpcbench::report {
+namespace hpcbench::results {
 struct RunResult;
 }
 
@@ -22,7 +22,7 @@ namespace hpcbench::predict {
 Baseline read_baseline(const std::string& path, const std::string& row, std::string* model_path);
 
 // The same from a row already read; `where` names it in errors.
-Baseline baseline_from_result(const report::RunResult& row, const std::string& where);
+Baseline baseline_from_result(const results::RunResult& row, const std::string& where);
 
 // "cuda", "cpu" or "" from a run's device ("cuda:1" -> "cuda").
 std::string device_kind(const std::string& device);

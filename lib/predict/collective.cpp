@@ -33,10 +33,10 @@ double AlphaBeta::seconds(const std::string& op, double bytes, const Group& grou
   const int g = group.per_node, n = group.nodes;
   if (group.ranks() <= 1 || bytes <= 0) return 0;
   const double a1 = sys_.intra.latency_us * 1e-6, a2 = sys_.inter.latency_us * 1e-6;
-  if (n == 1) return ring_steps(op, g) * a1 + bytes * dist::bus_factor(op, g) / rate(sys_.intra);
+  if (n == 1) return ring_steps(op, g) * a1 + bytes * results::bus_factor(op, g) / rate(sys_.intra);
   // A GPU's share of its node's NICs: the g GPUs of a node cross nodes together.
   const double b2 = rate(sys_.inter, g);
-  if (g == 1) return ring_steps(op, n) * a2 + bytes * dist::bus_factor(op, n) / rate(sys_.inter, group.share);
+  if (g == 1) return ring_steps(op, n) * a2 + bytes * results::bus_factor(op, n) / rate(sys_.inter, group.share);
   const double b1 = rate(sys_.intra);
   if (op == "broadcast")  // pipelined along a chain: the slowest link sets the pace
     return (g - 1) * a1 + (n - 1) * a2 + bytes / std::min(b1, b2);
@@ -53,14 +53,14 @@ std::string AlphaBeta::describe() const {
                      sys_.inter.latency_us);
 }
 
-Measured::Measured(std::vector<dist::BenchCommRow> rows, int ranks, int nodes, std::string file)
+Measured::Measured(std::vector<results::BenchCommRow> rows, int ranks, int nodes, std::string file)
     : rows_(std::move(rows)), ranks_(ranks), nodes_(nodes), file_(std::move(file)) {
   std::sort(rows_.begin(), rows_.end(), [](auto& a, auto& b) { return std::tie(a.op, a.bytes) < std::tie(b.op, b.bytes); });
 }
 
 double Measured::seconds(const std::string& op, double bytes, const Group& group) const {
   if (group.ranks() <= 1 || bytes <= 0) return 0;
-  std::vector<const dist::BenchCommRow*> r;
+  std::vector<const results::BenchCommRow*> r;
   for (auto& row : rows_)
     if (row.op == op) r.push_back(&row);
   if (r.empty()) fail("{}: no {} rows (run bench-comm with --op {} or --op all)", file_, op, op);
@@ -78,7 +78,7 @@ double Measured::seconds(const std::string& op, double bytes, const Group& group
     t = 1e-6 * (lo.time_us + w * (hi.time_us - lo.time_us));
   }
   if (group.ranks() != ranks_) {
-    double f0 = dist::bus_factor(op, ranks_), f1 = dist::bus_factor(op, group.ranks());
+    double f0 = results::bus_factor(op, ranks_), f1 = results::bus_factor(op, group.ranks());
     if (f0 <= 0) fail("{}: measured at {} rank, which says nothing about {} ranks", file_, ranks_, group.ranks());
     t *= f1 / f0;
   }
@@ -90,35 +90,19 @@ std::string Measured::describe() const {
 }
 
 std::unique_ptr<Measured> read_bench_comm(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) fail("--comm {}: cannot read the file", path);
-  std::vector<dist::BenchCommRow> rows;
-  int ranks = 0, nodes = 1;
-  std::string line;
-  const std::regex shape(R"(# backend \S+, (\d+) rank\(s\) on (\d+) node\(s\))");
-  for (int no = 1; std::getline(in, line); ++no) {
-    std::smatch m;
-    if (std::regex_search(line, m, shape)) {
-      ranks = std::stoi(m[1]);
-      nodes = std::stoi(m[2]);
-      continue;
-    }
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream s(line);
-    dist::BenchCommRow r;
-    if (!(s >> r.op >> r.bytes >> r.count >> r.type >> r.redop >> r.root >> r.time_us >> r.algbw >> r.busbw >> r.wrong))
-      fail("--comm {}: line {} is not a bench-comm row: \"{}\"", path, no, line);
+  auto f = results::read_bench_comm_file(path, "--comm");
+  for (auto& r : f.rows) {
     if (!std::isfinite(r.time_us) || !(r.time_us > 0) || !std::isfinite(r.busbw) || r.busbw < 0 || r.bytes < 0)
-      fail("--comm {}: line {}: time {} us, bus bandwidth {} GB/s for {} bytes is not a measurement (times must be "
-           "positive, bandwidths not negative, both finite)", path, no, r.time_us, r.busbw, r.bytes);
-    if (r.wrong != 0) fail("--comm {}: line {} has {} wrong values; a failed measurement is not a model", path, no, r.wrong);
-    rows.push_back(r);
+      fail("--comm {}: {} of {} bytes: time {} us, bus bandwidth {} GB/s is not a measurement (times must be "
+           "positive, bandwidths not negative, both finite)", path, r.op, r.bytes, r.time_us, r.busbw);
+    if (r.wrong != 0)
+      fail("--comm {}: {} of {} bytes has {} wrong values; a failed measurement is not a model", path, r.op, r.bytes,
+           r.wrong);
   }
-  if (ranks < 0 || nodes < 1 || (ranks > 0 && nodes > ranks))
-    fail("--comm {}: {} rank(s) on {} node(s) is not a layout", path, ranks, nodes);
-  if (ranks == 0) fail("--comm {}: no \"# backend ..., N rank(s) on M node(s)\" line; is it bench-comm --output?", path);
-  if (rows.empty()) fail("--comm {}: no measurements", path);
-  return std::make_unique<Measured>(std::move(rows), ranks, nodes, path);
+  if (f.ranks < 0 || f.nodes < 1 || (f.ranks > 0 && f.nodes > f.ranks))
+    fail("--comm {}: {} rank(s) on {} node(s) is not a layout", path, f.ranks, f.nodes);
+  if (f.rows.empty()) fail("--comm {}: no measurements", path);
+  return std::make_unique<Measured>(std::move(f.rows), f.ranks, f.nodes, path);
 }
 
 }  // namespace hpcbench::predict

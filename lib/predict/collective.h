@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/bench_comm.h"
+#include "results/bench_comm_file.h"
 #include "strategies/schedule.h"
 
 namespace hpcbench::predict {
@@ -76,13 +76,13 @@ class AlphaBeta final : public CommModel {
 // bus bandwidth is taken to be what the fabric gives whatever the count).
 class Measured final : public CommModel {
  public:
-  Measured(std::vector<dist::BenchCommRow> rows, int ranks, int nodes, std::string file);
+  Measured(std::vector<results::BenchCommRow> rows, int ranks, int nodes, std::string file);
   double seconds(const std::string& op, double bytes, const Group& group) const override;
   std::string describe() const override;
   int ranks() const { return ranks_; }
 
  private:
-  std::vector<dist::BenchCommRow> rows_;
+  std::vector<results::BenchCommRow> rows_;
   int ranks_ = 1, nodes_ = 1;
   std::string file_;
 };

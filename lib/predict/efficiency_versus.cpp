@@ -56,7 +56,7 @@ std::vector<PredictedParts> predicted_parts(const report::Comparison& c, const s
       auto layout = model_layout(model::BertConfig::preset(base.model), base.seq);
       Shape shape;
       shape.nodes = static_cast<int>(std::max<int64_t>(1, r.nodes));
-      shape.gpus_per_node = static_cast<int>(report::devices(r) / shape.nodes);
+      shape.gpus_per_node = static_cast<int>(results::devices(r) / shape.nodes);
       StepOptions so;
       so.compute_bytes = compute_bytes(base.precision);
       so.reduce_bytes = so.compute_bytes;

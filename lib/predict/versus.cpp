@@ -22,7 +22,7 @@ std::string versus_report(const report::Comparison& comparison, const CommModel&
   std::map<std::string, Layout> layouts;
   // The run's configuration in the one grammar its record was written in; a
   // record no strategy here reads is shown as it is and not predicted.
-  auto label_of = [](const report::RunResult& r) {
+  auto label_of = [](const results::RunResult& r) {
     try {
       return strategies::parse_record(r.strategy, r.strategy_options).label();
     } catch (const UserError&) {
@@ -32,10 +32,10 @@ std::string versus_report(const report::Comparison& comparison, const CommModel&
   int shown = 0;
   for (auto& row : comparison.rows) {
     const auto& r = row.run;
-    if (row.is_baseline || !row.baseline || report::devices(r) <= 1 || r.status != "ok") continue;
+    if (row.is_baseline || !row.baseline || results::devices(r) <= 1 || r.status != "ok") continue;
     auto line = [&](const std::string& pred, const std::string& err, const std::string& ps, const std::string& note) {
       out += fmt::format("{:<28} {:<28} {:>7} {:>10.2f} {:>10} {:>8} {:>11.2f} {:>11}  {}\n", r.run_id,
-                         label_of(r), report::devices(r), r.step_ms_median, pred,
+                         label_of(r), results::devices(r), r.step_ms_median, pred,
                          err, r.samples_per_s, ps, note);
       ++shown;
     };
@@ -50,7 +50,7 @@ std::string versus_report(const report::Comparison& comparison, const CommModel&
       if (!layouts.count(key)) layouts[key] = model_layout(model::BertConfig::preset(base.model), base.seq);
       Shape shape;
       shape.nodes = static_cast<int>(std::max<int64_t>(1, r.nodes));
-      shape.gpus_per_node = static_cast<int>(report::devices(r) / shape.nodes);
+      shape.gpus_per_node = static_cast<int>(results::devices(r) / shape.nodes);
       StepOptions so;
       so.compute_bytes = compute_bytes(base.precision);
       so.reduce_bytes = so.compute_bytes;

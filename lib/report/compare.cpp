@@ -35,13 +35,13 @@ void check(std::vector<std::string>& why, const char* what, const T& run, const 
 // The device type has been recorded since the first schema, so it is checked
 // as strictly as the other settings. Names of different types always differ:
 // the type alone says why.
-void check_device(std::vector<std::string>& why, const RunResult& run, const RunResult& base) {
+void check_device(std::vector<std::string>& why, const results::RunResult& run, const results::RunResult& base) {
   if (run.device != base.device) check(why, "device", run.device, base.device);
   else if (!run.device_name.empty() && !base.device_name.empty())
     check(why, "device name", run.device_name, base.device_name);
 }
 
-std::vector<std::string> common_mismatch(const RunResult& run, const RunResult& base) {
+std::vector<std::string> common_mismatch(const results::RunResult& run, const results::RunResult& base) {
   std::vector<std::string> why;
   check_device(why, run, base);
   check(why, "model", run.model, base.model);
@@ -60,12 +60,12 @@ bool is_reference(const std::string& s) { return s == strategies::reference_spec
 
 // The auto rule of choose_baseline among the runs that `eligible` admits.
 template <typename Eligible>
-std::optional<size_t> auto_baseline(const std::vector<RunResult>& runs, Eligible eligible) {
+std::optional<size_t> auto_baseline(const std::vector<results::RunResult>& runs, Eligible eligible) {
   std::optional<size_t> best;
   std::tuple<size_t, std::string> best_key;
   for (size_t i = 0; i < runs.size(); ++i) {
     const auto& c = runs[i];
-    if (c.status != "ok" || devices(c) != 1 || !is_reference(c.strategy) || !untrusted_figures(c).empty() ||
+    if (c.status != "ok" || results::devices(c) != 1 || !is_reference(c.strategy) || !untrusted_figures(c).empty() ||
         !eligible(c))
       continue;
     size_t followers = 0;
@@ -76,29 +76,29 @@ std::optional<size_t> auto_baseline(const std::vector<RunResult>& runs, Eligible
   return best;
 }
 
-bool same_run(const RunResult& a, const RunResult& b) { return a.run_id == b.run_id && a.started_at == b.started_at; }
+bool same_run(const results::RunResult& a, const results::RunResult& b) { return a.run_id == b.run_id && a.started_at == b.started_at; }
 
 }  // namespace
 
-bool same_device(const RunResult& a, const RunResult& b) {
+bool same_device(const results::RunResult& a, const results::RunResult& b) {
   std::vector<std::string> why;
   check_device(why, a, b);
   return why.empty();
 }
 
-std::string strong_mismatch(const RunResult& run, const RunResult& base) {
+std::string strong_mismatch(const results::RunResult& run, const results::RunResult& base) {
   auto why = common_mismatch(run, base);
   check(why, "global batch", run.global_batch, base.global_batch);
   return join(why);
 }
 
-std::string weak_mismatch(const RunResult& run, const RunResult& base) {
+std::string weak_mismatch(const results::RunResult& run, const results::RunResult& base) {
   auto why = common_mismatch(run, base);
   check(why, "batch per device", run.batch_per_device, base.batch_per_device);
   return join(why);
 }
 
-std::string untrusted_figures(const RunResult& r) {
+std::string untrusted_figures(const results::RunResult& r) {
   std::vector<std::string> bad;
   for (auto [name, value] : {std::pair<const char*, double>{"samples_per_s", r.samples_per_s},
                              {"samples_per_s_per_device", r.samples_per_s_per_device},
@@ -109,7 +109,7 @@ std::string untrusted_figures(const RunResult& r) {
   return join(bad);
 }
 
-std::optional<double> throughput_ratio(const RunResult& run, const RunResult& base) {
+std::optional<double> throughput_ratio(const results::RunResult& run, const results::RunResult& base) {
   if (!untrusted_figures(run).empty() || !untrusted_figures(base).empty()) return std::nullopt;
   if (run.samples_per_s > 0 && base.samples_per_s > 0) return run.samples_per_s / base.samples_per_s;
   if (run.train_time_s > 0 && base.train_time_s > 0 && run.samples_timed == base.samples_timed)
@@ -117,12 +117,12 @@ std::optional<double> throughput_ratio(const RunResult& run, const RunResult& ba
   return std::nullopt;
 }
 
-bool row_before(const RunResult& a, const RunResult& b) {
-  return std::forward_as_tuple(strategy_rank(a.strategy), a.strategy, devices(a), a.started_at, a.run_id) <
-         std::forward_as_tuple(strategy_rank(b.strategy), b.strategy, devices(b), b.started_at, b.run_id);
+bool row_before(const results::RunResult& a, const results::RunResult& b) {
+  return std::forward_as_tuple(strategy_rank(a.strategy), a.strategy, results::devices(a), a.started_at, a.run_id) <
+         std::forward_as_tuple(strategy_rank(b.strategy), b.strategy, results::devices(b), b.started_at, b.run_id);
 }
 
-std::optional<size_t> choose_baseline(const std::vector<RunResult>& runs, const std::string& spec) {
+std::optional<size_t> choose_baseline(const std::vector<results::RunResult>& runs, const std::string& spec) {
   if (spec != "auto") {
     for (size_t i = 0; i < runs.size(); ++i)
       if (runs[i].run_id == spec) {
@@ -135,10 +135,10 @@ std::optional<size_t> choose_baseline(const std::vector<RunResult>& runs, const 
     for (auto& r : runs) ids.push_back(r.run_id);
     fail("--baseline {}: no such run among those read ({})", spec, fmt::join(ids, ", "));
   }
-  return auto_baseline(runs, [](const RunResult&) { return true; });
+  return auto_baseline(runs, [](const results::RunResult&) { return true; });
 }
 
-std::string configuration_key(const RunResult& r) {
+std::string configuration_key(const results::RunResult& r) {
   return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", r.strategy, r.strategy_options, r.nodes,
                      r.gpus_per_node, r.world_size, r.device, r.device_name, r.precision, r.model, r.seq_length,
                      r.data, r.batch_per_device, r.global_batch, r.grad_accum);
@@ -159,7 +159,7 @@ bool has_repeats(const Comparison& c) {
 
 namespace {
 
-std::vector<double> throughputs(const std::vector<RunResult>& rs) {
+std::vector<double> throughputs(const std::vector<results::RunResult>& rs) {
   std::vector<double> v;
   for (auto& r : rs)
     if (r.samples_per_s > 0) v.push_back(r.samples_per_s);
@@ -181,13 +181,13 @@ std::vector<Verdict> verdicts(const std::vector<ComparisonRow>& rows) {
       Verdict v;
       v.faster = row_name(a);
       v.slower = row_name(b);
-      v.devices = devices(a.run);
-      v.slower_devices = devices(b.run);
+      v.devices = results::devices(a.run);
+      v.slower_devices = results::devices(b.run);
       auto ta = throughputs(a.repeats), tb = throughputs(b.repeats);
       v.faster_runs = ta.size();
       v.slower_runs = tb.size();
-      v.ratio = ratio_interval(ta, tb);
-      v.rank = mann_whitney_u(ta, tb);
+      v.ratio = stats::ratio_interval(ta, tb);
+      v.rank = stats::mann_whitney_u(ta, tb);
       // Two runs a side only span their range: no verdict below three.
       v.significant = ta.size() >= kMinRunsForVerdict && tb.size() >= kMinRunsForVerdict && v.ratio.lo > 1;
       out.push_back(v);
@@ -220,7 +220,7 @@ std::vector<std::string> ranking_lines(const Comparison& c) {
   return out;
 }
 
-Comparison compare(const std::vector<LoadedRun>& loaded, const std::optional<RunResult>& chosen) {
+Comparison compare(const std::vector<results::LoadedRun>& loaded, const std::optional<results::RunResult>& chosen) {
   Comparison out;
   // Repeats of one configuration become one row (status-ok runs only: a
   // failed run stays a row of its own).
@@ -237,19 +237,19 @@ Comparison compare(const std::vector<LoadedRun>& loaded, const std::optional<Run
     if (added) groups.emplace_back();
     groups[it->second].push_back(i);
   }
-  std::vector<LoadedRun> runs;
-  std::vector<std::vector<RunResult>> group_runs;
+  std::vector<results::LoadedRun> runs;
+  std::vector<std::vector<results::RunResult>> group_runs;
   for (auto& g : groups) {
-    std::vector<RunResult> rs;
+    std::vector<results::RunResult> rs;
     for (size_t i : g) rs.push_back(loaded[i].result);
     std::stable_sort(rs.begin(), rs.end(), [](auto& a, auto& b) { return a.samples_per_s < b.samples_per_s; });
     size_t mid = (rs.size() - 1) / 2;
-    RunResult rep = rs[mid];
+    results::RunResult rep = rs[mid];
     if (rs.size() > 1) {
       std::vector<double> tp, per;
       for (auto& r : rs) tp.push_back(r.samples_per_s), per.push_back(r.samples_per_s_per_device);
-      rep.samples_per_s = median(tp);
-      rep.samples_per_s_per_device = median(per);
+      rep.samples_per_s = stats::median(tp);
+      rep.samples_per_s_per_device = stats::median(per);
     }
     size_t origin = g[0];
     for (size_t i : g)
@@ -257,18 +257,18 @@ Comparison compare(const std::vector<LoadedRun>& loaded, const std::optional<Run
     runs.push_back({rep, loaded[origin].origin});
     group_runs.push_back(std::move(rs));
   }
-  auto group_of = [&](const RunResult& r) -> std::optional<size_t> {
+  auto group_of = [&](const results::RunResult& r) -> std::optional<size_t> {
     for (size_t g = 0; g < group_runs.size(); ++g)
       for (auto& m : group_runs[g])
         if (same_run(m, r)) return g;
     return std::nullopt;
   };
   // The baseline chosen among single runs stands for its configuration's row.
-  std::optional<RunResult> baseline = chosen;
+  std::optional<results::RunResult> baseline = chosen;
   if (chosen)
     if (auto g = group_of(*chosen)) baseline = runs[*g].result;
   out.baseline = baseline;
-  std::vector<RunResult> results;
+  std::vector<results::RunResult> results;
   for (auto& lr : runs) results.push_back(lr.result);
   // The choice depends on the device alone, and costs runs² comparisons.
   std::map<std::pair<std::string, std::string>, std::optional<size_t>> device_baseline;
@@ -278,7 +278,7 @@ Comparison compare(const std::vector<LoadedRun>& loaded, const std::optional<Run
     row.run = lr.result;
     row.repeats = group_runs[gi];
     row.origin = lr.origin.string();
-    const RunResult& r = row.run;
+    const results::RunResult& r = row.run;
     if (baseline) {
       row.baseline = baseline;
       // A CPU baseline and a GPU baseline in one folder each serve their
@@ -286,14 +286,14 @@ Comparison compare(const std::vector<LoadedRun>& loaded, const std::optional<Run
       // the chosen one, with the device as the reason.
       if (!same_device(r, *baseline)) {
         auto [it, added] = device_baseline.try_emplace({r.device, r.device_name});
-        if (added) it->second = auto_baseline(results, [&](const RunResult& c) { return same_device(c, r); });
+        if (added) it->second = auto_baseline(results, [&](const results::RunResult& c) { return same_device(c, r); });
         if (it->second) row.baseline = results[*it->second];
       }
     }
     auto tp = throughputs(row.repeats);
-    if (r.status == "ok" && !tp.empty()) row.throughput_ci = median_interval(tp);
+    if (r.status == "ok" && !tp.empty()) row.throughput_ci = stats::median_interval(tp);
     if (row.baseline && r.status == "ok") {
-      const RunResult& b = *row.baseline;
+      const results::RunResult& b = *row.baseline;
       row.is_baseline = same_run(r, b);
       row.strong_mismatch = strong_mismatch(r, b);
       row.weak_mismatch = weak_mismatch(r, b);
@@ -308,15 +308,15 @@ Comparison compare(const std::vector<LoadedRun>& loaded, const std::optional<Run
         if (untrusted || row.strong_mismatch.empty()) row.strong_mismatch = why;
         if (untrusted || row.weak_mismatch.empty()) row.weak_mismatch = why;
       }
-      double scale = static_cast<double>(devices(r)) / static_cast<double>(devices(b));
+      double scale = static_cast<double>(results::devices(r)) / static_cast<double>(results::devices(b));
       if (row.strong_mismatch.empty()) {
         row.speedup = *ratio;
         row.efficiency = *ratio / scale;
         auto bg = group_of(b);
         auto tb = bg ? throughputs(group_runs[*bg]) : std::vector<double>{};
         if (!row.is_baseline && !tp.empty() && !tb.empty()) {
-          row.speedup_ci = ratio_interval(tp, tb);
-          Interval e = *row.speedup_ci;
+          row.speedup_ci = stats::ratio_interval(tp, tb);
+          stats::Interval e = *row.speedup_ci;
           e.point /= scale, e.lo /= scale, e.hi /= scale;
           row.efficiency_ci = e;
         }
@@ -353,7 +353,7 @@ Comparison compare(const std::vector<LoadedRun>& loaded, const std::optional<Run
   // size 1) has no scaling to show; its "speedup" is its overhead.
   std::vector<std::string> single;
   for (auto& row : out.rows)
-    if (row.speedup && !row.is_baseline && !is_reference(row.run.strategy) && devices(row.run) == 1)
+    if (row.speedup && !row.is_baseline && !is_reference(row.run.strategy) && results::devices(row.run) == 1)
       single.push_back(row.run.run_id);
   if (!single.empty())
     out.notes.push_back(fmt::format(

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "report/result_reader.h"
-#include "report/run_result.h"
-#include "report/stats.h"
+#include "results/run_reader.h"
+#include "results/run_record.h"
+#include "stats/stats.h"
 
 namespace hpcbench::report {
 
@@ -25,17 +25,17 @@ namespace hpcbench::report {
 // median throughput with the group's median throughput in samples_per_s
 // (and per device), so every figure divides medians.
 struct ComparisonRow {
-  RunResult run;
+  results::RunResult run;
   // Every status-ok run of the configuration, by throughput (just `run` for
   // one run or a run that is not ok).
-  std::vector<RunResult> repeats;
-  // Bootstrap intervals (stats.h; n == 1: one run, no interval).
-  std::optional<Interval> throughput_ci, speedup_ci, efficiency_ci;
+  std::vector<results::RunResult> repeats;
+  // Bootstrap intervals (stats/stats.h; n == 1: one run, no interval).
+  std::optional<stats::Interval> throughput_ci, speedup_ci, efficiency_ci;
   std::string origin;  // file it was read from
   std::string source;  // for published figures: where they come from
   // What this row is divided by: Comparison::baseline, or for a run on
   // another device the baseline of its own device when the runs hold one.
-  std::optional<RunResult> baseline;
+  std::optional<results::RunResult> baseline;
   bool is_baseline = false;
   // Empty optionals: not computed (status not ok, no baseline, not comparable).
   std::optional<double> speedup;          // T_base / T for the same samples
@@ -57,14 +57,14 @@ struct Verdict {
   std::string faster, slower;  // row names (row_name)
   int64_t devices = 0, slower_devices = 0;  // faster's, slower's
   size_t faster_runs = 0, slower_runs = 0;
-  Interval ratio;  // faster's throughput / slower's
-  RankTest rank;
+  stats::Interval ratio;  // faster's throughput / slower's
+  stats::RankTest rank;
   bool significant = false;
 };
 
 struct Comparison {
-  std::optional<RunResult> baseline;  // the one chosen (auto or --baseline)
-  std::vector<RunResult> device_baselines;  // the other devices' baselines some rows use, in row order
+  std::optional<results::RunResult> baseline;  // the one chosen (auto or --baseline)
+  std::vector<results::RunResult> device_baselines;  // the other devices' baselines some rows use, in row order
   std::vector<ComparisonRow> rows;  // by strategy, then world size
   std::vector<Verdict> verdicts;  // by devices, then faster first
   std::vector<std::string> warnings;
@@ -76,25 +76,25 @@ struct Comparison {
 // the runs compare. A value unknown on one side ("?") differs from any
 // known one; unknown on both sides counts as the same. The exception is the
 // device name: unknown on either side is not a difference (see same_device).
-std::string strong_mismatch(const RunResult& run, const RunResult& base);
-std::string weak_mismatch(const RunResult& run, const RunResult& base);
+std::string strong_mismatch(const results::RunResult& run, const results::RunResult& base);
+std::string weak_mismatch(const results::RunResult& run, const results::RunResult& base);
 
 // Same device type, and the same device name where both runs state one.
-bool same_device(const RunResult& a, const RunResult& b);
+bool same_device(const results::RunResult& a, const results::RunResult& b);
 
 // The figures of `r` no ratio may be taken of: NaN, infinite or negative
 // throughput, step time or training time ("samples_per_s is nan, ..."), or
 // "" when they can all be trusted.
-std::string untrusted_figures(const RunResult& r);
+std::string untrusted_figures(const results::RunResult& r);
 
 // run's throughput over base's (nullopt when either has untrusted figures):
 // samples/s when both have it, otherwise the
 // inverse ratio of training times when both processed the same samples
 // (published figures often give only a time for a fixed number of epochs).
-std::optional<double> throughput_ratio(const RunResult& run, const RunResult& base);
+std::optional<double> throughput_ratio(const results::RunResult& run, const results::RunResult& base);
 
 // The configuration that makes runs repeats of each other (the row key).
-std::string configuration_key(const RunResult& r);
+std::string configuration_key(const results::RunResult& r);
 // A row's name: its runs' repeat_group where they share one, else the run
 // id (with "+N" for N more runs).
 std::string row_name(const ComparisonRow& row);
@@ -111,15 +111,15 @@ std::vector<std::string> ranking_lines(const Comparison& c);
 // nullopt: auto found none.
 // Either way, compare() gives the runs on other devices their own device's
 // baseline by the auto rule when there is one.
-std::optional<size_t> choose_baseline(const std::vector<RunResult>& runs, const std::string& spec);
+std::optional<size_t> choose_baseline(const std::vector<results::RunResult>& runs, const std::string& spec);
 
 // Strategy order of the tables: the documented strategies in the README's
 // order, then the others alphabetically.
-bool row_before(const RunResult& a, const RunResult& b);
+bool row_before(const results::RunResult& a, const results::RunResult& b);
 
 // `baseline` serves the runs on its device; runs on another device are
 // compared with the auto baseline of their device among `runs`, or, where
 // there is none, refused against `baseline` with the device as the reason.
-Comparison compare(const std::vector<LoadedRun>& runs, const std::optional<RunResult>& baseline);
+Comparison compare(const std::vector<results::LoadedRun>& runs, const std::optional<results::RunResult>& baseline);
 
 }  // namespace hpcbench::report

@@ -17,6 +17,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "report/table.h"
+#include "results/steps.h"
 #include "strategies/registry.h"
 
 namespace hpcbench::report {
@@ -37,42 +38,29 @@ const char* part_key(Part p) {
 
 namespace {
 
-double number(const nlohmann::json& j, const char* key) {
-  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0;
-}
-
-RankTime rank_time(const nlohmann::json& j) {
-  auto own = [&](const char* phase) {
-    return number(j, fmt::format("{}_ms", phase).c_str()) - number(j, fmt::format("{}_exposed_ms", phase).c_str());
-  };
+// One rank's figures in the decomposition's terms: each phase's own work
+// (its time less its exposed part), the exposed parts summed (they add up
+// with the phases' own work to the step exactly).
+RankTime rank_time(const results::RankTiming& r) {
+  using results::Phase;
+  auto own = [&](Phase p) { return r.phase_ms[size_t(p)] - r.phase_exposed_ms[size_t(p)]; };
   RankTime t;
-  t.step = number(j, "step_ms");
-  t.data = own("data");
-  t.compute = own("forward") + own("backward");
-  t.other = own("grad_sync") + own("optimizer");
-  // The phases' exposed parts, not comm_exposed_ms: they add up with the
-  // phases' own work to the step exactly (a wait outside every phase, which
-  // the timer cannot produce, would otherwise leak into a part).
-  for (const char* p : {"data", "forward", "backward", "grad_sync", "optimizer"})
-    t.exposed += number(j, fmt::format("{}_exposed_ms", p).c_str());
+  t.step = r.step_ms;
+  t.data = own(Phase::Data);
+  t.compute = own(Phase::Forward) + own(Phase::Backward);
+  t.other = own(Phase::GradSync) + own(Phase::Optimizer);
+  for (auto e : r.phase_exposed_ms) t.exposed += e;
   return t;
 }
 
 }  // namespace
 
-RunTiming read_run_timing(const RunResult& r, const fs::path& origin) {
+RunTiming read_run_timing(const results::RunResult& r, const fs::path& origin) {
   RunTiming t;
   t.job_step_ms = r.step_ms_mean > 0 ? r.step_ms_mean : r.step_ms_median;
-  fs::path json = origin.filename() == "run.json" ? origin : origin.parent_path() / "run.json";
-  std::error_code ec;
-  if (!origin.empty() && fs::exists(json, ec)) {
-    std::ifstream in(json);
-    auto j = nlohmann::json::parse(in, nullptr, false);
-    if (j.is_object() && j.contains("rank_timing_ms") && j["rank_timing_ms"].is_array() &&
-        !j["rank_timing_ms"].empty()) {
-      for (auto& rank : j["rank_timing_ms"]) t.ranks.push_back(rank_time(rank));
-      return t;
-    }
+  if (auto ranks = results::read_rank_timing(origin)) {
+    for (auto& rank : *ranks) t.ranks.push_back(rank_time(rank));
+    return t;
   }
   t.exact = false;
   RankTime one;
@@ -127,7 +115,7 @@ namespace {
 
 // The strategy's own advice for the run's configuration (its spec's), where
 // its record can be read.
-strategies::Advice strategy_advice(const RunResult& r) {
+strategies::Advice strategy_advice(const results::RunResult& r) {
   try {
     auto c = strategies::parse_record(r.strategy, r.strategy_options);
     return c.spec().advice(c.options());
@@ -136,7 +124,7 @@ strategies::Advice strategy_advice(const RunResult& r) {
   }
 }
 
-std::string advice(Part p, const RunResult& r) {
+std::string advice(Part p, const results::RunResult& r) {
   switch (p) {
     case Part::Exposed:
       if (auto a = strategy_advice(r).exposed; !a.empty()) return a;
@@ -160,7 +148,7 @@ std::string advice(Part p, const RunResult& r) {
   }
 }
 
-std::string strategy_text(const RunResult& r) {
+std::string strategy_text(const results::RunResult& r) {
   return r.strategy_options.empty() ? r.strategy : fmt::format("{} ({})", r.strategy, r.strategy_options);
 }
 
@@ -203,11 +191,11 @@ std::string dominant_sentence(const std::string& name, const std::string& strate
 std::vector<EfficiencyRow> efficiency_rows(const Comparison& c) {
   std::vector<EfficiencyRow> out;
   for (auto& row : c.rows) {
-    const RunResult& r = row.run;
+    const results::RunResult& r = row.run;
     if (row.is_baseline || !row.efficiency || !row.baseline || r.status != "ok" || r.samples_per_s <= 0 ||
         r.global_batch <= 0)
       continue;
-    const RunResult& b = *row.baseline;
+    const results::RunResult& b = *row.baseline;
     fs::path base_origin;
     for (auto& other : c.rows)
       if (other.is_baseline && other.run.run_id == b.run_id && other.run.started_at == b.started_at)
@@ -215,8 +203,8 @@ std::vector<EfficiencyRow> efficiency_rows(const Comparison& c) {
     EfficiencyRow e;
     e.name = row_name(row);
     e.strategy = strategy_text(r);
-    e.devices = devices(r);
-    const double scale = static_cast<double>(devices(r)) / static_cast<double>(std::max<int64_t>(devices(b), 1));
+    e.devices = results::devices(r);
+    const double scale = static_cast<double>(results::devices(r)) / static_cast<double>(std::max<int64_t>(results::devices(b), 1));
     // The step the table's efficiency divides: the row's (median) throughput.
     const double measured = 1000.0 * static_cast<double>(r.global_batch) / r.samples_per_s;
     e.base_timing = read_run_timing(b, base_origin);

@@ -46,7 +46,7 @@ struct RunTiming {
 
 // From the run's run.json (beside `origin` when that is a summary.csv), or
 // from the result's medians when it has no rank_timing_ms.
-RunTiming read_run_timing(const RunResult& r, const std::filesystem::path& origin);
+RunTiming read_run_timing(const results::RunResult& r, const std::filesystem::path& origin);
 
 struct Decomposition {
   double measured_ms = 0, ideal_ms = 0;

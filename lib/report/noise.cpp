@@ -5,51 +5,25 @@
 #include <cmath>
 
 #include "core/atomic_file.h"
-#include "report/csv_reader.h"
-#include "report/stats.h"
+#include "stats/stats.h"
 
 namespace hpcbench::report {
 
 namespace fs = std::filesystem;
-
-StepSeries read_step_series(const fs::path& origin) {
-  StepSeries s;
-  fs::path file = origin.parent_path() / "loss.csv";
-  std::error_code ec;
-  if (!fs::is_regular_file(file, ec)) return s;
-  try {
-    auto records = parse_csv(read_file(file));
-    if (records.empty()) return s;
-    auto col = [&](const std::string& name) {
-      auto it = std::find(records[0].begin(), records[0].end(), name);
-      return it == records[0].end() ? -1 : static_cast<int>(it - records[0].begin());
-    };
-    int ms = col("ms"), loss = col("loss"), step = col("step");
-    if (ms < 0 || loss < 0 || step < 0) return {};
-    for (size_t i = 1; i < records.size(); ++i) {
-      s.ms.push_back(std::stod(records[i].at(static_cast<size_t>(ms))));
-      s.loss.push_back(std::stod(records[i].at(static_cast<size_t>(loss))));
-      s.step.push_back(std::stoll(records[i].at(static_cast<size_t>(step))));
-    }
-  } catch (const std::exception&) {
-    return {};  // a noise check is no reason to refuse the report
-  }
-  return s;
-}
 
 std::vector<double> timed(const std::vector<double>& all, int64_t timed_steps) {
   if (timed_steps <= 0 || static_cast<size_t>(timed_steps) > all.size()) return all;
   return {all.end() - timed_steps, all.end()};
 }
 
-std::vector<std::string> noise_warnings(const Comparison& c, const std::map<std::string, StepSeries>& steps) {
+std::vector<std::string> noise_warnings(const Comparison& c, const std::map<std::string, results::StepSeries>& steps) {
   std::vector<std::string> out;
   for (auto& row : c.rows) {
     for (auto& r : row.repeats) {
       if (r.status != "ok") continue;
       auto it = steps.find(r.run_id);
       std::vector<double> ms = it == steps.end() ? std::vector<double>{} : timed(it->second.ms, r.timed_steps);
-      double cv = ms.size() > 1 ? coefficient_of_variation(ms)
+      double cv = ms.size() > 1 ? stats::coefficient_of_variation(ms)
                                 : (r.step_ms_mean > 0 ? r.step_ms_stddev / r.step_ms_mean : 0);
       if (cv > kMaxStepCv)
         out.push_back(fmt::format(
@@ -57,14 +31,14 @@ std::vector<std::string> noise_warnings(const Comparison& c, const std::map<std:
             "the run too short; run more steps (--max-steps) on an exclusive node (sbatch --exclusive)",
             r.run_id, 100 * cv, 100 * kMaxStepCv));
       if (ms.size() >= 5) {
-        double med = median(ms);
+        double med = stats::median(ms);
         if (ms.front() > kSlowFirstStep * med)
           out.push_back(fmt::format("{}: the first timed step took {:.1f} ms, {:.1f}x the median {:.1f} ms: the "
                                     "warm-up is too short; raise --timing-warmup-steps",
                                     r.run_id, ms.front(), ms.front() / med, med));
       }
       if (ms.size() >= 9) {
-        double d = drift(ms);
+        double d = stats::drift(ms);
         if (std::fabs(d) > kMaxDrift)
           out.push_back(fmt::format("{}: step times drift by {:+.0f} % from the first third of the timed steps to "
                                     "the last (thermal throttling, or neighbours coming or going): use an "
@@ -75,16 +49,16 @@ std::vector<std::string> noise_warnings(const Comparison& c, const std::map<std:
     std::vector<double> tp;
     for (auto& r : row.repeats) tp.push_back(r.samples_per_s);
     if (tp.size() < 3) continue;
-    for (size_t i : mad_outliers(tp, kOutlierMads))
+    for (size_t i : stats::mad_outliers(tp, kOutlierMads))
       out.push_back(fmt::format("{}: throughput {:.2f} seq/s is more than {:.0f} MADs from the median {:.2f} of its "
                                 "{} repeats: it was disturbed; rerun it on an exclusive node or add repeats "
                                 "(--repeats) so that one disturbed run weighs less",
-                                row.repeats[i].run_id, tp[i], kOutlierMads, median(tp), tp.size()));
+                                row.repeats[i].run_id, tp[i], kOutlierMads, stats::median(tp), tp.size()));
   }
   return out;
 }
 
-std::vector<std::string> loss_deviation_lines(const Comparison& c, const std::map<std::string, StepSeries>& steps) {
+std::vector<std::string> loss_deviation_lines(const Comparison& c, const std::map<std::string, results::StepSeries>& steps) {
   struct Worst {
     double dev = -1, base_loss = 0;
     std::string run;

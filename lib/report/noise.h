@@ -11,20 +11,10 @@
 #include <vector>
 
 #include "report/compare.h"
-#include "report/result_reader.h"
+#include "results/run_reader.h"
+#include "results/steps.h"
 
 namespace hpcbench::report {
-
-// Each run's per-step series from its run folder's loss.csv.
-struct StepSeries {
-  std::vector<double> ms;    // every optimizer step, warm-up included
-  std::vector<double> loss;  // training loss per step
-  std::vector<int64_t> step;
-};
-
-// The loss.csv beside `origin` (run.json or summary.csv in a run folder);
-// empty when there is none or it does not read.
-StepSeries read_step_series(const std::filesystem::path& origin);
 
 inline constexpr double kMaxStepCv = 0.10;
 inline constexpr double kOutlierMads = 3.0;
@@ -33,14 +23,14 @@ inline constexpr double kMaxDrift = 0.10;
 
 // `steps`: by run id, the runs' series (runs without one are checked on the
 // figures of their result alone: the CV from step_ms_stddev / step_ms_mean).
-std::vector<std::string> noise_warnings(const Comparison& c, const std::map<std::string, StepSeries>& steps);
+std::vector<std::string> noise_warnings(const Comparison& c, const std::map<std::string, results::StepSeries>& steps);
 
 // Training loss against step, each row's run (the median repeat) against its
 // baseline's curve: runs with the same seed, data and global batch train the
 // same model, so their curves coincide up to dropout masks (drawn per rank)
 // and float reassociation. The line states the largest deviation over the
 // steps both ran; nothing without curves to compare.
-std::vector<std::string> loss_deviation_lines(const Comparison& c, const std::map<std::string, StepSeries>& steps);
+std::vector<std::string> loss_deviation_lines(const Comparison& c, const std::map<std::string, results::StepSeries>& steps);
 
 // The timed steps of a series: the last `timed_steps` of them.
 std::vector<double> timed(const std::vector<double>& all, int64_t timed_steps);

@@ -1,5 +1,7 @@
 #include "report/plot.h"
 
+#include "results/utilisation_csv.h"
+
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -52,7 +54,7 @@ std::vector<std::pair<std::string, std::vector<const ComparisonRow*>>> series(co
         return &row;
     return nullptr;
   };
-  auto device = [](const RunResult& r) { return r.device_name.empty() ? r.device : r.device_name; };
+  auto device = [](const results::RunResult& r) { return r.device_name.empty() ? r.device : r.device_name; };
   std::map<std::string, std::set<std::string>> batches, precisions, device_names;
   for (auto& row : c.rows) {
     batches[row.run.strategy].insert(std::to_string(row.run.global_batch));
@@ -61,7 +63,7 @@ std::vector<std::pair<std::string, std::vector<const ComparisonRow*>>> series(co
   }
   std::vector<std::pair<std::string, std::vector<const ComparisonRow*>>> out;
   for (auto& row : c.rows) {
-    const RunResult& r = row.run;
+    const results::RunResult& r = row.run;
     if (r.status != "ok" || r.samples_per_s <= 0) continue;
     std::string label = r.strategy;
     if (batches[r.strategy].size() > 1) label += fmt::format(" gb {}", r.global_batch);
@@ -72,7 +74,7 @@ std::vector<std::pair<std::string, std::vector<const ComparisonRow*>>> series(co
       out.push_back({label, {}});
       it = out.end() - 1;
       const ComparisonRow* base = baseline_row(row);
-      if (base && &row != base && devices(base->run) < devices(r) && !row.strong_mismatch.size())
+      if (base && &row != base && results::devices(base->run) < results::devices(r) && !row.strong_mismatch.size())
         it->second.push_back(base);
     }
     it->second.push_back(&row);
@@ -109,7 +111,7 @@ const std::vector<PlotSpec>& specs() {
   return s;
 }
 
-std::string bounds(const std::optional<double>& point, const std::optional<Interval>& iv, double scale) {
+std::string bounds(const std::optional<double>& point, const std::optional<stats::Interval>& iv, double scale) {
   if (!point) return "NaN NaN";
   if (!iv || !iv->has_interval()) return fmt::format("{:.6g} {:.6g}", *point * scale, *point * scale);
   return fmt::format("{:.6g} {:.6g}", iv->lo * scale, iv->hi * scale);
@@ -125,10 +127,10 @@ std::string plot_data(const Comparison& c) {
                        "efficiency_lo efficiency_hi samples_per_s_lo samples_per_s_hi\n",
                        strategy);
     for (auto* row : rows) {
-      const RunResult& r = row->run;
+      const results::RunResult& r = row->run;
       std::optional<double> mem;
       if (r.peak_memory_bytes > 0) mem = static_cast<double>(r.peak_memory_bytes) / (1024.0 * 1024.0);
-      out += fmt::format("{} {:.6g} {} {} {} {} {} {}\n", devices(r), r.samples_per_s, value(row->speedup),
+      out += fmt::format("{} {:.6g} {} {} {} {} {} {}\n", results::devices(r), r.samples_per_s, value(row->speedup),
                          value(row->efficiency, 100), value(mem), bounds(row->speedup, row->speedup_ci, 1),
                          bounds(row->efficiency, row->efficiency_ci, 100),
                          bounds(r.samples_per_s, row->throughput_ci, 1));
@@ -138,7 +140,7 @@ std::string plot_data(const Comparison& c) {
   return out;
 }
 
-std::string step_plot_data(const Comparison& c, const std::map<std::string, StepSeries>& steps) {
+std::string step_plot_data(const Comparison& c, const std::map<std::string, results::StepSeries>& steps) {
   std::string out;
   for (auto& row : c.rows) {
     auto it = steps.find(row.run.run_id);
@@ -157,7 +159,7 @@ namespace {
 // Loss and step time against the step, one curve per row: the same model
 // trained the same way lies on one loss curve; warm-up and stragglers show in
 // the step times.
-std::string step_plot_script(const Comparison& c, const std::map<std::string, StepSeries>& steps,
+std::string step_plot_script(const Comparison& c, const std::map<std::string, results::StepSeries>& steps,
                              std::vector<std::string>& names) {
   std::vector<std::string> labels;
   for (auto& row : c.rows) {
@@ -196,10 +198,10 @@ std::string plot_script(const Comparison& c, std::vector<std::string>& names) {
   if (ser.empty()) return "";
   std::set<int64_t> gpus;
   for (auto& [s, rows] : ser)
-    for (auto* row : rows) gpus.insert(devices(row->run));
+    for (auto* row : rows) gpus.insert(results::devices(row->run));
   std::string xtics;
   for (auto g : gpus) xtics += fmt::format("{}{}", xtics.empty() ? "" : ", ", g);
-  int64_t base_gpus = c.baseline ? devices(*c.baseline) : 1;
+  int64_t base_gpus = c.baseline ? results::devices(*c.baseline) : 1;
   double efficiency_top = 110;
   for (auto& [st, rows] : ser)
     for (auto* row : rows)
@@ -226,7 +228,7 @@ std::string plot_script(const Comparison& c, std::vector<std::string>& names) {
     bool any = false;
     for (auto& [st, rows] : ser)
       for (auto* row : rows) {
-        const RunResult& r = row->run;
+        const results::RunResult& r = row->run;
         if (spec.column == 3 && row->speedup) any = true;
         if (spec.column == 4 && row->efficiency) any = true;
         if (spec.column == 5 && r.peak_memory_bytes > 0) any = true;
@@ -326,7 +328,7 @@ void run_gnuplot(const std::string& program, const fs::path& dir, const std::str
 }  // namespace
 
 PlotOutcome write_plots(const Comparison& c, const fs::path& dir, const std::string& gnuplot,
-                        const std::map<std::string, StepSeries>& steps) {
+                        const std::map<std::string, results::StepSeries>& steps) {
   PlotOutcome out;
   std::vector<std::string> names;
   std::string script = plot_script(c, names);
@@ -354,49 +356,26 @@ PlotOutcome write_plots(const Comparison& c, const fs::path& dir, const std::str
 
 UtilisationPlotData utilisation_plot_data(const std::string& csv_text) {
   UtilisationPlotData out;
-  std::istringstream in(csv_text);
-  std::string line;
-  auto split = [](const std::string& l) {
-    std::vector<std::string> f;
-    size_t start = 0;
-    for (size_t p = l.find(','); ; p = l.find(',', start)) {
-      f.push_back(l.substr(start, p == std::string::npos ? std::string::npos : p - start));
-      if (p == std::string::npos) break;
-      start = p + 1;
-    }
-    return f;
-  };
-  if (!std::getline(in, line)) return out;
-  auto header = split(line);
-  auto col = [&](const char* name) -> size_t {
-    auto it = std::find(header.begin(), header.end(), name);
-    if (it == header.end()) fail("utilisation.csv: no column '{}'", name);
-    return static_cast<size_t>(it - header.begin());
-  };
-  const size_t c_host = col("host"), c_t = col("time_s"), c_step = col("step"), c_phase = col("phase"),
-               c_kind = col("kind"), c_index = col("index"), c_util = col("util_percent"), c_power = col("power_w");
   std::map<std::string, size_t> series_of;
   std::vector<std::string> blocks;
   std::map<int64_t, double> step_start;
   double timed = -1, eval = -1;
-  while (std::getline(in, line)) {
-    auto f = split(line);
-    if (f.size() != header.size()) continue;
-    double t = std::stod(f[c_t]);
-    int64_t step = std::stoll(f[c_step]);
-    if (step > 0 && !step_start.count(step)) step_start[step] = t;
-    if (f[c_phase] == "timed" && timed < 0) timed = t;
-    if (f[c_phase] == "evaluation" && eval < 0) eval = t;
-    std::string name = fmt::format("{} {} ({})", f[c_kind] == "gpu" ? "GPU" : "rank", f[c_index], f[c_host]);
+  for (auto& r : results::parse_utilisation(csv_text)) {
+    if (r.step > 0 && !step_start.count(r.step)) step_start[r.step] = r.time_s;
+    if (r.phase == "timed" && timed < 0) timed = r.time_s;
+    if (r.phase == "evaluation" && eval < 0) eval = r.time_s;
+    std::string name = fmt::format("{} {} ({})", r.gpu ? "GPU" : "rank", r.index, r.host);
     auto [it, added] = series_of.emplace(name, out.series.size());
     if (added) {
       out.series.push_back(name);
       blocks.emplace_back();
     }
-    if (!f[c_power].empty()) out.has_power = true;
-    if (f[c_kind] == "cpu") out.cpu = true;
-    blocks[it->second] += fmt::format("{} {} {}\n", f[c_t], f[c_util].empty() ? "NaN" : f[c_util],
-                                      f[c_power].empty() ? "NaN" : f[c_power]);
+    if (r.power_w) out.has_power = true;
+    if (!r.gpu) out.cpu = true;
+    // The file's own precision (results/utilisation_csv.cpp), NaN for a value not sampled.
+    blocks[it->second] += fmt::format("{:.3f} {} {}\n", r.time_s,
+                                      r.util_percent ? fmt::format("{:.6g}", *r.util_percent) : "NaN",
+                                      r.power_w ? fmt::format("{:.6g}", *r.power_w) : "NaN");
   }
   for (auto& b : blocks) out.data += b + "\n\n";  // one gnuplot index per series
   for (auto& [step, t] : step_start) out.step_starts.push_back(t);

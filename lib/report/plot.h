@@ -23,13 +23,13 @@ struct PlotOutcome {
 // `steps` (by run id, from the runs' loss.csv) adds the loss and step-time
 // plots against the step.
 PlotOutcome write_plots(const Comparison& c, const std::filesystem::path& dir, const std::string& gnuplot = "gnuplot",
-                        const std::map<std::string, StepSeries>& steps = {});
+                        const std::map<std::string, results::StepSeries>& steps = {});
 
 // The script and data alone (what write_plots hands to gnuplot); exposed
 // for tests. `names` receives the plot names (without extension) drawn.
 std::string plot_data(const Comparison& c);
 std::string plot_script(const Comparison& c, std::vector<std::string>& names);
-std::string step_plot_data(const Comparison& c, const std::map<std::string, StepSeries>& steps);
+std::string step_plot_data(const Comparison& c, const std::map<std::string, results::StepSeries>& steps);
 
 // A run's utilisation.csv (lib/monitor) over time: utilisation and, where
 // GPUs were sampled, power, one line per GPU or rank, with a dotted line where

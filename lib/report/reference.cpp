@@ -6,7 +6,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
-#include "report/csv_reader.h"
+#include "results/csv.h"
 #include "strategies/registry.h"
 
 namespace hpcbench::report {
@@ -15,16 +15,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool same_setup(const RunResult& a, const RunResult& b) {
+bool same_setup(const results::RunResult& a, const results::RunResult& b) {
   return same_device(a, b) && a.model == b.model && a.precision == b.precision && a.seq_length == b.seq_length &&
          a.data == b.data;
 }
 
 // The group's one-device row, preferring the one-device reference strategy.
-const RunResult* group_baseline(const std::vector<LoadedRun>& rows, const RunResult& r) {
-  const RunResult* best = nullptr;
+const results::RunResult* group_baseline(const std::vector<results::LoadedRun>& rows, const results::RunResult& r) {
+  const results::RunResult* best = nullptr;
   for (auto& c : rows) {
-    const RunResult& b = c.result;
+    const results::RunResult& b = c.result;
     if (b.world_size != 1 || b.status != "ok" || !same_setup(b, r)) continue;
     const auto& ref = strategies::reference_spec().name();
     if (!best || (b.strategy == ref && best->strategy != ref)) best = &b;
@@ -34,11 +34,11 @@ const RunResult* group_baseline(const std::vector<LoadedRun>& rows, const RunRes
 
 }  // namespace
 
-Comparison compare_within(const std::vector<LoadedRun>& rows, const std::vector<std::string>& sources) {
+Comparison compare_within(const std::vector<results::LoadedRun>& rows, const std::vector<std::string>& sources) {
   Comparison out;
   for (size_t i = 0; i < rows.size(); ++i) {
-    const RunResult* base = group_baseline(rows, rows[i].result);
-    auto one = compare({rows[i]}, base ? std::optional<RunResult>(*base) : std::nullopt);
+    const results::RunResult* base = group_baseline(rows, rows[i].result);
+    auto one = compare({rows[i]}, base ? std::optional<results::RunResult>(*base) : std::nullopt);
     ComparisonRow row = std::move(one.rows.front());
     row.source = sources.at(i);
     if (!base)
@@ -63,15 +63,15 @@ std::vector<ReferenceSet> read_references(const fs::path& dir, std::vector<std::
   std::vector<ReferenceSet> sets;
   for (auto& file : files) {
     try {
-      auto records = parse_csv(read_file(file));
+      auto records = results::parse_csv(read_file(file));
       if (records.size() < 2) fail("no rows");
-      std::vector<LoadedRun> rows;
+      std::vector<results::LoadedRun> rows;
       std::vector<std::string> sources;
       for (size_t i = 1; i < records.size(); ++i) {
         std::map<std::string, std::string> extra;
-        RunResult r = result_from_csv(records.front(), records[i], &extra);
+        results::RunResult r = results::result_from_csv(records.front(), records[i], &extra);
         if (extra["source"].empty()) fail("row {} has no source", i + 1);
-        fill_derived(r);
+        results::fill_derived(r);
         rows.push_back({r, file});
         sources.push_back(extra["source"]);
       }

@@ -25,6 +25,6 @@ struct ReferenceSet {
 std::vector<ReferenceSet> read_references(const std::filesystem::path& dir, std::vector<std::string>& warnings);
 
 // The comparison of one file's rows, each against its group's baseline.
-Comparison compare_within(const std::vector<LoadedRun>& rows, const std::vector<std::string>& sources);
+Comparison compare_within(const std::vector<results::LoadedRun>& rows, const std::vector<std::string>& sources);
 
 }  // namespace hpcbench::report

@@ -44,18 +44,18 @@ bool any_sampled(const Comparison& c) {
 }
 std::string sampled(double v, const char* format) { return v >= 0 ? fmt::format(fmt::runtime(format), v) : "-"; }
 // An interval's bound; "" without an interval (one run, not computed).
-std::string bound(const std::optional<Interval>& iv, double Interval::*which) {
+std::string bound(const std::optional<stats::Interval>& iv, double stats::Interval::*which) {
   return iv && iv->has_interval() ? fmt::format("{:.6g}", (*iv).*which) : "";
 }
 
-std::string device_text(const RunResult& r) {
+std::string device_text(const results::RunResult& r) {
   std::string type = r.device.empty() ? "?" : r.device;
   return r.device_name.empty() ? type : type + " " + r.device_name;
 }
 
 // A figure with its interval where the report has repeats: "1.20 [1.10, 1.31]",
 // "1.20 (1 run)" for a configuration run once.
-std::string with_interval(const Comparison& c, std::string cell, const std::optional<Interval>& iv, double scale,
+std::string with_interval(const Comparison& c, std::string cell, const std::optional<stats::Interval>& iv, double scale,
                           const char* format) {
   if (!has_repeats(c) || !iv || cell == "-" || cell == "n/c") return cell;
   if (!iv->has_interval()) return cell + " (1 run)";
@@ -64,7 +64,7 @@ std::string with_interval(const Comparison& c, std::string cell, const std::opti
 }
 
 // Evaluation's own clock, all of its parts; -1 where there was none.
-double eval_seconds(const RunResult& r) {
+double eval_seconds(const results::RunResult& r) {
   if (r.eval_forward_s < 0) return -1;
   return std::max(0.0, r.eval_load_s) + r.eval_forward_s + std::max(0.0, r.eval_postprocess_s) +
          std::max(0.0, r.eval_metric_s);
@@ -112,9 +112,9 @@ Table comparison_table(const Comparison& c) {
            {"EM", "%", true}, {"F1", "%", true}})
     t.columns.push_back(col);
   for (auto& row : c.rows) {
-    const RunResult& r = row.run;
+    const results::RunResult& r = row.run;
     bool ok = r.status == "ok";
-    std::vector<std::string> cells = {row_name(row), r.strategy, std::to_string(devices(r)),
+    std::vector<std::string> cells = {row_name(row), r.strategy, std::to_string(results::devices(r)),
                                       r.global_batch > 0 ? std::to_string(r.global_batch) : "-", r.status};
     if (repeats) cells.push_back(std::to_string(row.repeats.size()));
     for (auto& cell : std::vector<std::string>{
@@ -163,12 +163,12 @@ Table comparison_csv_table(const Comparison& c) {
                            "comm_exposed_ms", "mfu", "exact_match", "f1"})
     t.columns.push_back({name, "", false});
   for (auto& row : c.rows) {
-    const RunResult& r = row.run;
+    const results::RunResult& r = row.run;
     bool ok = r.status == "ok";
     t.rows.push_back({
         r.run_id,
         r.strategy,
-        std::to_string(devices(r)),
+        std::to_string(results::devices(r)),
         measured_csv(r.global_batch),
         r.status,
         ok ? measured_csv(r.samples_per_s) : "",
@@ -182,12 +182,12 @@ Table comparison_csv_table(const Comparison& c) {
         row.baseline ? row.baseline->run_id : "",
         has_figures(c, row) ? row.strong_mismatch : "",
         std::to_string(row.repeats.size()),
-        bound(row.throughput_ci, &Interval::lo),
-        bound(row.throughput_ci, &Interval::hi),
-        bound(row.speedup_ci, &Interval::lo),
-        bound(row.speedup_ci, &Interval::hi),
-        bound(row.efficiency_ci, &Interval::lo),
-        bound(row.efficiency_ci, &Interval::hi),
+        bound(row.throughput_ci, &stats::Interval::lo),
+        bound(row.throughput_ci, &stats::Interval::hi),
+        bound(row.speedup_ci, &stats::Interval::lo),
+        bound(row.speedup_ci, &stats::Interval::hi),
+        bound(row.efficiency_ci, &stats::Interval::lo),
+        bound(row.efficiency_ci, &stats::Interval::hi),
         ok ? measured_csv(r.step_ms_p90) : "",
         ok ? measured_csv(r.comm_ms) : "",
         ok && r.comm_ms > 0 ? fmt::format("{:.6g}", r.comm_exposed_ms) : "",
@@ -214,10 +214,10 @@ Table reference_table(const Comparison& c) {
                {"time", "s", true},          {"throughput", "seq/s", true}, {"speedup", "x", true},
                {"efficiency", "%", true},    {"weak scaling", "%", true}, {"source", "", false}};
   for (auto& row : c.rows) {
-    const RunResult& r = row.run;
+    const results::RunResult& r = row.run;
     t.rows.push_back({
         r.strategy,
-        std::to_string(devices(r)),
+        std::to_string(results::devices(r)),
         r.device_name.empty() ? "-" : r.device_name,
         r.model.empty() ? "-" : r.model,
         r.precision.empty() ? "-" : r.precision,
@@ -235,9 +235,9 @@ Table reference_table(const Comparison& c) {
 
 std::vector<std::string> baseline_lines(const Comparison& c) {
   if (!c.baseline) return {"baseline: none"};
-  auto line = [](const RunResult& b) {
+  auto line = [](const results::RunResult& b) {
     return fmt::format("baseline: {} ({}, {} {}, {}, model {}, {}, seq {}, global batch {}, data {})", b.run_id,
-                       b.strategy, devices(b), b.device == "cpu" ? "device" : "GPU", device_text(b), b.model, b.precision, b.seq_length,
+                       b.strategy, results::devices(b), b.device == "cpu" ? "device" : "GPU", device_text(b), b.model, b.precision, b.seq_length,
                        b.global_batch, b.data);
   };
   std::vector<std::string> out = {line(*c.baseline)};

@@ -1,5 +1,7 @@
 #include "report/table.h"
 
+#include "results/csv.h"
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -68,22 +70,12 @@ std::string render_markdown(const Table& t) {
   return out;
 }
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
 std::string render_csv(const Table& t) {
   std::string out;
   auto record = [&](size_t n, auto cell) {
     for (size_t i = 0; i < n; ++i) {
       if (i) out += ',';
-      out += csv_field(cell(i));
+      out += results::csv_field(cell(i));
     }
     out += '\n';
   };

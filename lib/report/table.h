@@ -27,7 +27,4 @@ std::string render_markdown(const Table& t);
 // The titles as the header (units are left to the column names).
 std::string render_csv(const Table& t);
 
-// RFC 4180: quotes a field holding separators, quotes or line breaks.
-std::string csv_field(const std::string& s);
-
 }  // namespace hpcbench::report

@@ -27,10 +27,10 @@ std::string folder_name(const std::string& name) {
   return out.empty() || out.front() == '.' ? "run" + out : out;
 }
 
-std::vector<std::pair<std::string, tb::HParamValue>> hparams_of(const RunResult& r) {
+std::vector<std::pair<std::string, tb::HParamValue>> hparams_of(const results::RunResult& r) {
   return {{"strategy", r.strategy},
           {"options", r.strategy_options.empty() ? std::string("-") : r.strategy_options},
-          {"devices", static_cast<double>(devices(r))},
+          {"devices", static_cast<double>(results::devices(r))},
           {"nodes", static_cast<double>(r.nodes)},
           {"precision", r.precision},
           {"model", r.model},

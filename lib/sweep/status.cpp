@@ -47,12 +47,12 @@ std::string job_progress(const Sweep& sweep, const SweepJob& job) {
   return fs::exists(sweep.dir / log, ec) ? "failed" : "unknown";
 }
 
-std::vector<report::RunResult> unfinished_jobs(const Sweep& sweep) {
-  std::vector<report::RunResult> out;
+std::vector<results::RunResult> unfinished_jobs(const Sweep& sweep) {
+  std::vector<results::RunResult> out;
   for (const auto& job : sweep.jobs) {
     auto progress = job_progress(sweep, job);
     if (progress == "done") continue;
-    report::RunResult r;
+    results::RunResult r;
     r.run_id = job.name;
     // The label as the run would record it: the strategy and its options.
     try {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "report/run_result.h"
+#include "results/run_record.h"
 #include "sweep/manifest.h"
 
 namespace hpcbench::sweep {
@@ -20,7 +20,7 @@ std::string job_progress(const Sweep& sweep, const SweepJob& job);
 // One row per job of `sweep` whose run folder has no summary.csv. The state
 // of a submitted job is asked of squeue; without squeue, a job whose log
 // exists is taken as ended (failed), one without as pending.
-std::vector<report::RunResult> unfinished_jobs(const Sweep& sweep);
+std::vector<results::RunResult> unfinished_jobs(const Sweep& sweep);
 
 struct ResumeEntry {
   std::string job, progress;  // the job's name and job_progress before the resume

@@ -1,5 +1,7 @@
 #include "tensorboard/run_log.h"
 
+#include "results/utilisation_csv.h"
+
 #include <fmt/format.h>
 #include <unistd.h>
 #include <spdlog/spdlog.h>
@@ -47,63 +49,20 @@ std::string device_prefix(const std::string& host, bool several_nodes, bool gpu,
   return several_nodes ? fmt::format("device/{}/{}", host, dev) : fmt::format("device/{}", dev);
 }
 
-struct SampleRow {
-  std::string host;
-  double t_s = 0;
-  bool gpu = true;
-  int index = 0;
-  std::optional<double> util, memory, power, energy_mj;
-};
-
 // Energy counters count from the driver's start: shown from the first sample on.
-void add_sample(EventWriter& w, const SampleRow& s, bool several_nodes, double start_wall,
+void add_sample(EventWriter& w, const results::UtilisationRow& s, bool several_nodes, double start_wall,
                 std::map<std::string, double>& energy_origin) {
   auto prefix = device_prefix(s.host, several_nodes, s.gpu, s.index);
   std::vector<Scalar> values;
-  if (s.util) values.push_back({prefix + "/utilisation_percent", *s.util});
-  if (s.memory) values.push_back({prefix + "/memory_bytes", *s.memory});
-  if (s.power) values.push_back({prefix + "/power_w", *s.power});
+  if (s.util_percent) values.push_back({prefix + "/utilisation_percent", *s.util_percent});
+  if (s.memory_bytes) values.push_back({prefix + "/memory_bytes", static_cast<double>(*s.memory_bytes)});
+  if (s.power_w) values.push_back({prefix + "/power_w", *s.power_w});
   if (s.energy_mj) {
-    auto origin = energy_origin.try_emplace(prefix, *s.energy_mj).first->second;
-    values.push_back({prefix + "/energy_j", (*s.energy_mj - origin) / 1000.0});
+    const double mj = static_cast<double>(*s.energy_mj);
+    auto origin = energy_origin.try_emplace(prefix, mj).first->second;
+    values.push_back({prefix + "/energy_j", (mj - origin) / 1000.0});
   }
-  if (!values.empty()) w.scalars(std::llround(s.t_s * 1000.0), start_wall + s.t_s, values);
-}
-
-std::optional<double> number(const std::string& s) {
-  if (s.empty()) return std::nullopt;
-  try {
-    return std::stod(s);
-  } catch (...) {
-    return std::nullopt;
-  }
-}
-
-std::vector<SampleRow> parse_utilisation(const std::string& csv) {
-  std::vector<SampleRow> rows;
-  std::istringstream in(csv);
-  std::string line;
-  std::getline(in, line);  // header (monitor::csv_header)
-  while (std::getline(in, line)) {
-    // Empty cells (a value not sampled) count, the last one too.
-    std::vector<std::string> f{""};
-    for (char c : line) {
-      if (c == ',') f.emplace_back();
-      else f.back().push_back(c);
-    }
-    if (f.size() < 13) continue;
-    SampleRow r;
-    r.host = f[0];
-    r.t_s = number(f[1]).value_or(0);
-    r.gpu = f[4] == "gpu";
-    r.index = static_cast<int>(number(f[5]).value_or(0));
-    r.util = number(f[6]);
-    r.memory = number(f[7]);
-    r.power = number(f[8]);
-    r.energy_mj = number(f[12]);
-    rows.push_back(std::move(r));
-  }
-  return rows;
+  if (!values.empty()) w.scalars(std::llround(s.time_s * 1000.0), start_wall + s.time_s, values);
 }
 
 }  // namespace
@@ -149,34 +108,35 @@ void RunLog::add_live_samples() {
   auto samples = options_.sampler->samples();
   for (; samples_done_ < samples.size(); ++samples_done_) {
     auto& s = samples[samples_done_];
-    SampleRow r;
+    results::UtilisationRow r;
     r.host = options_.host;
-    r.t_s = s.t_s;
+    r.time_s = s.t_s;
     r.gpu = s.kind == 'g';
     r.index = s.index;
-    r.util = s.util_percent;
-    if (s.memory_bytes) r.memory = static_cast<double>(*s.memory_bytes);
-    r.power = s.power_w;
-    if (s.energy_mj) r.energy_mj = static_cast<double>(*s.energy_mj);
+    r.util_percent = s.util_percent;
+    r.memory_bytes = s.memory_bytes;
+    r.power_w = s.power_w;
+    r.energy_mj = s.energy_mj;
     add_sample(*writer_, r, options_.several_nodes, start_wall_, live_energy_origin_);
   }
 }
 
-void RunLog::finish(const nlohmann::json& details, const nlohmann::json& result, const std::string& utilisation_csv) {
+void RunLog::finish(const std::vector<results::StepRecord>& steps, const results::RunResult& result,
+                    const std::string& utilisation_csv) {
   if (!writer_) return;
   fs::path file = writer_->path();
   writer_.reset();  // the live file, complete up to here
   // The run's results matter more than its log: a log that cannot be
   // rewritten stays as it was, with rank 0's figures.
   try {
-    rewrite(file, details, result, utilisation_csv);
+    rewrite(file, steps, result, utilisation_csv);
   } catch (const std::exception& e) {
     spdlog::warn("TensorBoard: {} keeps rank 0's figures: {}", file.string(), e.what());
   }
 }
 
-void RunLog::rewrite(const fs::path& file, const nlohmann::json& details, const nlohmann::json& result,
-                     const std::string& utilisation_csv) {
+void RunLog::rewrite(const fs::path& file, const std::vector<results::StepRecord>& steps,
+                     const results::RunResult& result, const std::string& utilisation_csv) {
   fs::path tmp = file.parent_path() / ".rewrite.partial";
   {
     auto w = EventWriter::at(tmp, {.flush_secs = 0, .on_flush = {}});
@@ -186,15 +146,15 @@ void RunLog::rewrite(const fs::path& file, const nlohmann::json& details, const 
       live[step_walls_[i].first] = {step_walls_[i].second, step_memory_[i]};
     int64_t last_step = 0;
     double last_wall = start_wall_;
-    for (auto& s : details.value("steps", nlohmann::json::array())) {
+    for (auto& s : steps) {
       StepValues v;
-      v.step = s.at("step").get<int64_t>();
-      v.loss = s.at("loss").get<double>();
-      v.lr = s.at("lr").get<double>();
-      v.grad_norm = s.at("grad_norm").get<double>();
-      v.ms = s.at("ms").get<double>();
-      v.comm_ms = s.at("comm_ms").get<double>();
-      v.comm_exposed_ms = s.at("comm_exposed_ms").get<double>();
+      v.step = s.step;
+      v.loss = s.loss;
+      v.lr = s.lr;
+      v.grad_norm = s.grad_norm;
+      v.ms = s.times.ms;
+      v.comm_ms = s.times.comm_ms;
+      v.comm_exposed_ms = s.times.comm_exposed_ms;
       auto it = live.find(v.step);
       double wall = it != live.end() ? it->second.first : last_wall;
       if (it != live.end()) v.peak_memory_bytes = it->second.second;
@@ -202,15 +162,15 @@ void RunLog::rewrite(const fs::path& file, const nlohmann::json& details, const 
       last_step = v.step;
       last_wall = wall;
     }
-    auto rows = parse_utilisation(utilisation_csv);
+    auto rows = results::parse_utilisation(utilisation_csv);
     bool several = false;
     for (auto& r : rows) several = several || r.host != rows.front().host;
     std::map<std::string, double> origin;
     for (auto& r : rows) add_sample(*w, r, several, start_wall_, origin);
     std::vector<Scalar> eval;
-    for (auto [key, tag] : {std::pair{"val_loss", "eval/loss"}, {"exact_match", "eval/exact_match"}, {"f1", "eval/f1"}})
-      if (result.contains(key) && result[key].is_number() && result[key].get<double>() >= 0)
-        eval.push_back({tag, result[key].get<double>()});
+    for (auto [value, tag] : {std::pair{result.val_loss, "eval/loss"}, {result.exact_match, "eval/exact_match"},
+                              {result.f1, "eval/f1"}})
+      if (value >= 0) eval.push_back({tag, value});
     if (!eval.empty()) w->scalars(last_step, wall_now(), eval);
   }
   // rename(2) replaces the live file whole: a reader sees the old or the new.

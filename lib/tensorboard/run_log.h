@@ -15,7 +15,8 @@
 // seconds; finish() rewrites it with the job's (run.json's: the slowest
 // rank's step time, the loss averaged over ranks, every node's samples),
 // keeping each step's wall time.
-#include <nlohmann/json.hpp>
+#include "results/run_record.h"
+#include "results/steps.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -59,12 +60,13 @@ class RunLog {
   void step(const StepValues& v);
   // The job's figures: run.json's details (its "steps") and result, and
   // utilisation.csv's text. Rewrites the file; nothing is written after.
-  void finish(const nlohmann::json& details, const nlohmann::json& result, const std::string& utilisation_csv);
+  void finish(const std::vector<results::StepRecord>& steps, const results::RunResult& result,
+              const std::string& utilisation_csv);
 
  private:
   void add_live_samples();
-  void rewrite(const std::filesystem::path& file, const nlohmann::json& details, const nlohmann::json& result,
-               const std::string& utilisation_csv);
+  void rewrite(const std::filesystem::path& file, const std::vector<results::StepRecord>& steps,
+               const results::RunResult& result, const std::string& utilisation_csv);
 
   RunLogOptions options_;
   std::unique_ptr<EventWriter> writer_;

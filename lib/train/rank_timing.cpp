@@ -10,7 +10,7 @@
 
 namespace hpcbench::train {
 
-nlohmann::json rank_timing(const std::vector<StepTimes>& timed, const RunContext& ctx) {
+std::vector<results::RankTiming> rank_timing(const std::vector<StepTimes>& timed, const RunContext& ctx) {
   // step, phases, phases' exposed parts, comm, exposed
   constexpr int64_t kFields = 1 + 2 * static_cast<int64_t>(kPhases) + 2;
   auto mine = at::zeros({kFields}, at::kDouble);
@@ -32,18 +32,19 @@ nlohmann::json rank_timing(const std::vector<StepTimes>& timed, const RunContext
     ctx.comm->allgather(gathered, local);
     all = gathered.cpu().view({ctx.world_size, kFields});
   }
-  auto out = nlohmann::json::array();
+  std::vector<results::RankTiming> out;
+  auto a = all.accessor<double, 2>();
   for (int64_t r = 0; r < all.size(0); ++r) {
-    auto row = all[r];
-    nlohmann::json j = {{"rank", r}, {"step_ms", row[0].item<double>()}};
+    results::RankTiming t;
+    t.rank = static_cast<int>(r);
+    t.step_ms = a[r][0];
     for (size_t p = 0; p < kPhases; ++p) {
-      std::string name = phase_name(Phase(p));
-      j[name + "_ms"] = row[1 + static_cast<int64_t>(p)].item<double>();
-      j[name + "_exposed_ms"] = row[1 + static_cast<int64_t>(kPhases + p)].item<double>();
+      t.phase_ms[p] = a[r][1 + static_cast<int64_t>(p)];
+      t.phase_exposed_ms[p] = a[r][1 + static_cast<int64_t>(kPhases + p)];
     }
-    j["comm_ms"] = row[kFields - 2].item<double>();
-    j["comm_exposed_ms"] = row[kFields - 1].item<double>();
-    out.push_back(std::move(j));
+    t.comm_ms = a[r][kFields - 2];
+    t.comm_exposed_ms = a[r][kFields - 1];
+    out.push_back(t);
   }
   return out;
 }

@@ -2,8 +2,6 @@
 // What each rank did over the timed steps, for the efficiency decomposition
 // (report/efficiency.h): the job's step is its slowest rank's, so telling
 // communication from waiting for that rank needs every rank's own figures.
-#include <nlohmann/json.hpp>
-
 #include <vector>
 
 #include "train/step_timer.h"
@@ -11,13 +9,9 @@
 
 namespace hpcbench::train {
 
-// Every rank's means over `timed` (its own steps, not the slowest rank's):
-// step (the sum of its phases), each phase, each phase's exposed
-// communication, comm and comm_exposed; a JSON array in rank order, one
-// object per rank with keys "rank", "step_ms", "<phase>_ms",
-// "<phase>_exposed_ms", "comm_ms", "comm_exposed_ms". A collective: every
-// rank calls it.
-nlohmann::json rank_timing(const std::vector<StepTimes>& timed, const RunContext& ctx);
+// Every rank's means over `timed` (its own steps, not the slowest rank's),
+// in rank order. A collective: every rank calls it.
+std::vector<results::RankTiming> rank_timing(const std::vector<StepTimes>& timed, const RunContext& ctx);
 
 // Test hook: HPCBENCH_TEST_SLOW_RANK="<rank>:<ms>" makes that rank sleep
 // <ms> ms in each step's forward phase (a rank slowed on purpose, as a busy

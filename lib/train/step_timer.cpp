@@ -21,11 +21,6 @@ int64_t now_ns() {
 }
 }  // namespace
 
-const char* phase_name(Phase p) {
-  static constexpr const char* names[] = {"data", "forward", "backward", "grad_sync", "optimizer"};
-  return names[static_cast<size_t>(p)];
-}
-
 double union_ms(std::vector<Interval> spans) {
   std::sort(spans.begin(), spans.end());
   double total = 0, cs = 0, ce = 0;

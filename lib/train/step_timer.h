@@ -51,30 +51,15 @@
 #include <vector>
 
 #include "dist/comm_observer.h"
+#include "results/steps.h"
 
 namespace hpcbench::train {
 
-// GradSync: from the end of backward until the gradients are final (the
-// strategy's finish_gradients: its last waits, dp's reduction). Its time is
-// not comm_ms, which is defined below.
-enum class Phase { Data = 0, Forward, Backward, GradSync, Optimizer, Count };
-inline constexpr size_t kPhases = static_cast<size_t>(Phase::Count);
-const char* phase_name(Phase p);
-
-struct StepTimes {
-  double ms = 0;
-  std::array<double, kPhases> phase_ms{};
-  double comm_ms = 0;
-  double comm_exposed_ms = 0;
-  // comm_exposed_ms split by the phase it fell in (the waits' union clipped
-  // to each phase's span; they add up to comm_exposed_ms), so that a phase's
-  // own work is its time minus its exposed part (report/efficiency.h). With
-  // Gloo over a GPU the waits are on host clocks and the phases on the
-  // device's events, so there the split is as close as those two clocks.
-  std::array<double, kPhases> phase_exposed_ms{};
-  int collectives = 0;  // collectives issued this step
-  int comm_untimed = 0;  // of those, how many comm_ms could not include (see above)
-};
+// The phases and a step's times are the results files' (results/steps.h).
+using results::Phase;
+using results::kPhases;
+using results::phase_name;
+using results::StepTimes;
 
 // [begin, end) in ms since the step began.
 using Interval = std::pair<double, double>;

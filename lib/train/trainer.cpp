@@ -23,7 +23,8 @@
 #include "model/checkpoint.h"
 #include "monitor/nvtx.h"
 #include "monitor/sampler.h"
-#include "report/stats.h"
+#include "results/utilisation_csv.h"
+#include "stats/stats.h"
 #include "tensorboard/run_log.h"
 #include "strategies/registry.h"
 #include "train/amp.h"
@@ -39,21 +40,7 @@ namespace hpcbench::train {
 
 namespace {
 
-struct StepRecord {
-  int64_t step;
-  int64_t epoch;
-  double loss;
-  double lr;
-  double ms;
-  std::array<double, kPhases> phase_ms;
-  double comm_ms;
-  double comm_exposed_ms;
-  std::array<double, kPhases> phase_exposed_ms;
-  int collectives;
-  int comm_untimed;
-  double grad_norm;
-  bool skipped;  // fp16 overflow: the optimizer step was skipped
-};
+using results::StepRecord;
 
 // A progress line that rewrites itself, only when a person is watching; batch
 // job logs get the periodic log lines alone.
@@ -86,7 +73,7 @@ std::vector<double> combine_over_ranks(std::vector<StepRecord>& records, const R
   const auto steps = static_cast<int64_t>(records.size());
   auto mine = at::empty({steps, 2}, at::kDouble);
   for (int64_t i = 0; i < steps; ++i) {
-    mine[i][0] = records[size_t(i)].ms;
+    mine[i][0] = records[size_t(i)].times.ms;
     mine[i][1] = records[size_t(i)].loss;
   }
   auto local = mine.to(ctx.comm->device());
@@ -96,7 +83,7 @@ std::vector<double> combine_over_ranks(std::vector<StepRecord>& records, const R
   auto slowest = std::get<0>(all.select(2, 0).max(0));
   auto mean_loss = all.select(2, 1).mean(0);
   for (int64_t i = 0; i < steps; ++i) {
-    records[size_t(i)].ms = slowest[i].item<double>();
+    records[size_t(i)].times.ms = slowest[i].item<double>();
     records[size_t(i)].loss = mean_loss[i].item<double>();
   }
   for (int r = 0; r < ctx.world_size; ++r) {
@@ -199,7 +186,7 @@ void finish_sampling(std::unique_ptr<monitor::Sampler>& sampler, const TrainConf
     all_summaries = ctx.comm->exchange(monitor_key("summary", call), mine.dump());
   }
   if (ctx.rank != 0) return;
-  out.utilisation_csv = monitor::csv_header();
+  out.utilisation_csv = results::utilisation_header();
   for (auto& r : all_rows) out.utilisation_csv += r;
   std::vector<monitor::Summary> nodes;
   auto& d = out.details["monitor"];
@@ -390,18 +377,12 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
       timer.mark(Phase::Optimizer);
       auto times = timer.end();  // the step's one synchronisation
       StepRecord r{};
-      r.ms = times.ms;
-      r.phase_ms = times.phase_ms;
+      r.times = times;
       r.step = ++step;
       r.epoch = epoch;
       // Read after the step's synchronisation: these cost no extra wait.
       r.loss = loss_sum.item<double>() / static_cast<double>(cfg.grad_accum);
       r.lr = lr;
-      r.comm_ms = times.comm_ms;
-      r.comm_exposed_ms = times.comm_exposed_ms;
-      r.phase_exposed_ms = times.phase_exposed_ms;
-      r.collectives = times.collectives;
-      r.comm_untimed = times.comm_untimed;
       r.grad_norm = norm.defined() ? norm.item<double>() : 0.0;
       r.skipped = !finite;
       records.push_back(r);
@@ -410,16 +391,16 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
         if (step > cfg.timing_warmup_steps) std::fputs(report.c_str(), stderr);
       }
       if (tb.enabled())
-        tb.step({r.step, r.loss, r.lr, r.grad_norm, r.ms, r.comm_ms, r.comm_exposed_ms,
+        tb.step({r.step, r.loss, r.lr, r.grad_norm, r.times.ms, r.times.comm_ms, r.times.comm_exposed_ms,
                  static_cast<int64_t>(peak_memory_bytes(device))});
-      progress.update(step, r.loss, r.ms);
+      progress.update(step, r.loss, r.times.ms);
       if (hooks.after_step) hooks.after_step(step);
       if (leader && (step % cfg.log_every == 0 || step == total_steps)) {
-        double sps = 1000.0 * global_batch / r.ms;
+        double sps = 1000.0 * global_batch / r.times.ms;
         double mfu = peak > 0 ? sps * flops_per_sample / devices_total / (peak * 1e12) : 0;
         progress.done();
         spdlog::info("step {:>6}/{}  loss {:.4f}  lr {:.3e}  {:8.1f} ms  {:9.1f} samples/s  MFU {}", step,
-                     total_steps, r.loss, lr, r.ms, sps, peak > 0 ? fmt::format("{:.1f}%", 100 * mfu) : "n/a");
+                     total_steps, r.loss, lr, r.times.ms, sps, peak > 0 ? fmt::format("{:.1f}%", 100 * mfu) : "n/a");
       }
     }
   }
@@ -436,9 +417,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   // The same timed steps as the figures below.
   const auto first_timed = static_cast<size_t>(
       std::max<int64_t>(std::min<int64_t>(cfg.timing_warmup_steps, static_cast<int64_t>(records.size()) - 1), 0));
-  for (size_t i = first_timed; i < records.size(); ++i)
-    own_timed.push_back(StepTimes{records[i].ms, records[i].phase_ms, records[i].comm_ms, records[i].comm_exposed_ms,
-                                  records[i].phase_exposed_ms, records[i].collectives, records[i].comm_untimed});
+  for (size_t i = first_timed; i < records.size(); ++i) own_timed.push_back(records[i].times);
   auto rank_timing_ms = rank_timing(own_timed, ctx);
   auto rank_median_ms = combine_over_ranks(records, ctx);
   // Memory per rank: sharded ranks need not hold the same (padding, the
@@ -459,13 +438,14 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   std::vector<double> comm, exposed;
   int64_t comm_untimed = 0;
   for (size_t i = static_cast<size_t>(skip); i < records.size(); ++i) {
-    comm_untimed += records[i].comm_untimed;
-    step_ms.push_back(records[i].ms);
-    for (size_t p = 0; p < kPhases; ++p) phase[p].push_back(records[i].phase_ms[p]);
-    comm.push_back(records[i].comm_ms);
-    exposed.push_back(records[i].comm_exposed_ms);
+    const auto& t = records[i].times;
+    comm_untimed += t.comm_untimed;
+    step_ms.push_back(t.ms);
+    for (size_t p = 0; p < kPhases; ++p) phase[p].push_back(t.phase_ms[p]);
+    comm.push_back(t.comm_ms);
+    exposed.push_back(t.comm_exposed_ms);
   }
-  auto st = report::summarize(step_ms);
+  auto st = stats::summarize(step_ms);
   res.started_at = utc_now_iso();
   res.hpcbench_version = version();
   res.git_commit = git_commit();
@@ -499,12 +479,12 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   res.step_ms_max = st.max;
   res.step_ms_mean = st.mean;
   res.step_ms_stddev = st.stddev;
-  res.data_ms = report::summarize(phase[size_t(Phase::Data)]).median;
-  res.forward_ms = report::summarize(phase[size_t(Phase::Forward)]).median;
-  res.backward_ms = report::summarize(phase[size_t(Phase::Backward)]).median;
-  res.optimizer_ms = report::summarize(phase[size_t(Phase::Optimizer)]).median;
-  res.comm_ms = report::summarize(comm).median;
-  res.comm_exposed_ms = report::summarize(exposed).median;
+  res.data_ms = stats::summarize(phase[size_t(Phase::Data)]).median;
+  res.forward_ms = stats::summarize(phase[size_t(Phase::Forward)]).median;
+  res.backward_ms = stats::summarize(phase[size_t(Phase::Backward)]).median;
+  res.optimizer_ms = stats::summarize(phase[size_t(Phase::Optimizer)]).median;
+  res.comm_ms = stats::summarize(comm).median;
+  res.comm_exposed_ms = stats::summarize(exposed).median;
   res.comm_untimed = comm_untimed;
   if (comm_untimed > 0)
     spdlog::warn("{} collective(s) of the timed steps could not be timed on rank {} and are missing from comm_ms "
@@ -528,22 +508,11 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   env["intra_op_threads"] = at::get_num_threads();
   env["hardware_threads"] = hardware_threads();
   for (auto& [k, v] : job_environment()) d["environment"]["variables"][k] = v;
-  auto& steps = d["steps"] = nlohmann::json::array();
-  for (auto& r : records) {
-    nlohmann::json j = {{"step", r.step}, {"epoch", r.epoch}, {"loss", r.loss}, {"lr", r.lr},
-                        {"ms", r.ms}, {"comm_ms", r.comm_ms}, {"comm_exposed_ms", r.comm_exposed_ms},
-                        {"collectives", r.collectives}, {"comm_untimed", r.comm_untimed},
-                        {"grad_norm", r.grad_norm}, {"skipped", r.skipped}};
-    for (size_t p = 0; p < kPhases; ++p) {
-      j[std::string(phase_name(Phase(p))) + "_ms"] = r.phase_ms[p];
-      j[std::string(phase_name(Phase(p))) + "_exposed_ms"] = r.phase_exposed_ms[p];
-    }
-    steps.push_back(std::move(j));
-  }
+  out.steps = records;
   d["timing_warmup_steps_excluded"] = skip;
   d["devices_per_process"] = devices_per_process;
   if (!rank_median_ms.empty()) d["rank_step_ms_median"] = rank_median_ms;
-  d["rank_timing_ms"] = rank_timing_ms;
+  out.rank_timing = rank_timing_ms;
   d["rank_model_state_bytes"] = rank_state_bytes;
   d["rank_peak_memory_bytes"] = rank_peak_bytes;
   // Which attention kernel the timed steps ran: the GPU comparisons with
@@ -590,7 +559,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
     if (sampler) sampler->set_step(monitor::kDone);
   }
   finish_sampling(sampler, cfg, ctx, skip + 1, res.steps, monitor_call, out);
-  tb.finish(out.details, report::to_json(res), out.utilisation_csv);
+  tb.finish(out.steps, res, out.utilisation_csv);
   return out;
 }
 

@@ -7,7 +7,8 @@
 #include <memory>
 #include <string>
 
-#include "report/run_result.h"
+#include "results/run_record.h"
+#include "results/steps.h"
 #include "strategies/strategy.h"
 #include "train/config.h"
 
@@ -45,8 +46,10 @@ struct TrainHooks {
 };
 
 struct TrainOutput {
-  report::RunResult result;
-  nlohmann::json details;  // configuration, environment, per-step records
+  results::RunResult result;
+  std::vector<results::StepRecord> steps;
+  std::vector<results::RankTiming> rank_timing;  // each rank's means over the timed steps
+  nlohmann::json details;  // configuration, environment, the sampler's summaries
   // utilisation.csv (lib/monitor) with every node's samples; empty when
   // sampling was off.
   std::string utilisation_csv;
@@ -54,7 +57,7 @@ struct TrainOutput {
 
 // Builds the model and data from cfg, trains under `strategy`, evaluates
 // when eval data is given, and returns the figures. Writes nothing to disk
-// (report::write_run_folder does, on rank 0).
+// (results::write_run_folder does, on rank 0).
 TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const RunContext& ctx,
                   const TrainHooks& hooks = {});
 

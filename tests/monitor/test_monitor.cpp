@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "monitor/sampler.h"
+#include "results/utilisation_csv.h"
 #include "test_env.h"
 
 using namespace hpcbench;
@@ -79,7 +80,7 @@ TEST_CASE("NVML's scripted values reach the samples, utilisation.csv and the sum
   // GPU 1 answers NVML_ERROR_GPU_IS_LOST at its fifth reading: no row, and
   // no reading after.
   CHECK(samples.size() == 9);
-  CHECK(monitor::csv_header() ==
+  CHECK(results::utilisation_header() ==
         "host,time_s,step,phase,kind,index,util_percent,memory_bytes,power_w,sm_clock_mhz,temperature_c,"
         "throttle_reasons,energy_mj,bus_id\n");
   // No rank's bus id given: every GPU, each row with its (the fake's default) bus id.

@@ -4,6 +4,7 @@
 
 #include "core/atomic_file.h"
 #include "monitor/sampler.h"
+#include "results/utilisation_csv.h"
 #include "report/plot.h"
 #include "test_env.h"
 
@@ -23,7 +24,7 @@ TEST_CASE("the utilisation plot's data: one block per device, the steps' first s
   add(0.2, 1, 0, 60, 250);
   add(0.3, 2, 0, 90, 300);
   add(0.4, monitor::kEvaluation, 0, 70, 280);
-  auto csv = monitor::csv_header() + monitor::csv_rows(s, "n1", 1);
+  auto csv = results::utilisation_header() + monitor::csv_rows(s, "n1", 1);
   auto d = report::utilisation_plot_data(csv);
   REQUIRE(d.series == std::vector<std::string>{"GPU 0 (n1)", "GPU 1 (n1)"});
   CHECK(d.step_starts == std::vector<double>{0.1, 0.3});

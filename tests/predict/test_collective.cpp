@@ -5,7 +5,7 @@
 #include "test_env.h"
 
 #include "core/error.h"
-#include "dist/bench_comm.h"
+#include "results/bench_comm_file.h"
 #include "predict/collective.h"
 #include "predict/system_toml.h"
 
@@ -27,11 +27,11 @@ predict::System toy(double bw1, double lat1, double eff1, double bw2, double lat
 TEST_CASE("bus factors are nccl-tests' (doc/PERFORMANCE.md)") {
   // all-reduce 2(n-1)/n, all-gather and reduce-scatter (n-1)/n, broadcast 1:
   // the documented values written out.
-  CHECK(dist::bus_factor("all_reduce", 2) == Approx(1.0));
-  CHECK(dist::bus_factor("all_reduce", 8) == Approx(1.75));
-  CHECK(dist::bus_factor("all_gather", 8) == Approx(0.875));
-  CHECK(dist::bus_factor("reduce_scatter", 4) == Approx(0.75));
-  CHECK(dist::bus_factor("broadcast", 16) == Approx(1.0));
+  CHECK(results::bus_factor("all_reduce", 2) == Approx(1.0));
+  CHECK(results::bus_factor("all_reduce", 8) == Approx(1.75));
+  CHECK(results::bus_factor("all_gather", 8) == Approx(0.875));
+  CHECK(results::bus_factor("reduce_scatter", 4) == Approx(0.75));
+  CHECK(results::bus_factor("broadcast", 16) == Approx(1.0));
   CHECK(predict::ring_steps("all_reduce", 8) == 14);
   CHECK(predict::ring_steps("all_gather", 8) == 7);
   CHECK(predict::ring_steps("all_reduce", 1) == 0);
@@ -48,7 +48,7 @@ TEST_CASE("one node: alpha-beta by hand") {
   // The bus bandwidth nccl-tests would print (algbw x factor) tends to the
   // tier's effective rate as the latency term vanishes.
   const double S = 1e13, t = m.seconds("all_reduce", S, {1, 8});
-  CHECK(S / t * dist::bus_factor("all_reduce", 8) == Approx(50e9).epsilon(1e-6));
+  CHECK(S / t * results::bus_factor("all_reduce", 8) == Approx(50e9).epsilon(1e-6));
 }
 
 TEST_CASE("two levels: intra-node reduce-scatter, inter-node all-reduce of a GPU's part, intra all-gather") {
@@ -73,10 +73,10 @@ TEST_CASE("bench-comm results: interpolated, extrapolated at the largest row's b
   {
     std::ofstream out(file);
     out << "# hpcbench bench-comm: test\n# backend gloo, 2 rank(s) on 1 node(s) (local), rendezvous x:1\n#\n"
-        << dist::table_header();
+        << results::bench_comm_header();
     for (auto [bytes, us] : {std::pair{1024, 100.0}, {2048, 150.0}}) {
-      dist::BenchCommRow r{"all_reduce", bytes, bytes / 4, "float", "sum", -1, us, 0, 0, 0};
-      out << dist::format_row(r);
+      results::BenchCommRow r{"all_reduce", bytes, bytes / 4, "float", "sum", -1, us, 0, 0, 0};
+      out << results::bench_comm_line(r);
     }
   }
   auto m = predict::read_bench_comm(file.string());

@@ -10,16 +10,16 @@
 #include "test_catch.h"
 #include "test_env.h"
 
-#include "report/csv_reader.h"
-#include "report/run_folder.h"
+#include "results/csv.h"
+#include "results/run_folder.h"
 
 using namespace hpcbench;
 namespace fs = std::filesystem;
 
 namespace {
 
-report::RunResult run(const std::string& id, const std::string& strategy, int world, double step_ms) {
-  report::RunResult r;
+results::RunResult run(const std::string& id, const std::string& strategy, int world, double step_ms) {
+  results::RunResult r;
   r.run_id = id;
   r.strategy = strategy;
   r.strategy_options = strategy == "ddp" ? "bucket_mb=25,overlap=on,buckets=2" : "";
@@ -48,7 +48,7 @@ report::RunResult run(const std::string& id, const std::string& strategy, int wo
 TEST_CASE("predict: a run folder and a system file give bounded predictions for each strategy") {
   test::TempDir dir;
   auto runs = dir.path / "runs";
-  report::write_run_folder(runs, "base-1x", run("base-1x", "baseline", 1, 100), {});
+  results::write_run_folder(runs, "base-1x", run("base-1x", "baseline", 1, 100));
   auto out = dir.path / "pred.csv";
   auto sys = test::source_dir() / "configs/systems/a100-pcie-2x.toml";
   auto c = test::run_command(fmt::format("'{}' predict --baseline '{}' --system '{}' --strategies ddp,zero,zero:stage=3,fsdp "
@@ -58,7 +58,7 @@ TEST_CASE("predict: a run folder and a system file give bounded predictions for 
   INFO(c.output);
   REQUIRE(c.exit_code == 0);
   CHECK(c.output.find("exposed ms by collective") != std::string::npos);
-  auto rows = report::parse_csv(test::slurp(out));
+  auto rows = results::parse_csv(test::slurp(out));
   REQUIRE(rows.size() == 5);  // header + 4 strategies
   auto col = [&](const std::string& name) {
     return static_cast<size_t>(std::find(rows[0].begin(), rows[0].end(), name) - rows[0].begin());
@@ -80,7 +80,7 @@ TEST_CASE("predict: a run folder and a system file give bounded predictions for 
 
 TEST_CASE("predict: flags are checked and named") {
   test::TempDir dir;
-  report::write_run_folder(dir.path / "runs", "base-1x", run("base-1x", "baseline", 1, 100), {});
+  results::write_run_folder(dir.path / "runs", "base-1x", run("base-1x", "baseline", 1, 100));
   auto base = (dir.path / "runs/base-1x").string();
   auto bin = test::hpcbench_bin().string();
   auto both = test::run_command(fmt::format("'{}' predict --baseline '{}' --system a.toml --comm b.txt", bin, base));
@@ -99,8 +99,8 @@ TEST_CASE("predict: flags are checked and named") {
 TEST_CASE("report --system: each run beside its prediction, with the error") {
   test::TempDir dir;
   auto runs = dir.path / "runs";
-  report::write_run_folder(runs, "base-1x", run("base-1x", "baseline", 1, 100), {});
-  report::write_run_folder(runs, "ddp-2x", run("ddp-2x", "ddp", 2, 120), {});
+  results::write_run_folder(runs, "base-1x", run("base-1x", "baseline", 1, 100));
+  results::write_run_folder(runs, "ddp-2x", run("ddp-2x", "ddp", 2, 120));
   auto c = test::run_command(fmt::format("'{}' report '{}' --system '{}'", test::hpcbench_bin().string(),
                                          runs.string(),
                                          (test::source_dir() / "configs/systems/a100-pcie-2x.toml").string()));
@@ -149,7 +149,7 @@ TEST_CASE("predict refuses what it cannot predict, naming the reason") {
   auto dgx = (test::source_dir() / "configs/systems/dgx-a100.toml").string();
   auto a100 = run("a100-1x", "baseline", 1, 100);
   a100.device_name = "NVIDIA A100-SXM4-80GB";
-  report::write_run_folder(runs, "a100-1x", a100, {});
+  results::write_run_folder(runs, "a100-1x", a100);
   auto base = fmt::format("--baseline '{}'", (runs / "a100-1x").string());
   auto ok = predict(base + " --system " + dgx + " --strategies ddp");
   INFO(ok.output);
@@ -161,7 +161,7 @@ TEST_CASE("predict refuses what it cannot predict, naming the reason") {
   auto cpu = run("cpu-1x", "baseline", 1, 100);
   cpu.device = "cpu";
   cpu.device_name = "";
-  report::write_run_folder(runs, "cpu-1x", cpu, {});
+  results::write_run_folder(runs, "cpu-1x", cpu);
   auto cpu_base = fmt::format("--baseline '{}'", (runs / "cpu-1x").string());
   auto r = predict(cpu_base + " --system " + dgx + " --strategies fsdp --gpus-per-node 8");
   INFO(r.output);
@@ -212,19 +212,19 @@ TEST_CASE("predict refuses what it cannot predict, naming the reason") {
   // Baselines that measured nothing usable: a failed run, NaN or negative times.
   auto failed = run("failed-1x", "baseline", 1, 100);
   failed.status = "failed";
-  report::write_run_folder(runs, "failed-1x", failed, {});
+  results::write_run_folder(runs, "failed-1x", failed);
   r = predict(fmt::format("--baseline '{}' --system {}", (runs / "failed-1x").string(), dgx));
   CHECK(r.exit_code == 2);
   CHECK(r.output.find("has status 'failed', not ok") != std::string::npos);
   auto nan_run = run("nan-1x", "baseline", 1, std::nan(""));
-  report::write_run_folder(runs, "nan-1x", nan_run, {});
+  results::write_run_folder(runs, "nan-1x", nan_run);
   r = predict(fmt::format("--baseline '{}' --system {}", (runs / "nan-1x").string(), dgx));
   INFO(r.output);
   CHECK(r.exit_code == 2);
   CHECK(r.output.find("step_ms_median of nan-1x is nan") != std::string::npos);
   auto neg = run("neg-1x", "baseline", 1, 100);
   neg.optimizer_ms = -10;
-  report::write_run_folder(runs, "neg-1x", neg, {});
+  results::write_run_folder(runs, "neg-1x", neg);
   r = predict(fmt::format("--baseline '{}' --system {}", (runs / "neg-1x").string(), dgx));
   CHECK(r.exit_code == 2);
   CHECK(r.output.find("optimizer_ms of neg-1x is -10") != std::string::npos);
@@ -263,7 +263,7 @@ std::map<std::string, double> report_predictions(const std::string& output) {
 
 // predict's step per label: label -> ms.
 std::map<std::string, double> predict_csv(const fs::path& csv) {
-  auto rows = report::parse_csv(test::slurp(csv));
+  auto rows = results::parse_csv(test::slurp(csv));
   REQUIRE(rows.size() > 1);
   auto col = static_cast<size_t>(std::find(rows[0].begin(), rows[0].end(), "step_ms") - rows[0].begin());
   std::map<std::string, double> out;
@@ -281,7 +281,7 @@ TEST_CASE("report --system/--comm predict zero and fsdp runs made with --no-over
   // more than the tables' rounding.
   auto base = run("base-1x", "baseline", 1, 100);
   base.model = "bert-mini";
-  report::write_run_folder(runs, "base-1x", base, {});
+  results::write_run_folder(runs, "base-1x", base);
   // Each run as hpcbench writes it now, and zero's as versions before the
   // one label grammar wrote it ("no-overlap"): the same configuration.
   struct Case {
@@ -300,7 +300,7 @@ TEST_CASE("report --system/--comm predict zero and fsdp runs made with --no-over
     auto r = run(c.id, c.strategy, 2, 120);
     r.model = "bert-mini";
     r.strategy_options = c.options;
-    report::write_run_folder(runs, c.id, r, {});
+    results::write_run_folder(runs, c.id, r);
     labels += (labels.empty() ? "" : ",") + c.label;
   }
   auto comm = dir.path / "comm.txt";

@@ -4,7 +4,7 @@
 #include "test_catch.h"
 
 #include "core/error.h"
-#include "dist/bench_comm.h"
+#include "results/bench_comm_file.h"
 #include "model/bert.h"
 #include "predict/layout.h"
 #include "predict/step_model.h"
@@ -27,7 +27,7 @@ class Linear final : public CommModel {
  public:
   double seconds(const std::string& op, double bytes, const Group& g) const override {
     if (g.ranks() <= 1) return 0;
-    return bytes * dist::bus_factor(op, g.ranks()) / 1e6;
+    return bytes * results::bus_factor(op, g.ranks()) / 1e6;
   }
   std::string describe() const override { return "linear"; }
 };
@@ -100,7 +100,7 @@ TEST_CASE("traffic: zero-3 and fsdp move 1.5x ddp's bytes, zero-2 as much as ddp
   StepOptions o;  // fp32: 4-byte gathers and reductions, as ddp's buckets
   for (Shape s : {Shape{1, 4}, Shape{1, 8}}) {
     double ddp = comm_seconds(step_schedule(b, l, label("ddp"), s, comm, o));
-    CHECK(ddp == Approx(4.0 * 1110 * dist::bus_factor("all_reduce", s.world()) / 1e6));
+    CHECK(ddp == Approx(4.0 * 1110 * results::bus_factor("all_reduce", s.world()) / 1e6));
     CHECK(comm_seconds(step_schedule(b, l, label("zero:stage=3"), s, comm, o)) == Approx(1.5 * ddp));
     CHECK(comm_seconds(step_schedule(b, l, label("fsdp"), s, comm, o)) == Approx(1.5 * ddp));
     CHECK(comm_seconds(step_schedule(b, l, label("zero:stage=2"), s, comm, o)) == Approx(ddp));

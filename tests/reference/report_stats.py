@@ -24,7 +24,7 @@ with open(out, "w") as f:
     json.dump(cases, f)
 print(f"wrote {len(cases)} cases to {out}")
 
-# --- Statistics of repeated runs (lib/report/stats.h) -------------------------
+# --- Statistics of repeated runs (lib/stats/stats.h) -------------------------
 # The bootstrap is re-implemented here from its definition: the same SplitMix64
 # stream (index = next() % n, the numerator's indices first), the statistic
 # by numpy, the interval by numpy's linear percentiles. scipy.stats.bootstrap

@@ -7,13 +7,13 @@
 #include <string>
 #include <vector>
 
-#include "report/result_reader.h"
+#include "results/run_reader.h"
 
 namespace hpcbench::test {
 
-inline report::RunResult make_run(const std::string& id, const std::string& strategy, int64_t world,
+inline results::RunResult make_run(const std::string& id, const std::string& strategy, int64_t world,
                                   int64_t global_batch, double samples_per_s, int64_t memory_mib) {
-  report::RunResult r;
+  results::RunResult r;
   r.run_id = id;
   r.started_at = "2025-01-01T00:00:" + std::to_string(10 + world) + "Z";
   r.strategy = strategy;
@@ -38,14 +38,14 @@ inline constexpr const char* kA100 = "NVIDIA A100-SXM4-80GB";
 inline constexpr const char* kH100 = "NVIDIA H100 80GB HBM3";
 inline constexpr const char* kXeon = "Intel(R) Xeon(R) Platinum 8480+";
 
-inline report::RunResult on_device(report::RunResult r, const std::string& device, const std::string& name) {
+inline results::RunResult on_device(results::RunResult r, const std::string& device, const std::string& name) {
   r.device = device;
   r.device_name = name;
   return r;
 }
 
-inline std::vector<report::LoadedRun> fixture_runs() {
-  std::vector<report::RunResult> rs;
+inline std::vector<results::LoadedRun> fixture_runs() {
+  std::vector<results::RunResult> rs;
   rs.push_back(make_run("zero-2x", "zero", 2, 8, 160, 256));
   rs.back().model_state_bytes = int64_t{40} << 20;
   rs.push_back(make_run("ddp-4x", "ddp", 4, 8, 300, 328));
@@ -57,15 +57,15 @@ inline std::vector<report::LoadedRun> fixture_runs() {
   rs.back().precision = "fp16";
   rs.push_back(make_run("fsdp-2x", "fsdp", 2, 8, 0, 0));
   rs.back().status = "failed";
-  std::vector<report::LoadedRun> out;
+  std::vector<results::LoadedRun> out;
   for (auto& r : rs) out.push_back({r, "runs/" + r.run_id + "/run.json"});
   return out;
 }
 
 // One folder with runs on two devices, each with its own baseline (the
 // CPU's newer, but serving fewer runs), and an H100 run with none.
-inline std::vector<report::LoadedRun> device_runs() {
-  std::vector<report::RunResult> rs = {
+inline std::vector<results::LoadedRun> device_runs() {
+  std::vector<results::RunResult> rs = {
       on_device(make_run("gpu-base", "baseline", 1, 8, 100, 512), "cuda", kA100),
       on_device(make_run("gpu-ddp", "ddp", 2, 8, 180, 384), "cuda", kA100),
       on_device(make_run("gpu-ddp4", "ddp", 4, 8, 300, 328), "cuda", kA100),
@@ -74,7 +74,7 @@ inline std::vector<report::LoadedRun> device_runs() {
       on_device(make_run("h100-ddp", "ddp", 2, 8, 400, 300), "cuda", kH100),
   };
   rs[3].started_at = "2025-06-01T00:00:00Z";
-  std::vector<report::LoadedRun> out;
+  std::vector<results::LoadedRun> out;
   for (auto& r : rs) out.push_back({r, "runs/" + r.run_id + "/run.json"});
   return out;
 }

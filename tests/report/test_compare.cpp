@@ -59,7 +59,7 @@ TEST_CASE("strategies at world size 1 are said to show their overhead, not scali
 }
 
 TEST_CASE("without samples/s the speedup is the inverse time ratio for the same samples") {
-  report::RunResult base, run;
+  results::RunResult base, run;
   base.train_time_s = 5108.80;
   run.train_time_s = 997.45;
   run.world_size = 2;
@@ -176,7 +176,7 @@ TEST_CASE("device: an unknown name is no difference, an unknown or other type is
 
 TEST_CASE("device: a CPU baseline and a GPU baseline in one folder each serve their own runs") {
   auto runs = test::device_runs();
-  std::vector<report::RunResult> results;
+  std::vector<results::RunResult> results;
   for (auto& r : runs) results.push_back(r.result);
   auto i = report::choose_baseline(results, "auto");
   REQUIRE(i);
@@ -227,7 +227,7 @@ TEST_CASE("rows are ordered by strategy, then world size") {
 }
 
 TEST_CASE("auto baseline: 1 GPU, strategy baseline, status ok, most comparable, newest") {
-  std::vector<report::RunResult> runs;
+  std::vector<results::RunResult> runs;
   for (auto& lr : test::fixture_runs()) runs.push_back(lr.result);
   CHECK(runs[*report::choose_baseline(runs, "auto")].run_id == "base-1x");
   // A newer baseline of the same set-up wins...
@@ -248,7 +248,7 @@ TEST_CASE("auto baseline: 1 GPU, strategy baseline, status ok, most comparable, 
   runs.push_back(failed);
   CHECK(runs[*report::choose_baseline(runs, "auto")].run_id == "base-1x-new");
   // A ddp run on 1 GPU is not the baseline strategy.
-  std::vector<report::RunResult> none = {make_run("ddp-1x", "ddp", 1, 8, 100, 0)};
+  std::vector<results::RunResult> none = {make_run("ddp-1x", "ddp", 1, 8, 100, 0)};
   CHECK_FALSE(report::choose_baseline(none, "auto"));
   // By id; an unknown id lists those read.
   CHECK(runs[*report::choose_baseline(runs, "ddp-4x")].run_id == "ddp-4x");

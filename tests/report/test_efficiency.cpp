@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/efficiency.h"
-#include "report/run_folder.h"
+#include "results/run_folder.h"
 #include "report_fixtures.h"
 #include "test_env.h"
 
@@ -92,7 +92,7 @@ TEST_CASE("run.json's rank timing is read, and an older file falls back on the m
                          {"comm_ms", 6},       {"comm_exposed_ms", 4}};
   fs::path with = dir.path / "with" / "run.json";
   fs::create_directories(with.parent_path());
-  std::ofstream(with) << nlohmann::json{{"result", report::to_json(r)}, {"rank_timing_ms", {rank}}}.dump();
+  std::ofstream(with) << nlohmann::json{{"result", results::to_json(r)}, {"rank_timing_ms", {rank}}}.dump();
   auto t = report::read_run_timing(r, with);
   REQUIRE(t.exact);
   REQUIRE(t.ranks.size() == 1);
@@ -107,7 +107,7 @@ TEST_CASE("run.json's rank timing is read, and an older file falls back on the m
 
   fs::path without = dir.path / "without" / "run.json";
   fs::create_directories(without.parent_path());
-  std::ofstream(without) << nlohmann::json{{"result", report::to_json(r)}}.dump();
+  std::ofstream(without) << nlohmann::json{{"result", results::to_json(r)}}.dump();
   auto old = report::read_run_timing(r, without);
   CHECK_FALSE(old.exact);
   REQUIRE(old.ranks.size() == 1);

@@ -15,7 +15,7 @@
 
 #include "report/compare.h"
 #include "report/efficiency.h"
-#include "report/result_reader.h"
+#include "results/run_reader.h"
 #include "test_env.h"
 
 using namespace hpcbench;
@@ -38,8 +38,8 @@ void run(const fs::path& results, const std::string& name, const std::string& ar
 
 // The rows of the runs under `paths` against the baseline among them.
 std::vector<report::EfficiencyRow> decompose(const std::vector<fs::path>& paths) {
-  auto loaded = report::read_results(paths);
-  std::vector<report::RunResult> runs;
+  auto loaded = results::read_results(paths);
+  std::vector<results::RunResult> runs;
   for (auto& r : loaded.runs) runs.push_back(r.result);
   auto b = report::choose_baseline(runs, "auto");
   REQUIRE(b);

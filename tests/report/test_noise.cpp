@@ -12,20 +12,20 @@ using namespace hpcbench;
 
 namespace {
 
-report::RunResult run(const std::string& id, double tp) {
+results::RunResult run(const std::string& id, double tp) {
   auto r = test::make_run(id, "ddp", 2, 8, tp, 256);
   r.timed_steps = 12;
   return r;
 }
 
-std::vector<std::string> warnings_for(std::vector<report::RunResult> rs, std::map<std::string, report::StepSeries> s) {
-  std::vector<report::LoadedRun> loaded;
+std::vector<std::string> warnings_for(std::vector<results::RunResult> rs, std::map<std::string, results::StepSeries> s) {
+  std::vector<results::LoadedRun> loaded;
   for (auto& r : rs) loaded.push_back({r, "x/run.json"});
   return report::noise_warnings(report::compare(loaded, std::nullopt), s);
 }
 
-report::StepSeries series(std::vector<double> ms) {
-  report::StepSeries s;
+results::StepSeries series(std::vector<double> ms) {
+  results::StepSeries s;
   s.ms = std::move(ms);
   return s;
 }
@@ -82,11 +82,11 @@ TEST_CASE("noise warnings name the run and the remedy") {
 TEST_CASE("step series are read from the loss.csv beside the result") {
   test::TempDir dir;
   write_file_atomic(dir.path / "r/loss.csv", "step,epoch,loss,lr,ms\n1,0,5.5,0.001,12.5\n2,0,5.25,0.001,11\n");
-  auto s = report::read_step_series(dir.path / "r/run.json");
+  auto s = results::read_step_series(dir.path / "r/run.json");
   CHECK(s.ms == std::vector<double>{12.5, 11});
   CHECK(s.loss == std::vector<double>{5.5, 5.25});
   CHECK(s.step == std::vector<int64_t>{1, 2});
-  CHECK(report::read_step_series(dir.path / "none/run.json").ms.empty());
+  CHECK(results::read_step_series(dir.path / "none/run.json").ms.empty());
   CHECK(report::timed({1, 2, 3, 4}, 2) == std::vector<double>{3, 4});
 }
 
@@ -94,9 +94,9 @@ TEST_CASE("loss curves: the largest deviation from the baseline's curve, and the
   auto base = test::make_run("base", "baseline", 1, 8, 100, 256);
   auto ddp = test::make_run("ddp", "ddp", 2, 8, 180, 256);
   auto other = test::make_run("ddp-gb16", "ddp", 2, 16, 190, 256);  // other work: not compared
-  std::vector<report::LoadedRun> loaded = {{base, "b/run.json"}, {ddp, "d/run.json"}, {other, "o/run.json"}};
+  std::vector<results::LoadedRun> loaded = {{base, "b/run.json"}, {ddp, "d/run.json"}, {other, "o/run.json"}};
   auto c = report::compare(loaded, base);
-  report::StepSeries b, d, o;
+  results::StepSeries b, d, o;
   b.step = d.step = o.step = {1, 2, 3};
   b.loss = {6.0, 5.5, 5.0};
   d.loss = {6.0, 5.502, 4.999};

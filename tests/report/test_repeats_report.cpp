@@ -4,7 +4,7 @@
 
 #include "report/compare.h"
 #include "report/report_tables.h"
-#include "report/stats.h"
+#include "stats/stats.h"
 #include "report_fixtures.h"
 
 using namespace hpcbench;
@@ -14,8 +14,8 @@ namespace {
 
 // Three repeats each of baseline (1 device), ddp and zero at 2 devices whose
 // throughputs overlap, dp clearly slower, and fsdp run once; all on CPU.
-std::vector<report::LoadedRun> repeat_runs() {
-  std::vector<report::RunResult> rs;
+std::vector<results::LoadedRun> repeat_runs() {
+  std::vector<results::RunResult> rs;
   auto add = [&](const std::string& group, const std::string& strategy, int64_t world, std::vector<double> tps) {
     for (size_t i = 0; i < tps.size(); ++i) {
       auto r = make_run(tps.size() > 1 ? fmt::format("{}-r{}", group, i + 1) : group, strategy, world, 8, tps[i], 256);
@@ -31,14 +31,14 @@ std::vector<report::LoadedRun> repeat_runs() {
   add("zero", "zero", 2, {178, 186, 182});
   add("dp", "dp", 2, {121, 122, 120});
   add("fsdp", "fsdp", 2, {150});
-  std::vector<report::LoadedRun> out;
+  std::vector<results::LoadedRun> out;
   for (auto& r : rs) out.push_back({r, "runs/" + r.run_id + "/run.json"});
   return out;
 }
 
 report::Comparison compare_repeats() {
   auto runs = repeat_runs();
-  std::vector<report::RunResult> results;
+  std::vector<results::RunResult> results;
   for (auto& r : runs) results.push_back(r.result);
   auto i = report::choose_baseline(results, "auto");
   REQUIRE(i);
@@ -66,13 +66,13 @@ TEST_CASE("repeats of a configuration form one row of medians with bootstrap int
   CHECK(*ddp.speedup == Approx(1.8));
   // The intervals are the stats functions' (checked against numpy/scipy) on
   // the groups' throughputs.
-  auto expected = report::ratio_interval({190, 170, 180}, {104, 96, 100});
+  auto expected = stats::ratio_interval({190, 170, 180}, {104, 96, 100});
   REQUIRE(ddp.speedup_ci);
   CHECK(ddp.speedup_ci->lo == expected.lo);
   CHECK(ddp.speedup_ci->hi == expected.hi);
   CHECK(ddp.speedup_ci->contains(*ddp.speedup));
   CHECK(ddp.efficiency_ci->lo == Approx(expected.lo / 2));
-  CHECK(ddp.throughput_ci->lo == report::median_interval({190, 170, 180}).lo);
+  CHECK(ddp.throughput_ci->lo == stats::median_interval({190, 170, 180}).lo);
   auto& base = row(c, "baseline");
   CHECK(base.is_baseline);
   CHECK(base.run.samples_per_s == 100);
@@ -120,7 +120,7 @@ TEST_CASE("the table: intervals, \"1 run\", devices on CPU, no empty columns") {
   CHECK(col("EM") < 0);
   auto& ddp_cells = t.rows[static_cast<size_t>(
       std::find_if(c.rows.begin(), c.rows.end(), [](auto& r) { return r.run.strategy == "ddp"; }) - c.rows.begin())];
-  auto expected = report::ratio_interval({190, 170, 180}, {104, 96, 100});
+  auto expected = stats::ratio_interval({190, 170, 180}, {104, 96, 100});
   CHECK(ddp_cells[static_cast<size_t>(col("speedup"))] ==
         fmt::format("1.80 [{:.2f}, {:.2f}]", expected.lo, expected.hi));
   auto text = report::terminal_report(c, {});
@@ -149,7 +149,7 @@ TEST_CASE("columns with figures appear: MFU, exposed comm, EM/F1") {
 
 TEST_CASE("two runs a side: no verdict, however far apart") {
   auto runs = repeat_runs();
-  std::vector<report::LoadedRun> two;
+  std::vector<results::LoadedRun> two;
   for (auto& r : runs)
     if (r.result.repeat_index != 3) two.push_back(r);  // ddp, zero, dp, base: 2 each; fsdp: 1
   auto c = report::compare(two, two[0].result);

@@ -10,9 +10,9 @@
 #include <fmt/format.h>
 
 #include "core/atomic_file.h"
-#include "report/csv_reader.h"
+#include "results/csv.h"
 #include "report/plot.h"
-#include "report/run_folder.h"
+#include "results/run_folder.h"
 #include "report_fixtures.h"
 #include "test_env.h"
 
@@ -48,12 +48,12 @@ void write(const fs::path& p, const std::string& s) {
 // wrong type, and a corrupt run.json whose summary.csv still reads.
 fs::path make_results(const test::TempDir& dir) {
   fs::path runs = dir.path / "results/runs";
-  for (auto& lr : test::fixture_runs()) report::write_run_folder(runs, lr.result.run_id, lr.result, {});
+  for (auto& lr : test::fixture_runs()) results::write_run_folder(runs, lr.result.run_id, lr.result);
   write(runs / "cut-json/run.json", "{\"result\": {\"run_id\": \"cut-json\", \"strategy\": \"ddp\", \"world_");
   write(runs / "cut-csv/summary.csv", "run_id,strategy,hosts\ncut-csv,ddp,\"node1,no");
   write(runs / "wrong-type/run.json", R"({"result": {"run_id": "wrong-type", "world_size": "two"}})");
   auto kept = test::make_run("json-bad-csv-good", "ddp", 8, 8, 560, 200);
-  report::write_run_folder(runs, kept.run_id, kept, {});
+  results::write_run_folder(runs, kept.run_id, kept);
   write(runs / "json-bad-csv-good/run.json", "not json");
   // An in-progress folder is not a run yet.
   write(runs / ".ddp.partial-123/run.json", "{");
@@ -68,7 +68,7 @@ void copy_run(const fs::path& runs, const std::string& from, const std::string& 
   auto json = nlohmann::json::parse(read_file(runs / id / "run.json"));
   for (auto& [k, v] : fields.items()) json["result"][k] = v;
   write(runs / id / "run.json", json.dump(1));
-  auto csv = report::parse_csv(read_file(runs / id / "summary.csv"));
+  auto csv = results::parse_csv(read_file(runs / id / "summary.csv"));
   std::string header, row;
   for (size_t i = 0; i < csv.at(0).size(); ++i) {
     const std::string& name = csv[0][i];
@@ -188,7 +188,7 @@ TEST_CASE("CLI: runs on another device type or GPU model are shown with the reas
   fs::path runs = dir.path / "results/runs";
   for (auto r : {test::make_run("base-a100", "baseline", 1, 8, 100, 512),
                  test::make_run("ddp-a100", "ddp", 2, 8, 180, 384)})
-    report::write_run_folder(runs, r.run_id, test::on_device(r, "cuda", kA100), {});
+    results::write_run_folder(runs, r.run_id, test::on_device(r, "cuda", kA100));
   // Divided by base-a100 these would print 4.00 and 0.37.
   copy_run(runs, "ddp-a100", "ddp-h100", {{"device_name", kH100}, {"samples_per_s", 400}});
   copy_run(runs, "ddp-a100", "ddp-cpu",
@@ -240,17 +240,17 @@ TEST_CASE("CLI: runs on another device type or GPU model are shown with the reas
 TEST_CASE("CLI: no ratio of a figure that cannot be trusted; no status is not ok; newer schemas and link loops are said") {
   test::TempDir dir;
   fs::path runs = dir.path / "runs";
-  auto timed = [](report::RunResult r, double train_time_s) {
+  auto timed = [](results::RunResult r, double train_time_s) {
     r.samples_timed = 8000;
     r.train_time_s = train_time_s;
     return r;
   };
-  report::write_run_folder(runs, "base-1x", timed(test::make_run("base-1x", "baseline", 1, 8, 100, 512), 80), {});
-  report::write_run_folder(runs, "ddp-2x", timed(test::make_run("ddp-2x", "ddp", 2, 8, 180, 384), 44.4), {});
+  results::write_run_folder(runs, "base-1x", timed(test::make_run("base-1x", "baseline", 1, 8, 100, 512), 80));
+  results::write_run_folder(runs, "ddp-2x", timed(test::make_run("ddp-2x", "ddp", 2, 8, 180, 384), 44.4));
   // Throughput NaN (run.json holds null) or negative, with a training time
   // that alone would still give a speedup.
-  report::write_run_folder(runs, "ddp-nan", timed(test::make_run("ddp-nan", "ddp", 2, 8, std::nan(""), 384), 40), {});
-  report::write_run_folder(runs, "ddp-neg", timed(test::make_run("ddp-neg", "ddp", 2, 8, -180, 384), 40), {});
+  results::write_run_folder(runs, "ddp-nan", timed(test::make_run("ddp-nan", "ddp", 2, 8, std::nan(""), 384), 40));
+  results::write_run_folder(runs, "ddp-neg", timed(test::make_run("ddp-neg", "ddp", 2, 8, -180, 384), 40));
   // A hand-made summary.csv without a status column, and a run.json without status.
   write(runs / "no-status-csv/summary.csv",
         "run_id,strategy,world_size,gpus_per_node,device,precision,model,seq_length,global_batch,batch_per_device,data,"
@@ -261,7 +261,7 @@ TEST_CASE("CLI: no ratio of a figure that cannot be trusted; no status is not ok
   write(runs / "no-status-json/run.json", no_status.dump(1));
   // Written by a newer hpcbench.
   auto newer = nlohmann::json::parse(read_file(runs / "ddp-2x/run.json"));
-  newer["result"]["schema_version"] = report::kSchemaVersion + 1;
+  newer["result"]["schema_version"] = results::kSchemaVersion + 1;
   newer["result"]["run_id"] = "newer";
   write(runs / "newer/run.json", newer.dump(1));
   // Links that loop: onto itself, back to a folder above, a run.json onto itself.
@@ -277,21 +277,21 @@ TEST_CASE("CLI: no ratio of a figure that cannot be trusted; no status is not ok
   CHECK(c.out.find("ddp-nan: no speedup against baseline base-1x: samples_per_s is nan") != std::string::npos);
   CHECK(c.out.find("ddp-neg: no speedup against baseline base-1x: samples_per_s is -180") != std::string::npos);
   CHECK(c.err.find("skipping " + (runs / "newer/run.json").string() + ": newer: schema_version " +
-                   std::to_string(report::kSchemaVersion + 1) + " is newer than this hpcbench reads") !=
+                   std::to_string(results::kSchemaVersion + 1) + " is newer than this hpcbench reads") !=
         std::string::npos);
   CHECK(c.err.find("skipping " + (runs / "loop").string() + ": a loop of symbolic links") != std::string::npos);
   CHECK(c.err.find("skipping " + (runs / "up").string()) != std::string::npos);
   CHECK(c.err.find((runs / "self/run.json").string()) != std::string::npos);
 
   auto csv = run_report(dir, "'" + runs.string() + "' --format csv");
-  auto rows = report::parse_csv(csv.out);
+  auto rows = results::parse_csv(csv.out);
   REQUIRE(!rows.empty());
   auto col = [&](const std::string& name) {
     auto it = std::find(rows[0].begin(), rows[0].end(), name);
     REQUIRE(it != rows[0].end());
     return static_cast<size_t>(it - rows[0].begin());
   };
-  std::map<std::string, report::CsvRecord> by_id;
+  std::map<std::string, results::CsvRecord> by_id;
   for (size_t i = 1; i < rows.size(); ++i) by_id[rows[i][0]] = rows[i];
   CHECK(by_id.count("newer") == 0);
   REQUIRE(by_id.count("ddp-2x") == 1);

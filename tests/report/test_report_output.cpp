@@ -8,10 +8,10 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
-#include "report/csv_reader.h"
+#include "results/csv.h"
 #include "report/plot.h"
 #include "report/report_tables.h"
-#include "report/result_reader.h"
+#include "results/run_reader.h"
 #include "report_fixtures.h"
 #include "test_env.h"
 
@@ -45,7 +45,7 @@ void check_snapshot(const std::string& name, const std::string& actual) {
 
 report::Comparison fixture_comparison() {
   auto runs = test::fixture_runs();
-  std::vector<report::RunResult> results;
+  std::vector<results::RunResult> results;
   for (auto& r : runs) results.push_back(r.result);
   auto i = report::choose_baseline(results, "auto");
   REQUIRE(i);
@@ -64,7 +64,7 @@ TEST_CASE("snapshot: CSV") { check_snapshot("report.csv", report::csv_report(fix
 
 TEST_CASE("plots: each device is its own series, starting at its own baseline") {
   auto runs = test::device_runs();
-  std::vector<report::RunResult> results;
+  std::vector<results::RunResult> results;
   for (auto& r : runs) results.push_back(r.result);
   auto data = report::plot_data(report::compare(runs, results[*report::choose_baseline(results, "auto")]));
   INFO(data);
@@ -92,26 +92,26 @@ TEST_CASE("snapshot: published figures") {
 }
 
 TEST_CASE("RFC 4180: quotes, doubled quotes, line breaks, CRLF, blank lines") {
-  auto rec = report::parse_csv("a,b,c\r\n\"x,1\",\"say \"\"hi\"\"\",\"two\nlines\"\n\n,,\n");
+  auto rec = results::parse_csv("a,b,c\r\n\"x,1\",\"say \"\"hi\"\"\",\"two\nlines\"\n\n,,\n");
   REQUIRE(rec.size() == 3);
-  CHECK(rec[0] == report::CsvRecord{"a", "b", "c"});
-  CHECK(rec[1] == report::CsvRecord{"x,1", "say \"hi\"", "two\nlines"});
-  CHECK(rec[2] == report::CsvRecord{"", "", ""});
-  CHECK(report::parse_csv("a\n1").size() == 2);  // no final line break
-  CHECK_THROWS_WITH(report::parse_csv("a,b\n1,\"unterminated\n"), Catch::Contains("line 2"));
+  CHECK(rec[0] == results::CsvRecord{"a", "b", "c"});
+  CHECK(rec[1] == results::CsvRecord{"x,1", "say \"hi\"", "two\nlines"});
+  CHECK(rec[2] == results::CsvRecord{"", "", ""});
+  CHECK(results::parse_csv("a\n1").size() == 2);  // no final line break
+  CHECK_THROWS_WITH(results::parse_csv("a,b\n1,\"unterminated\n"), Catch::Contains("line 2"));
 }
 
 TEST_CASE("a row of the current schema reads back field for field") {
   auto r = test::make_run("x", "fsdp", 4, 16, 123.5, 100);
   r.hosts = "n1,n2";
-  auto rec = report::parse_csv(report::csv_header() + report::csv_row(r));
-  auto back = report::result_from_csv(rec[0], rec[1]);
-  CHECK(report::csv_row(back) == report::csv_row(r));
-  CHECK(back.schema_version == report::kSchemaVersion);
+  auto rec = results::parse_csv(results::csv_header() + results::csv_row(r));
+  auto back = results::result_from_csv(rec[0], rec[1]);
+  CHECK(results::csv_row(back) == results::csv_row(r));
+  CHECK(back.schema_version == results::kSchemaVersion);
 }
 
 TEST_CASE("results of the previous schema version still read") {
-  auto loaded = report::read_results({test::source_dir() / "tests/report/data/v0"});
+  auto loaded = results::read_results({test::source_dir() / "tests/report/data/v0"});
   CHECK(loaded.warnings.empty());
   REQUIRE(loaded.runs.size() == 2);
   auto& csv = loaded.runs[0].result;
@@ -136,9 +136,9 @@ TEST_CASE("results of the previous schema version still read") {
 }
 
 TEST_CASE("bad values and truncated rows are reported with the column") {
-  report::CsvRecord header{"run_id", "world_size", "samples_per_s"};
-  CHECK_THROWS_WITH(report::result_from_csv(header, {"a", "two", "1"}),
+  results::CsvRecord header{"run_id", "world_size", "samples_per_s"};
+  CHECK_THROWS_WITH(results::result_from_csv(header, {"a", "two", "1"}),
                     Catch::Contains("world_size") && Catch::Contains("'two'"));
-  CHECK_THROWS_WITH(report::result_from_csv(header, {"a", "2", "1.5x"}), Catch::Contains("samples_per_s"));
-  CHECK_THROWS_WITH(report::result_from_csv(header, {"a", "2"}), Catch::Contains("2 fields where the header has 3"));
+  CHECK_THROWS_WITH(results::result_from_csv(header, {"a", "2", "1.5x"}), Catch::Contains("samples_per_s"));
+  CHECK_THROWS_WITH(results::result_from_csv(header, {"a", "2"}), Catch::Contains("2 fields where the header has 3"));
 }

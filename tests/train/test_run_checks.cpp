@@ -10,7 +10,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "dist/local_launcher.h"
-#include "report/run_folder.h"
+#include "results/run_folder.h"
 #include "test_env.h"
 
 using namespace hpcbench;
@@ -33,14 +33,14 @@ const char* kTrainerStarted = "intra-op threads";
 TEST_CASE("check_run_name takes one ordinary folder name only") {
   for (const char* ok : {"a", "ddp-4x-20261126", "run_1.2", "a..b"}) {
     INFO(ok);
-    CHECK_NOTHROW(report::check_run_name(ok));
+    CHECK_NOTHROW(results::check_run_name(ok));
   }
   for (const char* bad : {"", ".", "..", "../x", "a/b", "/abs", "x/..", ".hidden"}) {
     INFO(bad);
-    CHECK_THROWS_AS(report::check_run_name(bad), UserError);
+    CHECK_THROWS_AS(results::check_run_name(bad), UserError);
   }
-  CHECK_THROWS_AS(report::check_run_name(std::string(201, 'a')), UserError);
-  CHECK_NOTHROW(report::check_run_name(std::string(200, 'a')));
+  CHECK_THROWS_AS(results::check_run_name(std::string(201, 'a')), UserError);
+  CHECK_NOTHROW(results::check_run_name(std::string(200, 'a')));
 }
 
 TEST_CASE("--run-name that is not one folder name fails before the first step, writing nothing") {
@@ -82,7 +82,7 @@ TEST_CASE("a results folder that cannot take the run fails before the first step
 
   // A folder that can take it is left as it was (the probe is removed).
   auto fine = dir.path / "fine";
-  report::check_results_dir(fine);
+  results::check_results_dir(fine);
   CHECK(fs::is_directory(fine));
   CHECK(test::entries(fine) == 0);
 }

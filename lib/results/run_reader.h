@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "report/run_result.h"
+#include "results/run_record.h"
 
-namespace hpcbench::report {
+namespace hpcbench::results {
 
 struct LoadedRun {
   RunResult result;
@@ -35,4 +35,4 @@ std::vector<RunResult> read_result_file(const std::filesystem::path& file);
 // from samples and time), so that older runs still compare.
 void fill_derived(RunResult& r);
 
-}  // namespace hpcbench::report
+}  // namespace hpcbench::results

@@ -1,16 +1,18 @@
 #pragma once
 // One run's headline figures: the row that results/README.md documents and
-// `hpcbench report` reads back. One type, several exporters (CSV row, JSON).
+// `hpcbench report` reads back; summary.csv's writer and reader, and the
+// "result" object of run.json.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <variant>
 #include <vector>
 
-namespace hpcbench::report {
+namespace hpcbench::results {
 
 inline constexpr int kSchemaVersion = 2;  // 2: repeat_group/repeat_index, the device sampler's columns (utilisation_*, power, energy)
 
@@ -103,8 +105,17 @@ struct Column {
 // Columns in CSV order; the names are the schema.
 const std::vector<Column>& columns();
 
+// summary.csv: the header and one row per run.
 std::string csv_header();
 std::string csv_row(const RunResult& r);
+// One summary.csv row under `header`. Columns the schema does not know are
+// returned in `extra` (when given) instead of being dropped; absent columns
+// keep their defaults, and schema_version is 0 when absent; status is
+// "unknown" when absent or empty (never taken as ok). Throws UserError
+// naming the column when a value does not parse, or when the record's field
+// count differs from the header's (a truncated row).
+RunResult result_from_csv(const std::vector<std::string>& header, const std::vector<std::string>& record,
+                          std::map<std::string, std::string>* extra = nullptr);
 nlohmann::json to_json(const RunResult& r);
 // Reads the fields present; unknown fields are ignored, missing ones keep
 // their defaults (so files of an older schema version still load), except
@@ -112,4 +123,4 @@ nlohmann::json to_json(const RunResult& r);
 // infinity when written) reads as NaN.
 RunResult from_json(const nlohmann::json& j);
 
-}  // namespace hpcbench::report
+}  // namespace hpcbench::results

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace hpcbench::report {
+namespace hpcbench::stats {
 
 struct Summary {
   size_t n = 0;
@@ -94,4 +94,4 @@ struct RankTest {
 };
 RankTest mann_whitney_u(const std::vector<double>& x, const std::vector<double>& y);
 
-}  // namespace hpcbench::report
+}  // namespace hpcbench::stats

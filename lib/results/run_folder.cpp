@@ -1,4 +1,4 @@
-#include "report/run_folder.h"
+#include "results/run_folder.h"
 
 #include <fmt/format.h>
 #include <stdlib.h>
@@ -11,7 +11,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 
-namespace hpcbench::report {
+namespace hpcbench::results {
 
 namespace fs = std::filesystem;
 
@@ -40,8 +40,7 @@ void check_results_dir(const fs::path& results_dir) {
   ::rmdir(probe.c_str());
 }
 
-fs::path write_run_folder(const fs::path& results_dir, const std::string& run_name, RunResult result,
-                          const nlohmann::json& details, const std::map<std::string, std::string>& extra) {
+fs::path write_run_folder(const fs::path& results_dir, const std::string& run_name, RunFiles run) {
   check_run_name(run_name);
   std::error_code ec;
   fs::create_directories(results_dir, ec);
@@ -56,20 +55,17 @@ fs::path write_run_folder(const fs::path& results_dir, const std::string& run_na
   // files inside agree with where they end up.
   fs::path final_dir = results_dir / run_name;
   for (int i = 2; fs::exists(final_dir); ++i) final_dir = results_dir / fmt::format("{}-{}", run_name, i);
-  result.run_id = final_dir.filename().string();
+  run.result.run_id = final_dir.filename().string();
 
   try {
-    write_file_atomic(tmp / "summary.csv", csv_header() + csv_row(result));
-    nlohmann::json j = details;
-    j["result"] = to_json(result);
+    write_file_atomic(tmp / "summary.csv", csv_header() + csv_row(run.result));
+    nlohmann::json j = run.details.is_object() ? run.details : nlohmann::json::object();
+    j["steps"] = steps_json(run.steps);
+    if (!run.rank_timing.empty()) j["rank_timing_ms"] = rank_timing_json(run.rank_timing);
+    j["result"] = to_json(run.result);
     write_file_atomic(tmp / "run.json", j.dump(1));
-    std::string loss = "step,epoch,loss,lr,ms\n";
-    if (details.contains("steps"))
-      for (auto& s : details["steps"])
-        loss += fmt::format("{},{},{:.6g},{:.6g},{:.4f}\n", s["step"].get<int64_t>(), s["epoch"].get<int64_t>(),
-                            s["loss"].get<double>(), s["lr"].get<double>(), s["ms"].get<double>());
-    write_file_atomic(tmp / "loss.csv", loss);
-    for (auto& [name, content] : extra) write_file_atomic(tmp / name, content);
+    write_file_atomic(tmp / "loss.csv", loss_csv(run.steps));
+    for (auto& [name, content] : run.files) write_file_atomic(tmp / name, content);
   } catch (...) {
     remove_tree(tmp);
     throw;
@@ -84,4 +80,4 @@ fs::path write_run_folder(const fs::path& results_dir, const std::string& run_na
   return final_dir;
 }
 
-}  // namespace hpcbench::report
+}  // namespace hpcbench::results

@@ -1,4 +1,4 @@
-#include "report/result_reader.h"
+#include "results/run_reader.h"
 
 #include <sys/stat.h>
 
@@ -11,9 +11,9 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
-#include "report/csv_reader.h"
+#include "results/csv.h"
 
-namespace hpcbench::report {
+namespace hpcbench::results {
 
 namespace fs = std::filesystem;
 
@@ -185,4 +185,4 @@ LoadedRuns read_results(const std::vector<fs::path>& paths) {
   return std::move(reader.out);
 }
 
-}  // namespace hpcbench::report
+}  // namespace hpcbench::results

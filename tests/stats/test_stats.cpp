@@ -2,7 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
-#include "report/stats.h"
+#include "stats/stats.h"
 #include "test_env.h"
 
 using namespace hpcbench;
@@ -11,7 +11,7 @@ TEST_CASE("summary statistics equal numpy's (linear percentiles, ddof=1)") {
   auto cases = nlohmann::json::parse(read_file(test::reference_dir() / "report_stats.json"));
   REQUIRE(cases.size() == 5);
   for (auto& c : cases) {
-    auto s = report::summarize(c["values"].get<std::vector<double>>());
+    auto s = stats::summarize(c["values"].get<std::vector<double>>());
     INFO("n = " << s.n);
     // Both sides compute in double; differences come from summation order only.
     CHECK(s.mean == Approx(c["mean"].get<double>()).epsilon(1e-12));
@@ -24,7 +24,7 @@ TEST_CASE("summary statistics equal numpy's (linear percentiles, ddof=1)") {
 }
 
 TEST_CASE("an empty sample summarises to zeros") {
-  auto s = report::summarize({});
+  auto s = stats::summarize({});
   CHECK(s.n == 0);
   CHECK(s.median == 0);
 }

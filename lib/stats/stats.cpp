@@ -1,11 +1,11 @@
-#include "report/stats.h"
+#include "stats/stats.h"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <numeric>
 
-namespace hpcbench::report {
+namespace hpcbench::stats {
 
 double percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
@@ -175,4 +175,4 @@ RankTest mann_whitney_u(const std::vector<double>& x, const std::vector<double>&
   return t;
 }
 
-}  // namespace hpcbench::report
+}  // namespace hpcbench::stats

@@ -1,0 +1,48 @@
+#pragma once
+// A run's folder under results/: summary.csv (one row), run.json (the row,
+// the configuration, the environment, every step, each rank's timing),
+// loss.csv, and the files beside them. The folder is
+// assembled under a hidden temporary name and renamed into place, so a folder
+// with a visible name is always complete, and an existing one is never
+// overwritten.
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "results/run_record.h"
+#include "results/steps.h"
+
+namespace hpcbench::results {
+
+// What a run folder holds.
+struct RunFiles {
+  RunFiles() = default;
+  RunFiles(RunResult r) : result(std::move(r)) {}  // NOLINT: a result alone is a run folder too
+  RunResult result;
+  std::vector<StepRecord> steps;         // run.json's "steps", loss.csv
+  std::vector<RankTiming> rank_timing;   // run.json's "rank_timing_ms" (none: not written)
+  // run.json's other sections (configuration, environment, the sampler's
+  // summaries, ...), beside "result", "steps" and "rank_timing_ms".
+  nlohmann::json details = nlohmann::json::object();
+  std::map<std::string, std::string> files;  // further files, name -> content (predictions.json, ...)
+};
+
+// Returns the folder written: <results_dir>/<run_name>, or <run_name>-2, ...
+// when that exists.
+std::filesystem::path write_run_folder(const std::filesystem::path& results_dir, const std::string& run_name,
+                                       RunFiles run);
+
+// Throws UserError naming --run-name unless `run_name` is one ordinary path
+// component: not empty, no '/', not "." or "..", not hidden (a leading '.'
+// is how unfinished folders are named), short enough for a file name.
+void check_run_name(const std::string& run_name);
+
+// What write_run_folder would fail on, checked before a run starts rather
+// than after it: creates `results_dir` if needed and proves that a folder can
+// be made in it (and removed again). Throws UserError naming --results-dir.
+void check_results_dir(const std::filesystem::path& results_dir);
+
+}  // namespace hpcbench::results

@@ -1,0 +1,145 @@
+#include "results/steps.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "core/atomic_file.h"
+#include "results/csv.h"
+
+namespace hpcbench::results {
+
+namespace fs = std::filesystem;
+
+const char* phase_name(Phase p) {
+  static constexpr const char* names[] = {"data", "forward", "backward", "grad_sync", "optimizer"};
+  return names[static_cast<size_t>(p)];
+}
+
+namespace {
+
+std::string ms_key(size_t p) { return std::string(phase_name(Phase(p))) + "_ms"; }
+std::string exposed_key(size_t p) { return std::string(phase_name(Phase(p))) + "_exposed_ms"; }
+
+double number(const nlohmann::json& j, const std::string& key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+}  // namespace
+
+nlohmann::json steps_json(const std::vector<StepRecord>& steps) {
+  auto out = nlohmann::json::array();
+  for (auto& r : steps) {
+    const auto& t = r.times;
+    nlohmann::json j = {{"step", r.step}, {"epoch", r.epoch}, {"loss", r.loss}, {"lr", r.lr},
+                        {"ms", t.ms}, {"comm_ms", t.comm_ms}, {"comm_exposed_ms", t.comm_exposed_ms},
+                        {"collectives", t.collectives}, {"comm_untimed", t.comm_untimed},
+                        {"grad_norm", r.grad_norm}, {"skipped", r.skipped}};
+    for (size_t p = 0; p < kPhases; ++p) {
+      j[ms_key(p)] = t.phase_ms[p];
+      j[exposed_key(p)] = t.phase_exposed_ms[p];
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+std::vector<StepRecord> steps_from_json(const nlohmann::json& steps) {
+  std::vector<StepRecord> out;
+  if (!steps.is_array()) return out;
+  for (auto& j : steps) {
+    StepRecord r;
+    r.step = static_cast<int64_t>(number(j, "step"));
+    r.epoch = static_cast<int64_t>(number(j, "epoch"));
+    r.loss = number(j, "loss");
+    r.lr = number(j, "lr");
+    r.grad_norm = number(j, "grad_norm");
+    r.skipped = j.value("skipped", false);
+    auto& t = r.times;
+    t.ms = number(j, "ms");
+    t.comm_ms = number(j, "comm_ms");
+    t.comm_exposed_ms = number(j, "comm_exposed_ms");
+    t.collectives = static_cast<int>(number(j, "collectives"));
+    t.comm_untimed = static_cast<int>(number(j, "comm_untimed"));
+    for (size_t p = 0; p < kPhases; ++p) {
+      t.phase_ms[p] = number(j, ms_key(p));
+      t.phase_exposed_ms[p] = number(j, exposed_key(p));
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::string loss_csv(const std::vector<StepRecord>& steps) {
+  std::string out = "step,epoch,loss,lr,ms\n";
+  for (auto& s : steps) out += fmt::format("{},{},{:.6g},{:.6g},{:.4f}\n", s.step, s.epoch, s.loss, s.lr, s.times.ms);
+  return out;
+}
+
+StepSeries read_step_series(const fs::path& origin) {
+  StepSeries s;
+  fs::path file = origin.parent_path() / "loss.csv";
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) return s;
+  try {
+    auto records = parse_csv(read_file(file));
+    if (records.empty()) return s;
+    auto col = [&](const std::string& name) {
+      auto it = std::find(records[0].begin(), records[0].end(), name);
+      return it == records[0].end() ? -1 : static_cast<int>(it - records[0].begin());
+    };
+    int ms = col("ms"), loss = col("loss"), step = col("step");
+    if (ms < 0 || loss < 0 || step < 0) return {};
+    for (size_t i = 1; i < records.size(); ++i) {
+      s.ms.push_back(std::stod(records[i].at(static_cast<size_t>(ms))));
+      s.loss.push_back(std::stod(records[i].at(static_cast<size_t>(loss))));
+      s.step.push_back(std::stoll(records[i].at(static_cast<size_t>(step))));
+    }
+  } catch (const std::exception&) {
+    return {};  // a series is a check's input, never a reason to refuse a report
+  }
+  return s;
+}
+
+nlohmann::json rank_timing_json(const std::vector<RankTiming>& ranks) {
+  auto out = nlohmann::json::array();
+  for (auto& r : ranks) {
+    nlohmann::json j = {{"rank", r.rank}, {"step_ms", r.step_ms}};
+    for (size_t p = 0; p < kPhases; ++p) {
+      j[ms_key(p)] = r.phase_ms[p];
+      j[exposed_key(p)] = r.phase_exposed_ms[p];
+    }
+    j["comm_ms"] = r.comm_ms;
+    j["comm_exposed_ms"] = r.comm_exposed_ms;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+std::optional<std::vector<RankTiming>> read_rank_timing(const fs::path& origin) {
+  fs::path json = origin.filename() == "run.json" ? origin : origin.parent_path() / "run.json";
+  std::error_code ec;
+  if (origin.empty() || !fs::exists(json, ec)) return std::nullopt;
+  std::ifstream in(json);
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  if (!j.is_object() || !j.contains("rank_timing_ms") || !j["rank_timing_ms"].is_array() ||
+      j["rank_timing_ms"].empty())
+    return std::nullopt;
+  std::vector<RankTiming> out;
+  for (auto& x : j["rank_timing_ms"]) {
+    RankTiming r;
+    r.rank = static_cast<int>(number(x, "rank"));
+    r.step_ms = number(x, "step_ms");
+    for (size_t p = 0; p < kPhases; ++p) {
+      r.phase_ms[p] = number(x, ms_key(p));
+      r.phase_exposed_ms[p] = number(x, exposed_key(p));
+    }
+    r.comm_ms = number(x, "comm_ms");
+    r.comm_exposed_ms = number(x, "comm_exposed_ms");
+    out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace hpcbench::results

@@ -16,6 +16,7 @@
 #   shared-gpu  2 and 4 ranks sharing the GPU over Gloo (--backend gloo --allow-shared-gpu):
 #               every strategy's losses against the baseline's at the same global batch,
 #               and the evaluation gather on real SQuAD
+#               (HPCBENCH_SHARED_STEPS steps each, default 8: fewer when device time is short)
 #
 # Each phase writes <phase>.json (its figures and checks) and <phase>-runs.tar.gz (the
 # run folders' summary.csv, run.json, loss.csv, utilisation.csv), and every call ends
@@ -174,7 +175,7 @@ phase_strategies() {
 phase_shared_gpu() {
   ensure_bin
   # fp32, dropout off, the same global batch: the ranks' losses must be the baseline's.
-  local per=$small s=8 w
+  local per=$small s=${HPCBENCH_SHARED_STEPS:-8} w
   ((dry)) && s=3
   local shared=(--precision fp32 --dropout 0 --max-steps "$s" --timing-warmup-steps 1 --max-seq-length 128)
   ((dry)) && shared=(--precision fp32 --dropout 0 --max-steps "$s" --timing-warmup-steps 1 --max-seq-length "$seq")

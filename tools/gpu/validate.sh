@@ -88,9 +88,11 @@ hb_run() {  # name, then run flags
     --synthetic-samples "$samples" --max-steps "$steps" --timing-warmup-steps "$warm" --log-every 10 \
     --sample-ms "$sample_ms" --results-dir "$work/runs" --run-name "$name" "$@"
 }
-ref_run() {  # trainer, precision, batch, dump, json
-  run "$PY" "$root/tools/gpu/reference_train.py" --trainer "$1" --model "$model" --precision "$2" --batch "$3" \
-    --data "$4" --steps "$steps" --warmup "$warm" --device "$device" --json-out "$5"
+ref_run() {  # trainer, precision, batch, dump, json, then reference_train.py flags
+  local trainer=$1 precision=$2 batch=$3 data=$4 json=$5
+  shift 5
+  run "$PY" "$root/tools/gpu/reference_train.py" --trainer "$trainer" --model "$model" --precision "$precision" \
+    --batch "$batch" --data "$data" --steps "$steps" --warmup "$warm" --device "$device" --json-out "$json" "$@"
 }
 
 phase_build() {
@@ -157,7 +159,12 @@ phase_strategies() {
   # Dropout off: the losses of every strategy must then follow the baseline's.
   local common=(--precision bf16 --batch-size "$big" --dropout 0)
   say "strategies: baseline"
-  hb_run strat-baseline "${common[@]}"
+  hb_run strat-baseline "${common[@]}" --dump-data "$work/data-strat.safetensors"
+  # PyTorch's own overhead at world size 1, the reference for the sharded rows: FSDP2 against
+  # Hugging Face eager on the same batches, dropout off as here.
+  say "strategies: Hugging Face eager and FSDP2 (fully_shard, world size 1), the same batches"
+  ref_run eager bf16 "$big" "$work/data-strat.safetensors" "$work/ref-strat-eager.json" --dropout 0
+  ref_run fsdp2 bf16 "$big" "$work/data-strat.safetensors" "$work/ref-strat-fsdp2.json" --dropout 0
   say "strategies: each with --keep-collectives at world size 1"
   hb_run strat-ddp "${common[@]}" --strategy ddp --keep-collectives
   local z

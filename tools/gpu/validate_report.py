@@ -220,6 +220,25 @@ def phase_strategies(a):
                                     f"{100 * overhead:+.1f} %"))
       except Exception as e:  # noqa: BLE001
         res["checks"].append(check(f"{name}: run present", False, f"{type(e).__name__}: {e}"))
+    try:
+        eager = read_json(os.path.join(a.work, "ref-strat-eager.json"))
+        fsdp2 = read_json(os.path.join(a.work, "ref-strat-fsdp2.json"))
+        res["fsdp2_reference"] = {
+            "eager_step_ms_median": eager["step_ms_median"], "fsdp2_step_ms_median": fsdp2["step_ms_median"],
+            "overhead": fsdp2["step_ms_median"] / eager["step_ms_median"] - 1,
+            "eager_peak_memory_bytes": eager["peak_memory_bytes"], "fsdp2_peak_memory_bytes": fsdp2["peak_memory_bytes"]}
+        # The same model and batches, fp32 masters computed in bf16 on both sides: FSDP2's losses
+        # follow eager's as hpcbench's sharded ones follow its baseline.
+        d = max_rel_diff(fsdp2["losses"], eager["losses"])
+        res["checks"].append(check("FSDP2 reference: losses equal to Hugging Face eager's", d <= TOL_BF16_SHARDED,
+                                   f"max rel diff {d:.2e} <= {TOL_BF16_SHARDED:g}"))
+        for r in res["rows"]:
+            if r["strategy"] in ("zero3", "fsdp-full"):
+                o2 = res["fsdp2_reference"]["overhead"]
+                res["targets"].append(check(f"{r['strategy']}: world-size-1 overhead at most FSDP2's over eager",
+                                            r["overhead"] <= o2, f"{100 * r['overhead']:+.1f} % against {100 * o2:+.1f} %"))
+    except Exception as e:  # noqa: BLE001
+        res["checks"].append(check("FSDP2 reference runs present", False, f"{type(e).__name__}: {e}"))
     rows, wrong, text = parse_bench_comm(os.path.join(a.work, "bench-comm.txt"))
     res["bench_comm"] = {"rows": rows, "out_of_bounds": wrong,
                          "header": [l for l in text.splitlines() if l.startswith("#")]}
@@ -371,6 +390,12 @@ def summary(a):
                          f"{h['comm_ms']:.2f} | {h['comm_exposed_ms']:.2f} | {mib(h['peak_memory_bytes'])} | "
                          f"{r['loss_max_rel_diff']:.2e} | {r['tolerance']:g} |")
             L.append("")
+            f2 = j.get("fsdp2_reference")
+            if f2:
+                L.append(f"PyTorch's own world-size-1 overhead, the same batches: FSDP2 (fully_shard) "
+                         f"{f2['fsdp2_step_ms_median']:.2f} ms/step against Hugging Face eager's "
+                         f"{f2['eager_step_ms_median']:.2f}: {100 * f2['overhead']:+.1f} %.")
+                L.append("")
             c = j.get("copy", {})
             L.append(f"Device-to-device copy of {c.get('bytes', 0) >> 20} MiB: {c.get('ms_median', 0):.3f} ms, "
                      f"{c.get('gb_per_s_read_plus_write', 0):.0f} GB/s counting bytes read and written.")

@@ -4,21 +4,29 @@
 
 namespace hpcbench::strategies {
 
-std::unique_ptr<torch::optim::AdamW> Strategy::make_optimizer(model::BertForQuestionAnswering& model,
-                                                              const train::OptimizerConfig& cfg) {
-  return train::make_adamw(*model, cfg);
+Topology replica_topology(const StrategyContext& ctx) {
+  Topology t;
+  t.replicas = ctx.world_size;
+  t.data_ranks = ctx.world_size;
+  t.data_rank = ctx.rank;
+  return t;
 }
 
-std::vector<at::Tensor> Strategy::optimizer_params(model::BertForQuestionAnswering& model) const {
-  return model->parameters();
-}
+ReplicatedUpdater::ReplicatedUpdater(model::BertForQuestionAnswering model, const train::OptimizerConfig& cfg,
+                                     std::function<std::vector<at::Tensor>()> held)
+    : model_(std::move(model)),
+      params_(model_->parameters()),
+      optimizer_(train::make_adamw(*model_, cfg)),
+      held_(std::move(held)) {}
 
-at::Tensor Strategy::clip_grad_norm(model::BertForQuestionAnswering& model, double max_norm) {
-  return train::clip_grad_norm(optimizer_params(model), max_norm);
-}
+at::Tensor ReplicatedUpdater::clip(double max_norm) { return train::clip_grad_norm(params_, max_norm); }
 
-size_t Strategy::model_state_bytes(model::BertForQuestionAnswering& model, const torch::optim::Optimizer& opt) const {
-  return train::model_state_bytes(model->parameters(), opt);
+void ReplicatedUpdater::step() { optimizer_->step(); }
+
+void ReplicatedUpdater::zero_grad() { optimizer_->zero_grad(/*set_to_none=*/true); }
+
+size_t ReplicatedUpdater::state_bytes() const {
+  return train::model_state_bytes(model_->parameters(), *optimizer_, held_ ? held_() : std::vector<at::Tensor>{});
 }
 
 }  // namespace hpcbench::strategies

@@ -1,19 +1,31 @@
 #pragma once
-// What several strategies need from the same place: gradient-ready hooks
-// (ddp's buckets and the sharded engine's units start their reduction when
-// the last gradient of a group has been accumulated) and the check that every
-// rank holds the same model before collectives pair tensors up by position.
+// What several strategies need from the same place: one micro-batch's
+// forward and backward under autocast, gradient-ready hooks (ddp's buckets
+// and the sharded engine's units start their reduction when the last
+// gradient of a group has been accumulated) and the check that every rank
+// holds the same model before collectives pair tensors up by position.
 #include <ATen/core/Tensor.h>
+#include <c10/core/DeviceType.h>
 
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "model/bert.h"
+#include "train/batch.h"
+#include "train/step_timer.h"
 
 namespace hpcbench::dist {
 class Comm;
 }
 
 namespace hpcbench::strategies {
+
+// Forward under autocast (`precision` bf16/fp16, nothing otherwise), then
+// backward of `scale` x the loss, the two phases marked on `timer`; returns
+// the unscaled loss, detached (nothing waits for it).
+at::Tensor forward_backward_step(model::BertForQuestionAnswering& model, const train::Batch& batch, double scale,
+                                 c10::DeviceType device, const std::string& precision, train::StepTimer& timer);
 
 // Calls ready(k) after backward has accumulated params[k]'s gradient (a
 // post-accumulate-grad hook, which may run on autograd's device threads).

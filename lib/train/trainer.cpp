@@ -67,21 +67,23 @@ class Progress {
 
 // Every step's time becomes the slowest rank's and its loss the mean over
 // ranks; returns each rank's median step time (empty for one rank).
-std::vector<double> combine_over_ranks(std::vector<StepRecord>& records, const RunContext& ctx) {
+std::vector<double> combine_over_ranks(std::vector<StepRecord>& records, const RunContext& ctx, bool computes_loss) {
   std::vector<double> rank_median_ms;
   if (!ctx.comm || ctx.world_size <= 1) return rank_median_ms;
   const auto steps = static_cast<int64_t>(records.size());
-  auto mine = at::empty({steps, 2}, at::kDouble);
+  // (step time, loss, whether this rank's loss counts) per step.
+  auto mine = at::empty({steps, 3}, at::kDouble);
   for (int64_t i = 0; i < steps; ++i) {
     mine[i][0] = records[size_t(i)].times.ms;
-    mine[i][1] = records[size_t(i)].loss;
+    mine[i][1] = computes_loss ? records[size_t(i)].loss : 0.0;
+    mine[i][2] = computes_loss ? 1.0 : 0.0;
   }
   auto local = mine.to(ctx.comm->device());
-  auto all = at::empty({ctx.world_size * steps * 2}, local.options());
+  auto all = at::empty({ctx.world_size * steps * 3}, local.options());
   ctx.comm->allgather(all, local.view({-1}));
-  all = all.cpu().view({ctx.world_size, steps, 2});
+  all = all.cpu().view({ctx.world_size, steps, 3});
   auto slowest = std::get<0>(all.select(2, 0).max(0));
-  auto mean_loss = all.select(2, 1).mean(0);
+  auto mean_loss = all.select(2, 1).sum(0) / all.select(2, 2).sum(0).clamp_min(1.0);
   for (int64_t i = 0; i < steps; ++i) {
     records[size_t(i)].times.ms = slowest[i].item<double>();
     records[size_t(i)].loss = mean_loss[i].item<double>();
@@ -244,37 +246,35 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   model->to(device);
   model->train();
 
-  strategies::StrategyContext sctx{device, ctx.rank, ctx.world_size, cfg.precision, ctx.comm, {}};
+  strategies::StrategyContext sctx{device, ctx.rank, ctx.world_size, cfg.precision, ctx.comm, {},
+                                   {cfg.lr, cfg.weight_decay, cfg.adam_beta1, cfg.adam_beta2, cfg.adam_eps}};
   {
     std::istringstream hosts(ctx.hosts);
     for (std::string h; hosts >> h;) sctx.hosts.push_back(h);
   }
-  strategy.setup(model, sctx);
+  auto topo = strategy.setup(model, sctx);
+  auto& updater = *topo.updater;
   if (!hooks.initial_checkpoint.empty()) {
-    strategy.unshard_model();  // collective for sharded strategies: every rank
+    updater.gather_whole();  // collective for sharded strategies: every rank
     if (leader) model::save_checkpoint(*model, hooks.initial_checkpoint);
   }
-  // dp drives several devices from one process: it gets batch_size rows per
-  // device per micro-step, so --batch-size means the same for every strategy.
-  const int64_t devices_per_process = strategy.devices();
+  // A process driving several devices gets batch_size rows per device per
+  // micro-step, so --batch-size means the same for every strategy.
+  const int64_t devices_per_process = topo.devices;
   const int64_t devices_total = devices_per_process * ctx.world_size;
   const int64_t micro_rows = cfg.batch_size * devices_per_process;
+  auto params = updater.params();
 
-  OptimizerConfig ocfg{cfg.lr, cfg.weight_decay, cfg.adam_beta1, cfg.adam_beta2, cfg.adam_eps};
-  // The whole model's parameters, or (zero, fsdp) this rank's partitions.
-  auto optimizer = strategy.make_optimizer(model, ocfg);
-  auto params = strategy.optimizer_params(model);
-
-  // Samples each rank sees per epoch, with DistributedSampler's padding rule.
-  const int64_t per_rank = (n + ctx.world_size - 1) / ctx.world_size;
+  // Samples each data rank sees per epoch, with DistributedSampler's padding rule.
+  const int64_t per_rank = (n + topo.data_ranks - 1) / topo.data_ranks;
   const int64_t micro_per_epoch = (per_rank + micro_rows - 1) / micro_rows;
   const int64_t steps_per_epoch = std::max<int64_t>(micro_per_epoch / cfg.grad_accum, 1);
   const int64_t total_steps = cfg.max_steps > 0 ? cfg.max_steps : cfg.epochs * steps_per_epoch;
   const int64_t warmup = static_cast<int64_t>(std::ceil(cfg.warmup_ratio * total_steps));
-  LinearSchedule schedule(*optimizer, cfg.lr, warmup, total_steps);
+  LinearSchedule schedule(updater.optimizer(), cfg.lr, warmup, total_steps);
   GradScaler scaler(device, cfg.precision == "fp16");
 
-  const int64_t global_batch = micro_rows * cfg.grad_accum * ctx.world_size;
+  const int64_t global_batch = cfg.batch_size * cfg.grad_accum * topo.replicas;
   const double flops_per_sample = training_flops_per_sequence(mcfg, cfg.max_seq_length);
   const double peak = cfg.peak_tflops > 0 ? cfg.peak_tflops : peak_tflops(dev_desc.name, cfg.precision);
 
@@ -290,7 +290,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
                                         cfg.precision));
     if (auto w = slow_precision_warning(device, cfg.precision); !w.empty()) spdlog::warn("{}", w);
     spdlog::info("strategy {}{}: {} process(es) x {} device(s)", strategy_name,
-                 strategy.options().empty() ? "" : " (" + strategy.options() + ")", ctx.world_size,
+                 topo.options.empty() ? "" : " (" + topo.options + ")", ctx.world_size,
                  devices_per_process);
   }
   // Where each step's micro-batches start in its epoch's order, so that
@@ -331,7 +331,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   int64_t step = 0;
   size_t state_bytes = 0;
   for (int64_t epoch = 0; step < total_steps; ++epoch) {
-    auto order = epoch_indices(n, epoch, cfg.seed, ctx.rank, ctx.world_size);
+    auto order = epoch_indices(n, epoch, cfg.seed, topo.data_rank, topo.data_ranks);
     for (int64_t m = 0; m + cfg.grad_accum <= micro_per_epoch && step < total_steps; m += cfg.grad_accum) {
       if (sampler) {
         sampler->set_step(step + 1);
@@ -344,7 +344,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
       for (int64_t a = 0; a < cfg.grad_accum; ++a) {
         int64_t begin = (m + a) * micro_rows;
         int64_t end = std::min<int64_t>(begin + micro_rows, order.size(0));
-        auto batch = data.gather_to(order.slice(0, begin, end), device);
+        auto batch = topo.reads_batches ? data.gather_to(order.slice(0, begin, end), device) : Batch{};
         timer.mark(Phase::Data);
         if (slow_ms > 0 && a == 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(slow_ms));
         // Each micro-batch's loss is a mean over its rows; dividing by the
@@ -358,22 +358,18 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
       // Only fp16's loss scaling can find overflows (one host sync a step to
       // read the verdict, as torch's GradScaler); sharded ranks then agree
       // on it (a collective), so without scaling nothing is asked.
-      bool finite = !scaler.enabled() || strategy.all_finite(scaler.unscale(params));
+      bool finite = !scaler.enabled() || updater.all_finite(scaler.unscale(params));
       at::Tensor norm;
-      if (finite && cfg.max_grad_norm > 0)
-        norm = strategy.clip_grad_norm(model, cfg.max_grad_norm);
-      if (finite) {
-        optimizer->step();
-        strategy.after_optimizer_step();
-      }
+      if (finite && cfg.max_grad_norm > 0) norm = updater.clip(cfg.max_grad_norm);
+      if (finite) updater.step();
       // Model-state bytes are measured where they peak: gradients and the
       // optimizer's states both alive, right after the first update (not a
       // skipped fp16 step, which creates no optimizer states).
-      if (finite && state_bytes == 0) state_bytes = strategy.model_state_bytes(model, *optimizer);
+      if (finite && state_bytes == 0) state_bytes = updater.state_bytes();
       scaler.update(!finite);
       double lr = schedule.lr();  // the rate this step used
       schedule.step();
-      strategy.zero_grad(*optimizer);
+      updater.zero_grad();
       timer.mark(Phase::Optimizer);
       auto times = timer.end();  // the step's one synchronisation
       StepRecord r{};
@@ -419,10 +415,10 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
       std::max<int64_t>(std::min<int64_t>(cfg.timing_warmup_steps, static_cast<int64_t>(records.size()) - 1), 0));
   for (size_t i = first_timed; i < records.size(); ++i) own_timed.push_back(records[i].times);
   auto rank_timing_ms = rank_timing(own_timed, ctx);
-  auto rank_median_ms = combine_over_ranks(records, ctx);
+  auto rank_median_ms = combine_over_ranks(records, ctx, topo.computes_loss);
   // Memory per rank: sharded ranks need not hold the same (padding, the
   // units a rank's partition cuts), and the job needs what the largest holds.
-  const double state_theory = strategy.theoretical_state_bytes();
+  const double state_theory = topo.state_theory_bytes;
   auto [rank_state_bytes, rank_peak_bytes] = memory_over_ranks(state_bytes, peak_memory_bytes(device), ctx);
   // Figures over the timed steps only: the first steps pay for allocator
   // growth, kernel selection and cache warm-up, which a long run amortises.
@@ -452,7 +448,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   res.hosts = ctx.hosts.empty() ? hostname() : ctx.hosts;
   res.slurm_job_id = ctx.slurm_job_id;
   res.strategy = strategy_name;
-  res.strategy_options = strategy.options();
+  res.strategy_options = topo.options;
   res.nodes = ctx.nodes;
   res.gpus_per_node = ctx.gpus_per_node * devices_per_process;
   res.world_size = ctx.world_size;
@@ -521,7 +517,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
 
   // Whole parameters on every rank before the checkpoint and evaluation
   // (a collective for sharded strategies, a no-op for the others).
-  strategy.unshard_model();
+  updater.gather_whole();
   if (leader && !hooks.final_checkpoint.empty()) model::save_checkpoint(*model, hooks.final_checkpoint);
   if (leader && !hooks.data_dump.empty()) {
     auto f = data.gather(at::arange(n, at::kLong));
@@ -531,13 +527,13 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
     if (!step_origin.empty()) {
       // [steps, grad_accum, micro_rows] per rank; a short last micro-batch
       // is padded with -1.
-      for (int r = 0; r < ctx.world_size; ++r) {
+      for (int r = 0; r < topo.data_ranks; ++r) {
         auto o = at::full({static_cast<int64_t>(step_origin.size()), cfg.grad_accum, micro_rows}, -1, at::kLong);
         int64_t epoch = -1;
         at::Tensor order;
         for (size_t k = 0; k < step_origin.size(); ++k) {
           auto [e, m] = step_origin[k];
-          if (e != epoch) order = epoch_indices(n, epoch = e, cfg.seed, r, ctx.world_size);
+          if (e != epoch) order = epoch_indices(n, epoch = e, cfg.seed, r, topo.data_ranks);
           for (int64_t a = 0; a < cfg.grad_accum; ++a) {
             int64_t begin = (m + a) * micro_rows;
             int64_t end = std::min<int64_t>(begin + micro_rows, order.size(0));

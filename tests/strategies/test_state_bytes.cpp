@@ -122,16 +122,16 @@ Measured one_step(const std::string& name) {
       ctx.comm = std::make_shared<dist::Comm>(layout, c10::Device(c10::kCPU));
     }
     auto strategy = strategies::make_strategy(choice);
-    strategy->setup(model, ctx);
-    auto opt = strategy->make_optimizer(model, {1e-3, 0.01, 0.9, 0.999, 1e-6});
+    ctx.optimizer = {1e-3, 0.01, 0.9, 0.999, 1e-6};
+    auto topo = strategy->setup(model, ctx);
     train::StepTimer timer(c10::kCPU);
     timer.begin();
     strategy->forward_backward(model, b, 1.0, true, timer);
     strategy->finish_gradients(timer);
-    opt->step();
+    topo.updater->step();
     m.held = alloc.live.load() - before;
-    m.counted = strategy->model_state_bytes(model, *opt);
-    m.theory = strategy->theoretical_state_bytes();
+    m.counted = topo.updater->state_bytes();
+    m.theory = topo.state_theory_bytes;
   }
   return m;
 }

@@ -230,13 +230,13 @@ TEST_CASE("shard worker", "[.][shard_worker]") {
       for (int r = 0; r < world; ++r) REQUIRE(all[size_t(r)] == std::to_string(100 * i + r));
     }
     auto strategy = make(spec);
-    strategies::StrategyContext sctx{c10::kCPU, rank, world, spec.precision, comm, {}};
+    strategies::StrategyContext sctx{c10::kCPU, rank, world, spec.precision, comm, {}, ocfg};
     for (int r = 0; r < world && !spec.hosts.empty(); ++r)
       sctx.hosts.push_back(spec.hosts == "hb" ? (r < world / 2 ? "n1" : "n2") : (r % 2 ? "n2" : "n1"));
-    strategy->setup(model, sctx);
+    auto topo = strategy->setup(model, sctx);
+    auto& updater = *topo.updater;
     // The parameters the model computes with are in the compute dtype.
     result["compute_bytes"] = at::full({1}, double(model->parameters().front().element_size()), at::kDouble);
-    auto opt = strategy->make_optimizer(model, ocfg);
     size_t state_bytes = 0;
     int skipped = 0;
     for (int s = 0; s < kSteps; ++s) {
@@ -247,25 +247,24 @@ TEST_CASE("shard worker", "[.][shard_worker]") {
         loss += strategy->forward_backward(model, b, scaler.scale() / accum, a + 1 == accum, timer).to(at::kDouble) / accum;
       }
       strategy->finish_gradients(timer);
-      bool finite = !scaler.enabled() || strategy->all_finite(scaler.unscale(strategy->optimizer_params(model)));
+      bool finite = !scaler.enabled() || updater.all_finite(scaler.unscale(updater.params()));
       if (finite) {
-        norms.push_back(strategy->clip_grad_norm(model, kMaxNorm).item<double>());
-        opt->step();
-        strategy->after_optimizer_step();
+        norms.push_back(updater.clip(kMaxNorm).item<double>());
+        updater.step();
       }
       skipped += !finite;
       scaler.update(!finite);
-      if (s == 0) state_bytes = strategy->model_state_bytes(model, *opt);
-      opt->zero_grad(true);
+      if (s == 0) state_bytes = updater.state_bytes();
+      updater.zero_grad();
       comm->allreduce(loss, /*average=*/true);
       losses.push_back(loss.item<double>());
       timer.end();
     }
-    strategy->unshard_model();
+    updater.gather_whole();
     auto all = at::empty({world}, at::kDouble);
     comm->allgather(all, at::full({1}, double(state_bytes), at::kDouble));
     result["state_bytes"] = all;
-    result["theory_bytes"] = at::full({1}, strategy->theoretical_state_bytes(), at::kDouble);
+    result["theory_bytes"] = at::full({1}, topo.state_theory_bytes, at::kDouble);
     result["ddp_bytes"] = at::full({1}, 16.0 * double(strategy->parameters()), at::kDouble);
     result["params"] = at::full({1}, double(strategy->parameters()), at::kDouble);
     result["largest_unit"] = at::full({1}, double(strategy->largest_unit()), at::kDouble);

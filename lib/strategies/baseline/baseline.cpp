@@ -1,36 +1,23 @@
 #include "strategies/baseline/baseline.h"
 
-#include <ATen/ATen.h>
-
-#include "core/error.h"
-#include "strategies/registry.h"
-#include "train/amp.h"
+#include "strategies/support.h"
 
 namespace hpcbench::strategies {
 
-void Baseline::setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) {
+Topology Baseline::setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) {
   ctx_ = ctx;
-  parameters_ = 0;
-  for (auto& p : model->parameters()) parameters_ += p.numel();
-  if (ctx.world_size != 1)
-    fail("--strategy {} runs on one device, but the job has {} ranks", reference_spec().name(), ctx.world_size);
+  int64_t parameters = 0;
+  for (auto& p : model->parameters()) parameters += p.numel();
+  auto t = replica_topology(ctx);
+  t.state_theory_bytes = replicated_state_bytes(parameters);
+  t.updater = std::make_unique<ReplicatedUpdater>(model, ctx.optimizer);
+  return t;
 }
 
-at::Tensor Baseline::forward_backward(model::BertForQuestionAnswering& model, const train::Batch& b,
-                                      double scale, bool, train::StepTimer& timer) {
-  model::QAOutput out;
-  {
-    train::AutocastGuard autocast(ctx_.device.type(), ctx_.precision);
-    out = model->forward(b.input_ids, b.token_type_ids, b.attention_mask, b.start_positions,
-                         b.end_positions);
-  }
-  timer.mark(train::Phase::Forward);
-  (out.loss * scale).backward();
-  timer.mark(train::Phase::Backward);
-  return out.loss.detach();
+at::Tensor Baseline::forward_backward(model::BertForQuestionAnswering& model, const train::Batch& b, double scale,
+                                      bool, train::StepTimer& timer) {
+  return forward_backward_step(model, b, scale, ctx_.device.type(), ctx_.precision, timer);
 }
-
-double Baseline::theoretical_state_bytes() const { return replicated_state_bytes(parameters_); }
 
 namespace baseline {
 std::unique_ptr<Strategy> make(const Choice&) { return std::make_unique<Baseline>(); }

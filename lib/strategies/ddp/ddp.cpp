@@ -11,8 +11,6 @@
 #include "dist/process_group.h"
 #include "strategies/ddp/buckets.h"
 #include "strategies/support.h"
-#include "train/setup.h"
-#include "train/amp.h"
 
 namespace hpcbench::strategies {
 
@@ -21,22 +19,6 @@ Ddp::Ddp(const Choice& choice) : choice_(choice), opts_(choice.as<ddp::DdpOption
 Ddp::~Ddp() {
   // The hooks point at this object; the model may outlive it.
   clear_grad_hooks(params_);
-}
-
-std::string Ddp::options() const {
-  return fmt::format("{},buckets={}", choice_.options_text(), buckets_.size());
-}
-
-size_t Ddp::model_state_bytes(model::BertForQuestionAnswering& model, const torch::optim::Optimizer& opt) const {
-  std::vector<at::Tensor> flats;
-  for (auto& b : buckets_) flats.push_back(b.flat);
-  return train::model_state_bytes(model->parameters(), opt, flats);
-}
-
-double Ddp::theoretical_state_bytes() const {
-  int64_t n = 0;
-  for (auto& p : params_) n += p.numel();
-  return replicated_state_bytes(n);
 }
 
 void Ddp::assign_buckets() {
@@ -73,7 +55,7 @@ void Ddp::assign_buckets() {
   }
 }
 
-void Ddp::setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) {
+Topology Ddp::setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) {
   ctx_ = ctx;
   if (!ctx.comm) fail("--strategy ddp needs the job's communicator (internal: none was created)");
   auto& comm = *ctx.comm;
@@ -112,6 +94,18 @@ void Ddp::setup(model::BertForQuestionAnswering& model, const StrategyContext& c
   inv_world_ = at::native::wrapped_scalar_tensor(1.0 / ctx.world_size);
   ready_.assign(params_.size(), 0);
   install_grad_ready_hooks(params_, [this](size_t k) { on_grad_ready(k); });
+
+  auto t = replica_topology(ctx);
+  t.options = fmt::format("{},buckets={}", choice_.options_text(), buckets_.size());
+  t.state_theory_bytes = replicated_state_bytes(numel);
+  // The buckets are counted with the parameters, gradients and Adam's states
+  // (the gradients are their views: each storage once).
+  t.updater = std::make_unique<ReplicatedUpdater>(model, ctx.optimizer, [this] {
+    std::vector<at::Tensor> flats;
+    for (auto& b : buckets_) flats.push_back(b.flat);
+    return flats;
+  });
+  return t;
 }
 
 // DDP's Reducer::mark_variable_ready_dense with gradient_as_bucket_view: a
@@ -166,16 +160,9 @@ at::Tensor Ddp::forward_backward(model::BertForQuestionAnswering& model, const t
     }
     next_bucket_ = 0;
   }
-  model::QAOutput out;
-  {
-    train::AutocastGuard autocast(ctx_.device.type(), ctx_.precision);
-    out = model->forward(b.input_ids, b.token_type_ids, b.attention_mask, b.start_positions, b.end_positions);
-  }
-  timer.mark(train::Phase::Forward);
-  (out.loss * scale).backward();
+  auto loss = forward_backward_step(model, b, scale, ctx_.device.type(), ctx_.precision, timer);
   syncing_ = false;
-  timer.mark(train::Phase::Backward);
-  return out.loss.detach();
+  return loss;
 }
 
 void Ddp::finish_gradients(train::StepTimer& timer) {

@@ -25,15 +25,10 @@ class Ddp final : public Strategy {
  public:
   explicit Ddp(const Choice& choice);
   ~Ddp() override;
-  std::string options() const override;
-  void setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) override;
+  Topology setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) override;
   at::Tensor forward_backward(model::BertForQuestionAnswering& model, const train::Batch& batch,
                               double scale, bool last_micro, train::StepTimer& timer) override;
   void finish_gradients(train::StepTimer& timer) override;
-  // The buckets are counted with the parameters, gradients and Adam's
-  // states (the gradients are their views: each storage once).
-  size_t model_state_bytes(model::BertForQuestionAnswering& model, const torch::optim::Optimizer& opt) const override;
-  double theoretical_state_bytes() const override;
 
   // Called by the post-accumulate-grad hook of parameter `index`.
   void on_grad_ready(size_t index);

@@ -44,7 +44,8 @@ void parallel_apply(size_t n, F&& f) {
 
 }  // namespace
 
-std::string Dp::options() const {
+Topology Dp::setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) {
+  place(model, ctx);
   std::string devs;
   // Appended piece by piece: GCC 12 reports false -Wstringop-overflow and
   // -Wrestrict warnings (in libstdc++'s char_traits.h) for a string literal
@@ -56,16 +57,21 @@ std::string Dp::options() const {
   // The replicas as resolved (0: every device), and the devices they ran on.
   auto resolved = choice_;
   resolved.set("replicas", std::to_string(devices_.size()), "dp");
-  return fmt::format("{},devices={}", resolved.options_text(), devs);
+  // One process: its devices are the job's replicas, and it reads all the data.
+  Topology t;
+  t.devices = static_cast<int>(devices_.size());
+  t.replicas = t.devices;
+  t.options = fmt::format("{},devices={}", resolved.options_text(), devs);
+  int64_t n = 0;
+  for (auto& p : params_) n += p.numel();
+  t.state_theory_bytes = replicated_state_bytes(n);
+  t.updater = std::make_unique<ReplicatedUpdater>(model, ctx.optimizer);
+  return t;
 }
 
-void Dp::setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) {
+void Dp::place(model::BertForQuestionAnswering& model, const StrategyContext& ctx) {
   ctx_ = ctx;
-  if (ctx.world_size != 1)
-    fail("--strategy dp drives all devices from one process, but the job has {} ranks: use --strategy ddp "
-         "for several processes", ctx.world_size);
   int n = static_cast<int>(choice_.as<dp::DpOptions>().replicas);
-  if (n < 0) fail("--dp-replicas {}: must be at least 1", n);
   devices_.clear();
   if (ctx.device.is_cpu()) {
     if (n == 0) n = 2;
@@ -162,12 +168,6 @@ at::Tensor Dp::forward_backward(model::BertForQuestionAnswering& model, const tr
   at::Tensor loss = outs[0].loss.detach() * weight[0];
   for (size_t i = 1; i < used; ++i) loss = loss + outs[i].loss.detach().to(devices_[0]) * weight[i];
   return loss;
-}
-
-double Dp::theoretical_state_bytes() const {
-  int64_t n = 0;
-  for (auto& p : params_) n += p.numel();
-  return replicated_state_bytes(n);
 }
 
 namespace dp {

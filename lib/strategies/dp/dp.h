@@ -15,14 +15,14 @@ namespace hpcbench::strategies {
 class Dp final : public Strategy {
  public:
   explicit Dp(const Choice& choice) : choice_(choice) {}
-  std::string options() const override;
-  void setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) override;
+  Topology setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) override;
   at::Tensor forward_backward(model::BertForQuestionAnswering& model, const train::Batch& batch,
                               double scale, bool last_micro, train::StepTimer& timer) override;
-  double theoretical_state_bytes() const override;
-  int devices() const override { return static_cast<int>(devices_.size()); }
 
  private:
+  // The devices and the replicas on them.
+  void place(model::BertForQuestionAnswering& model, const StrategyContext& ctx);
+
   Choice choice_;
   StrategyContext ctx_;
   std::vector<c10::Device> devices_;                       // devices_[0] holds the model itself

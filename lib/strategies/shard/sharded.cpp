@@ -12,7 +12,6 @@
 #include "model/sharding_units.h"
 #include "strategies/support.h"
 #include <fmt/format.h>
-#include "train/amp.h"
 
 namespace hpcbench::strategies::shard {
 
@@ -96,7 +95,94 @@ std::vector<std::vector<int>> shard_groups(int group_size, const std::vector<std
   return groups;
 }
 
-void Sharded::setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) {
+// The optimizer of a sharded run: AdamW over this rank's partitions, the
+// global norm from the partitions' partial norms, the replicated parameters
+// gathered after the step, the whole model gathered on demand.
+class ShardedUpdater final : public Updater {
+ public:
+  ShardedUpdater(Sharded& engine, const train::OptimizerConfig& cfg) : e_(engine) {
+    // A decayed and a non-decayed group, as make_adamw builds them; ATen's
+    // fused kernel steps them.
+    std::vector<at::Tensor> decay, no_decay;
+    for (auto& f : e_.flats_) (f.decay ? decay : no_decay).push_back(f.shard);
+    auto options = [&](double wd) {
+      return torch::optim::AdamWOptions(cfg.lr).betas({cfg.beta1, cfg.beta2}).eps(cfg.eps).weight_decay(wd);
+    };
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    if (!decay.empty())
+      groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(options(cfg.weight_decay)));
+    if (!no_decay.empty()) groups.emplace_back(no_decay, std::make_unique<torch::optim::AdamWOptions>(options(0.0)));
+    optimizer_ = std::make_unique<train::FusedAdamW>(groups, options(cfg.weight_decay));
+    e_.optimizer_ = optimizer_.get();
+  }
+  ~ShardedUpdater() override { e_.optimizer_ = nullptr; }
+
+  torch::optim::Optimizer& optimizer() override { return *optimizer_; }
+
+  // The gradients the optimizer steps (the partitions'), for unscaling.
+  std::vector<at::Tensor> params() const override {
+    std::vector<at::Tensor> out;
+    for (auto& f : e_.flats_) out.push_back(f.shard);
+    return out;
+  }
+
+  // clip_grad_norm_ over the whole model: the partial squared norms of the
+  // partitions summed over ranks.
+  at::Tensor clip(double max_norm) override {
+    at::NoGradGuard no_grad;
+    // The partitions' gradients are fp32 (reduced into fp32 buffers).
+    std::vector<at::Tensor> grads;
+    for (auto& f : e_.flats_)
+      if (f.shard.grad().defined()) grads.push_back(f.shard.grad());
+    // A few operations whatever the number of flat parameters (FSDP2 clips
+    // with foreach as well): this rank's squared partial norm ...
+    auto sq = grads.empty() ? at::zeros({1}, e_.flats_.front().full.options().dtype(at::kFloat))
+                            : at::stack(at::_foreach_norm(grads, 2)).square().sum().reshape({1});
+    // ... summed over the partitions of one copy (hybrid's other groups hold the same).
+    e_.shard_comm_->allreduce(sq, false, "all_reduce of the gradient norm");
+    auto norm = sq.sqrt().squeeze();  // 0-dim: the form _foreach_mul_ takes
+    // torch.nn.utils.clip_grad_norm_: scaled by min(1, max_norm / (norm + 1e-6)).
+    auto coef = (max_norm / (norm + 1e-6)).clamp_max(1.0);
+    if (!grads.empty()) at::_foreach_mul_(grads, coef);
+    return norm;
+  }
+
+  bool all_finite(bool local_finite) override {
+    auto bad = at::full({1}, local_finite ? 0.0f : 1.0f, at::TensorOptions().device(e_.ctx_.device));
+    e_.ctx_.comm->allreduce(bad, false, "all_reduce of the fp16 overflow verdict");
+    // A host sync, once per step and only under fp16 loss scaling: every rank
+    // must skip or take the step on the same verdict (torch's GradScaler reads
+    // found_inf on the host as well).
+    return bad.item<float>() == 0.0f;
+  }
+
+  // The step; then replicated parameters (zero 1/2) are all-gathered.
+  void step() override {
+    optimizer_->step();
+    e_.note_peak();
+    e_.new_step_ = true;
+    if (e_.plan_.shard_params) return;  // the partitions are the parameters
+    at::NoGradGuard no_grad;
+    for (auto& f : e_.flats_)
+      e_.shard_comm_->allgather(f.full, e_.gather_input(f), "all_gather of the updated parameters");
+  }
+
+  void zero_grad() override { optimizer_->zero_grad(/*set_to_none=*/true); }
+
+  // Every parameter gathered into the model; the next forward_backward reshards.
+  void gather_whole() override { e_.unshard_model(); }
+
+  // Parameters, gradients and optimizer states this rank held at its peak so
+  // far (the current state included): its partitions, and the largest set of
+  // gathered units and full gradients it held at once.
+  size_t state_bytes() const override { return e_.current_bytes(false) + e_.peak_transient_; }
+
+ private:
+  Sharded& e_;
+  std::unique_ptr<torch::optim::AdamW> optimizer_;
+};
+
+Topology Sharded::setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) {
   ctx_ = ctx;
   if (!ctx.comm) fail("--strategy {} needs the job's communicator (internal: none was created)", plan_.name);
   auto& comm = *ctx.comm;
@@ -195,6 +281,12 @@ void Sharded::setup(model::BertForQuestionAnswering& model, const StrategyContex
   if (plan_.shard_params)
     for (auto& u : units_) reshard(u);
   install_grad_ready_hooks(params_, [this](size_t k) { on_grad_ready(k); });
+
+  auto t = replica_topology(ctx);
+  t.options = record_(plan_);
+  t.state_theory_bytes = theoretical_state_bytes();
+  t.updater = std::make_unique<ShardedUpdater>(*this, ctx.optimizer);
+  return t;
 }
 
 // The module's parameters become views of the flat buffers the model
@@ -374,24 +466,16 @@ at::Tensor Sharded::forward_backward(model::BertForQuestionAnswering& model, con
     if (resharded_) reshard(u);
   }
   resharded_ = false;
-  at::Tensor loss;
-  {
-    train::AutocastGuard autocast(ctx_.device.type(), ctx_.precision);
-    // Partitioned parameters are gathered around each unit by the model's
-    // own forward calling this engine's hooks; only in training: an
-    // evaluation forward (after unshard_model) must issue no collective, as
-    // ranks evaluate different numbers of batches.
-    struct Hooks {
-      model::BertForQuestionAnsweringImpl* m;
-      Hooks(model::BertForQuestionAnsweringImpl* m, model::UnitHooks* h) : m(m) { m->set_unit_hooks(h); }
-      ~Hooks() { m->set_unit_hooks(nullptr); }
-    } hooks(model.ptr().get(), plan_.shard_params ? this : nullptr);
-    loss = model->forward(b.input_ids, b.token_type_ids, b.attention_mask, b.start_positions, b.end_positions).loss;
-  }
-  timer.mark(train::Phase::Forward);
-  (loss * scale).backward();
-  timer.mark(train::Phase::Backward);
-  return loss.detach();
+  // Partitioned parameters are gathered around each unit by the model's own
+  // forward calling this engine's hooks; only in training: an evaluation
+  // forward (after unshard_model) must issue no collective, as ranks
+  // evaluate different numbers of batches.
+  struct Hooks {
+    model::BertForQuestionAnsweringImpl* m;
+    Hooks(model::BertForQuestionAnsweringImpl* m, model::UnitHooks* h) : m(m) { m->set_unit_hooks(h); }
+    ~Hooks() { m->set_unit_hooks(nullptr); }
+  } hooks(model.ptr().get(), plan_.shard_params ? this : nullptr);
+  return forward_backward_step(model, b, scale, ctx_.device.type(), ctx_.precision, timer);
 }
 
 void Sharded::finish_gradients(train::StepTimer& timer) {
@@ -405,54 +489,6 @@ void Sharded::finish_gradients(train::StepTimer& timer) {
     }
   complete_reductions();
   timer.mark(train::Phase::GradSync);
-}
-
-std::unique_ptr<torch::optim::AdamW> Sharded::make_optimizer(model::BertForQuestionAnswering&,
-                                                             const train::OptimizerConfig& cfg) {
-  std::vector<at::Tensor> decay, no_decay;
-  for (auto& f : flats_) (f.decay ? decay : no_decay).push_back(f.shard);
-  auto options = [&](double wd) {
-    return torch::optim::AdamWOptions(cfg.lr).betas({cfg.beta1, cfg.beta2}).eps(cfg.eps).weight_decay(wd);
-  };
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  if (!decay.empty()) groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(options(cfg.weight_decay)));
-  if (!no_decay.empty()) groups.emplace_back(no_decay, std::make_unique<torch::optim::AdamWOptions>(options(0.0)));
-  auto opt = std::make_unique<train::FusedAdamW>(groups, options(cfg.weight_decay));
-  optimizer_ = opt.get();
-  return opt;
-}
-
-std::vector<at::Tensor> Sharded::optimizer_params(model::BertForQuestionAnswering&) const {
-  std::vector<at::Tensor> out;
-  for (auto& f : flats_) out.push_back(f.shard);
-  return out;
-}
-
-at::Tensor Sharded::clip_grad_norm(model::BertForQuestionAnswering&, double max_norm) {
-  at::NoGradGuard no_grad;
-  // The partitions' gradients are fp32 (reduced into fp32 buffers).
-  std::vector<at::Tensor> grads;
-  for (auto& f : flats_)
-    if (f.shard.grad().defined()) grads.push_back(f.shard.grad());
-  // A few operations whatever the number of flat parameters (FSDP2 clips
-  // with foreach as well): this rank's squared partial norm ...
-  auto sq = grads.empty() ? at::zeros({1}, flats_.front().full.options().dtype(at::kFloat))
-                          : at::stack(at::_foreach_norm(grads, 2)).square().sum().reshape({1});
-  // ... summed over the partitions of one copy (hybrid's other groups hold the same).
-  shard_comm_->allreduce(sq, false, "all_reduce of the gradient norm");
-  auto norm = sq.sqrt().squeeze();  // 0-dim: the form _foreach_mul_ takes
-  // torch.nn.utils.clip_grad_norm_: scaled by min(1, max_norm / (norm + 1e-6)).
-  auto coef = (max_norm / (norm + 1e-6)).clamp_max(1.0);
-  if (!grads.empty()) at::_foreach_mul_(grads, coef);
-  return norm;
-}
-
-void Sharded::after_optimizer_step() {
-  note_peak();
-  new_step_ = true;
-  if (plan_.shard_params) return;  // the partitions are the parameters
-  at::NoGradGuard no_grad;
-  for (auto& f : flats_) shard_comm_->allgather(f.full, gather_input(f), "all_gather of the updated parameters");
 }
 
 void Sharded::unshard_model() {
@@ -502,20 +538,6 @@ size_t Sharded::current_bytes(bool transient) const {
 }
 
 void Sharded::note_peak() { peak_transient_ = std::max(peak_transient_, current_bytes(true)); }
-
-size_t Sharded::model_state_bytes(model::BertForQuestionAnswering&, const torch::optim::Optimizer&) const {
-  return current_bytes(false) + peak_transient_;
-}
-
-bool Sharded::all_finite(bool local_finite) {
-  if (!ctx_.comm) return local_finite;
-  auto bad = at::full({1}, local_finite ? 0.0f : 1.0f, at::TensorOptions().device(ctx_.device));
-  ctx_.comm->allreduce(bad, false, "all_reduce of the fp16 overflow verdict");
-  // A host sync, once per step and only under fp16 loss scaling: every rank
-  // must skip or take the step on the same verdict (torch's GradScaler reads
-  // found_inf on the host as well).
-  return bad.item<float>() == 0.0f;
-}
 
 int64_t Sharded::parameters() const {
   int64_t n = 0;

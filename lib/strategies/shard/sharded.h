@@ -42,31 +42,10 @@ class Sharded final : public Strategy, public model::UnitHooks {
   using Record = std::function<std::string(const ShardingPlan& resolved)>;
   Sharded(ShardingPlan plan, Record record);
   ~Sharded() override;
-  std::string options() const override { return record_(plan_); }
-  void setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) override;
+  Topology setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) override;
   at::Tensor forward_backward(model::BertForQuestionAnswering& model, const train::Batch& batch, double scale,
                               bool last_micro, train::StepTimer& timer) override;
   void finish_gradients(train::StepTimer& timer) override;
-
-  // AdamW (ATen's fused kernel) over this rank's partitions, in a decayed
-  // and a non-decayed group as make_adamw builds them.
-  std::unique_ptr<torch::optim::AdamW> make_optimizer(model::BertForQuestionAnswering& model,
-                                                      const train::OptimizerConfig& cfg) override;
-  // The gradients the optimizer steps (the partitions'), for unscaling.
-  std::vector<at::Tensor> optimizer_params(model::BertForQuestionAnswering& model) const override;
-  // clip_grad_norm_ over the whole model: the partial squared norms of the
-  // partitions summed over ranks. Returns the norm before clipping.
-  at::Tensor clip_grad_norm(model::BertForQuestionAnswering& model, double max_norm) override;
-  // After optimizer->step(): replicated parameters (zero 1/2) are all-gathered.
-  void after_optimizer_step() override;
-  // Every parameter gathered into the model (checkpoints, evaluation); the
-  // next forward_backward reshards.
-  void unshard_model() override;
-  // Parameters, gradients and optimizer states this rank held at its peak so
-  // far (the current state included): its partitions, and the largest set of
-  // gathered units and full gradients it held at once.
-  size_t model_state_bytes(model::BertForQuestionAnswering& model, const torch::optim::Optimizer& opt) const override;
-  bool all_finite(bool local_finite) override;
 
   // Sizes for the memory model.
   int64_t parameters() const;
@@ -74,7 +53,7 @@ class Sharded final : public Strategy, public model::UnitHooks {
   std::vector<int64_t> unit_sizes() const;  // elements per unit, forward order
   const ShardingPlan& plan() const { return plan_; }
   // The memory model's figure for this run (after setup).
-  double theoretical_state_bytes() const override;
+  double theoretical_state_bytes() const;
   // Ranks one copy of the model is partitioned over (the world, or the shard
   // group of hybrid sharding).
   int shard_ranks() const;
@@ -87,6 +66,7 @@ class Sharded final : public Strategy, public model::UnitHooks {
   void after(size_t unit, const at::Tensor& output) override;
 
  private:
+  friend class ShardedUpdater;
   struct Unit {
     std::string name;
     // Its collectives' names, made once (setup) rather than per collective.
@@ -108,6 +88,9 @@ class Sharded final : public Strategy, public model::UnitHooks {
     at::Tensor send, part;
     dist::Pending work;
   };
+  // Every parameter gathered into the model (checkpoints, evaluation); the
+  // next forward_backward reshards.
+  void unshard_model();
   void complete_reductions();
   void gather(Unit& u);
   void start_gather(Unit& u);
@@ -136,7 +119,7 @@ class Sharded final : public Strategy, public model::UnitHooks {
   std::vector<at::Tensor> params_;
   std::vector<size_t> unit_of_;  // param -> unit
   std::vector<Reduction> reductions_;
-  torch::optim::Optimizer* optimizer_ = nullptr;
+  const torch::optim::Optimizer* optimizer_ = nullptr;  // the updater's, whose states the accounting counts
   size_t peak_transient_ = 0;
   bool resharded_ = false;  // unshard_model() left every unit gathered
 };

@@ -27,7 +27,8 @@
 #include "tensorboard/run_log.h"
 #include "train/config.h"
 #include "train/names.h"
-#include "train/trainer.h"
+#include "run/data_dump.h"
+#include "run/trainer.h"
 
 namespace hpcbench::cli {
 
@@ -202,7 +203,6 @@ int run_training(const train::TrainConfig& cfg, const strategies::Choice& choice
     fail("--allow-shared-gpu needs --backend gloo: NCCL refuses two ranks on one GPU (\"duplicate GPU\"), while "
          "Gloo stages CUDA tensors through host memory and lets ranks share it");
   if (o.nproc_per_node > 0) check_processes(choice, {1, o.nproc_per_node});
-  auto strategy = strategies::make_strategy(choice);
   // What would otherwise fail only when the results are written, after the
   // whole run: the name, and a results folder that can take it.
   if (!cfg.run_name.empty()) results::check_run_name(cfg.run_name);
@@ -231,7 +231,7 @@ int run_training(const train::TrainConfig& cfg, const strategies::Choice& choice
                               .visible_devices = accelerator_count(),
                               .bound_by_visible_devices = dist::one_visible_device_named(dist::current_environment()),
                               .shared_devices = o.allow_shared_gpu});
-  train::RunContext ctx;
+  run::RunContext ctx;
   check_processes(choice, {static_cast<int>(layout.num_nodes),
                            static_cast<int>(layout.world_size / std::max<int64_t>(layout.num_nodes, 1))});
   if (layout.world_size > 1 || traits.needs_comm) {
@@ -269,15 +269,16 @@ int run_training(const train::TrainConfig& cfg, const strategies::Choice& choice
       log_network_settings();
     }
   }
-  train::TrainHooks hooks;
+  run::TrainHooks hooks;
   hooks.initial_checkpoint = o.save_initial_checkpoint;
   hooks.final_checkpoint = o.save_checkpoint;
-  hooks.data_dump = o.dump_data;
+  if (!o.dump_data.empty())
+    hooks.after_training = [file = o.dump_data](const run::SampleOrder& order) { run::dump_data(order, file); };
   hooks.after_step = fault_hook(ctx.rank);
   // Named at the start: the TensorBoard log is written under it as the run goes.
   std::string name = cfg.run_name.empty() ? default_run_name(choice, ctx.world_size) : cfg.run_name;
   if (cfg.tensorboard == "on") hooks.tensorboard_dir = tensorboard::live_dir(cfg.results_dir, name);
-  auto out = train::train(cfg, *strategy, ctx, hooks);
+  auto out = run::train(cfg, choice, ctx, hooks);
   // Only a job whose every rank got here leaves a results folder.
   if (ctx.comm) ctx.comm->barrier();
   if (ctx.rank != 0) return 0;

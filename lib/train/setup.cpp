@@ -91,4 +91,10 @@ size_t model_state_bytes(const std::vector<at::Tensor>& params, const torch::opt
   return bytes;
 }
 
+std::pair<int64_t, int64_t> eval_share(int64_t n, int rank, int world_size) {
+  const int64_t per = n / world_size, extra = n % world_size;
+  const int64_t begin = rank * per + std::min<int64_t>(rank, extra);
+  return {begin, begin + per + (rank < extra ? 1 : 0)};
+}
+
 }  // namespace hpcbench::train

@@ -19,9 +19,6 @@ class Optimizer;
 
 namespace hpcbench::train {
 
-struct TrainOutput;
-struct RunContext;
-
 // A preset name or a config.json; checks the sequence length against the
 // position table and applies --dropout.
 model::BertConfig model_config(const TrainConfig& cfg);
@@ -55,12 +52,5 @@ size_t model_state_bytes(const std::vector<at::Tensor>& params, const torch::opt
 // one more), so that concatenating the blocks in rank order gives every
 // window once, in order.
 std::pair<int64_t, int64_t> eval_share(int64_t n, int rank, int world_size);
-
-// Validation loss, SQuAD predictions and EM/F1 into out, with its timings.
-// Collective when ctx has a communicator: every rank must call it, with
-// whole parameters; each runs forward on its eval_share and rank 0 alone
-// post-processes and scores (only its out gets predictions and metrics).
-void evaluate_into(const TrainConfig& cfg, model::BertForQuestionAnswering& model, c10::Device device,
-                   const RunContext& ctx, TrainOutput& out);
 
 }  // namespace hpcbench::train

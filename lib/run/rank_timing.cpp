@@ -1,4 +1,4 @@
-#include "train/rank_timing.h"
+#include "run/rank_timing.h"
 
 #include <ATen/ATen.h>
 
@@ -8,18 +8,18 @@
 #include "core/error.h"
 #include "dist/process_group.h"
 
-namespace hpcbench::train {
+namespace hpcbench::run {
 
-std::vector<results::RankTiming> rank_timing(const std::vector<StepTimes>& timed, const RunContext& ctx) {
+std::vector<results::RankTiming> rank_timing(const std::vector<results::StepTimes>& timed, const RunContext& ctx) {
   // step, phases, phases' exposed parts, comm, exposed
-  constexpr int64_t kFields = 1 + 2 * static_cast<int64_t>(kPhases) + 2;
+  constexpr int64_t kFields = 1 + 2 * static_cast<int64_t>(results::kPhases) + 2;
   auto mine = at::zeros({kFields}, at::kDouble);
   auto m = mine.accessor<double, 1>();
   for (auto& t : timed) {
-    for (size_t p = 0; p < kPhases; ++p) {
+    for (size_t p = 0; p < results::kPhases; ++p) {
       m[0] += t.phase_ms[p];
       m[1 + static_cast<int64_t>(p)] += t.phase_ms[p];
-      m[1 + static_cast<int64_t>(kPhases + p)] += t.phase_exposed_ms[p];
+      m[1 + static_cast<int64_t>(results::kPhases + p)] += t.phase_exposed_ms[p];
     }
     m[kFields - 2] += t.comm_ms;
     m[kFields - 1] += t.comm_exposed_ms;
@@ -38,9 +38,9 @@ std::vector<results::RankTiming> rank_timing(const std::vector<StepTimes>& timed
     results::RankTiming t;
     t.rank = static_cast<int>(r);
     t.step_ms = a[r][0];
-    for (size_t p = 0; p < kPhases; ++p) {
+    for (size_t p = 0; p < results::kPhases; ++p) {
       t.phase_ms[p] = a[r][1 + static_cast<int64_t>(p)];
-      t.phase_exposed_ms[p] = a[r][1 + static_cast<int64_t>(kPhases + p)];
+      t.phase_exposed_ms[p] = a[r][1 + static_cast<int64_t>(results::kPhases + p)];
     }
     t.comm_ms = a[r][kFields - 2];
     t.comm_exposed_ms = a[r][kFields - 1];
@@ -67,4 +67,4 @@ double test_slow_rank_ms(int rank) {
   }
 }
 
-}  // namespace hpcbench::train
+}  // namespace hpcbench::run

@@ -18,13 +18,15 @@
 #include "dist/process_group.h"
 #include "eval/postprocess.h"
 #include "eval/squad_metrics.h"
+#include "run/evaluate.h"
 #include "train/amp.h"
 #include "train/batch.h"
 #include "train/progress.h"
 #include "train/setup.h"
-#include "train/trainer.h"
 
-namespace hpcbench::train {
+namespace hpcbench::run {
+
+using namespace hpcbench::train;
 
 namespace {
 
@@ -34,20 +36,14 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 
 }  // namespace
 
-std::pair<int64_t, int64_t> eval_share(int64_t n, int rank, int world_size) {
-  const int64_t per = n / world_size, extra = n % world_size;
-  const int64_t begin = rank * per + std::min<int64_t>(rank, extra);
-  return {begin, begin + per + (rank < extra ? 1 : 0)};
-}
-
-void evaluate_into(const TrainConfig& cfg, model::BertForQuestionAnswering& model, c10::Device device,
-                   const RunContext& ctx, TrainOutput& out) {
+Evaluation evaluate(const TrainConfig& cfg, model::BertForQuestionAnswering& model, c10::Device device,
+                    const RunContext& ctx) {
   // dp drives its devices from one process, without a communicator: it
   // evaluates alone, as the baseline does.
   const int world = ctx.comm ? ctx.world_size : 1;
   const int rank = ctx.comm ? ctx.rank : 0;
   const bool leader = rank == 0;
-  auto& res = out.result;
+  Evaluation res;
 
   auto t_load = Clock::now();
   data::SquadDataset squad;  // the questions and answers: rank 0's post-processing alone reads them
@@ -57,7 +53,7 @@ void evaluate_into(const TrainConfig& cfg, model::BertForQuestionAnswering& mode
   FeatureTensors tensors(features);
   const int64_t n = tensors.size();
   const int64_t seq = tensors.seq_len();
-  res.eval_load_s = seconds_since(t_load);
+  res.load_s = seconds_since(t_load);
 
   auto t_forward = Clock::now();
   const auto [begin, end] = eval_share(n, rank, world);
@@ -105,7 +101,7 @@ void evaluate_into(const TrainConfig& cfg, model::BertForQuestionAnswering& mode
   totals = totals.cpu();
   const double rows_total = totals[1].item<double>();
   res.val_loss = rows_total > 0 ? totals[0].item<double>() / rows_total : 0;
-  if (!leader) return;
+  if (!leader) return res;
   // The padding rows are dropped, as Accelerate's gather_for_metrics drops
   // its duplicated samples: the blocks in rank order are the windows in order.
   std::vector<at::Tensor> shares;
@@ -120,32 +116,33 @@ void evaluate_into(const TrainConfig& cfg, model::BertForQuestionAnswering& mode
     std::copy_n(s.data_ptr<float>(), n * seq, start_logits.begin());
     std::copy_n(en.data_ptr<float>(), n * seq, end_logits.begin());
   }
-  res.eval_forward_s = seconds_since(t_forward);
+  res.forward_s = seconds_since(t_forward);
 
   auto t_post = Clock::now();
   bool v2 = squad.version.find('2') != std::string::npos;
   eval::PostprocessConfig pcfg;
   pcfg.version_2_with_negative = v2;
   auto predictions = eval::postprocess_qa_predictions(squad.examples, features, start_logits, end_logits, pcfg);
-  res.eval_postprocess_s = seconds_since(t_post);
+  res.postprocess_s = seconds_since(t_post);
 
   auto t_metric = Clock::now();
   auto metrics = eval::evaluate(squad.examples, predictions, v2);
-  res.eval_metric_s = seconds_since(t_metric);
+  res.metric_s = seconds_since(t_metric);
 
   res.exact_match = metrics.exact;
   res.f1 = metrics.f1;
-  out.details["evaluation"] = {{"file", cfg.eval_data},
+  res.details = {{"file", cfg.eval_data},
                                {"examples", squad.examples.size()},
                                {"features", n},
                                {"ranks", world},
                                {"val_loss", res.val_loss},
                                {"metrics", eval::to_json(metrics)}};
-  out.details["predictions"] = predictions;
+  res.predictions = predictions;
   spdlog::info("evaluation on {} ({} questions, {} windows over {} rank(s); load {:.1f} s, forward {:.1f} s, "
                "post-processing {:.1f} s, metric {:.1f} s): loss {:.4f}, EM {:.2f}, F1 {:.2f}",
-               cfg.eval_data, squad.examples.size(), n, world, res.eval_load_s, res.eval_forward_s,
-               res.eval_postprocess_s, res.eval_metric_s, res.val_loss, res.exact_match, res.f1);
+               cfg.eval_data, squad.examples.size(), n, world, res.load_s, res.forward_s, res.postprocess_s,
+               res.metric_s, res.val_loss, res.exact_match, res.f1);
+  return res;
 }
 
-}  // namespace hpcbench::train
+}  // namespace hpcbench::run

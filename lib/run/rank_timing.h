@@ -4,14 +4,14 @@
 // communication from waiting for that rank needs every rank's own figures.
 #include <vector>
 
-#include "train/step_timer.h"
-#include "train/trainer.h"
+#include "results/steps.h"
+#include "run/context.h"
 
-namespace hpcbench::train {
+namespace hpcbench::run {
 
 // Every rank's means over `timed` (its own steps, not the slowest rank's),
 // in rank order. A collective: every rank calls it.
-std::vector<results::RankTiming> rank_timing(const std::vector<StepTimes>& timed, const RunContext& ctx);
+std::vector<results::RankTiming> rank_timing(const std::vector<results::StepTimes>& timed, const RunContext& ctx);
 
 // Test hook: HPCBENCH_TEST_SLOW_RANK="<rank>:<ms>" makes that rank sleep
 // <ms> ms in each step's forward phase (a rank slowed on purpose, as a busy
@@ -19,4 +19,4 @@ std::vector<results::RankTiming> rank_timing(const std::vector<StepTimes>& timed
 // Throws UserError naming the variable when its value does not parse.
 double test_slow_rank_ms(int rank);
 
-}  // namespace hpcbench::train
+}  // namespace hpcbench::run

@@ -1,0 +1,28 @@
+#pragma once
+// The timed loop: optimizer step after optimizer step, each its
+// micro-batches' forward and backward under the strategy, the gradients
+// finished, clipped and stepped by the strategy's updater, timed by one step
+// timer that every collective reports to.
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "monitor/job_sampling.h"
+#include "results/steps.h"
+#include "run/build.h"
+#include "run/trainer.h"
+#include "tensorboard/run_log.h"
+
+namespace hpcbench::run {
+
+struct Steps {
+  std::vector<results::StepRecord> records;  // this rank's own
+  std::vector<std::pair<int64_t, int64_t>> origin;  // each step's (epoch, first micro-batch)
+  size_t state_bytes = 0;  // model-state bytes right after the first update (where they peak)
+  double wall_s = 0;       // the whole loop, warm-up included
+};
+
+Steps train_steps(Run& run, const train::TrainConfig& cfg, const RunContext& ctx, const TrainHooks& hooks,
+                  monitor::JobSampling& sampling, tensorboard::RunLog& tb);
+
+}  // namespace hpcbench::run

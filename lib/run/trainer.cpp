@@ -1,0 +1,79 @@
+#include "run/trainer.h"
+
+#include <cstdlib>
+#include <optional>
+
+#include "core/hostinfo.h"
+#include "device/device.h"
+#include "model/checkpoint.h"
+#include "monitor/job_sampling.h"
+#include "monitor/nvtx.h"
+#include "run/build.h"
+#include "run/evaluate.h"
+#include "run/loop.h"
+#include "run/summary.h"
+#include "tensorboard/run_log.h"
+
+namespace hpcbench::run {
+
+namespace {
+
+// The node's first rank samples its ranks' GPUs (a GPU run, or a library
+// named by HPCBENCH_NVML_LIBRARY) and, on CPU runs, their process trees.
+monitor::JobSamplingOptions sampling_options(const train::TrainConfig& cfg, const Run& run, const RunContext& ctx) {
+  monitor::JobSamplingOptions o;
+  o.interval_ms = cfg.sample_ms;
+  const char* nvml_override = std::getenv("HPCBENCH_NVML_LIBRARY");
+  o.gpus = !run.device.is_cpu() || (nvml_override && *nvml_override);
+  o.cpu_ranks = run.device.is_cpu();
+  o.bus_id = device_bus_id(run.device);
+  o.rank = ctx.rank;
+  o.local_rank = ctx.local_rank;
+  o.hosts = ctx.host_list();
+  return o;
+}
+
+SampleOrder sample_order(const Run& run, const train::TrainConfig& cfg, const Steps& steps) {
+  return {run.data.get(), cfg.seed, run.topology.data_ranks, run.micro_rows, cfg.grad_accum, steps.origin};
+}
+
+}  // namespace
+
+TrainOutput train(const train::TrainConfig& cfg, const strategies::Choice& choice, const RunContext& ctx,
+                  const TrainHooks& hooks) {
+  auto run = build(cfg, choice, ctx);
+  auto& updater = *run.topology.updater;
+  const bool leader = ctx.rank == 0;
+  if (!hooks.initial_checkpoint.empty()) {
+    updater.gather_whole();  // collective where parameters are partitioned: every rank
+    if (leader) model::save_checkpoint(*run.model, hooks.initial_checkpoint);
+  }
+  // Sampled from here to the end of evaluation; stops (joins its thread)
+  // whichever way train() ends.
+  monitor::JobSampling sampling(sampling_options(cfg, run, ctx),
+                                [&ctx](const std::string& key, const std::string& mine) { return ctx.exchange(key, mine); });
+  tensorboard::RunLog tb({.dir = leader ? hooks.tensorboard_dir : std::filesystem::path(),
+                          .global_batch = run.global_batch, .settings = describe(cfg), .sampler = sampling.sampler(),
+                          .host = hostname(), .several_nodes = ctx.nodes > 1, .flush_secs = 2});
+
+  auto steps = train_steps(run, cfg, ctx, hooks, sampling, tb);
+  if (leader && hooks.after_training) hooks.after_training(sample_order(run, cfg, steps));
+  auto job = combine_ranks(run, cfg, ctx, std::move(steps));
+
+  // Whole parameters on every rank before the checkpoint and evaluation.
+  updater.gather_whole();
+  if (leader && !hooks.final_checkpoint.empty()) model::save_checkpoint(*run.model, hooks.final_checkpoint);
+  std::optional<Evaluation> evaluation;
+  if (!cfg.eval_data.empty()) {
+    sampling.set_step(monitor::kEvaluation);
+    monitor::nvtx::Scope range(!run.device.is_cpu(), "evaluation");
+    evaluation = evaluate(cfg, run.model, run.device, ctx);
+    sampling.set_step(monitor::kDone);
+  }
+  auto sampled = sampling.finish(job.timed_from + 1, static_cast<int64_t>(job.steps.size()));
+  auto out = summarise(run, cfg, ctx, std::move(job), evaluation, sampled);
+  tb.finish(out.steps, out.result, out.utilisation_csv);
+  return out;
+}
+
+}  // namespace hpcbench::run

@@ -17,7 +17,7 @@ double bus_factor(const std::string& op, int n) {
 }
 
 std::string bench_comm_shape_line(const std::string& backend, int ranks, int nodes, const std::string& where) {
-  return fmt::format("# backend {}, {} rank(s) on {} node(s) ({})\n", backend, ranks, nodes, where);
+  return fmt::format("# backend {}, {} rank(s) on {} node(s) ({})", backend, ranks, nodes, where);
 }
 
 std::string bench_comm_header() {

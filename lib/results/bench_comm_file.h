@@ -26,7 +26,7 @@ struct BenchCommRow {
 // nccl-tests' bus bandwidth factor for `op` on `ranks` ranks: busbw = algbw x this.
 double bus_factor(const std::string& op, int ranks);
 
-// "# backend <backend>, <ranks> rank(s) on <nodes> node(s) (<where>)\n"
+// "# backend <backend>, <ranks> rank(s) on <nodes> node(s) (<where>)", no line end: the writer may add to it.
 std::string bench_comm_shape_line(const std::string& backend, int ranks, int nodes, const std::string& where);
 std::string bench_comm_header();
 std::string bench_comm_line(const BenchCommRow& row);

@@ -100,7 +100,7 @@ TEST_CASE("bench-comm's table reads back as written, with its shape") {
   BenchCommRow r{"all_gather", 1 << 20, 1 << 18, "float", "none", -1, 123.45, 8.5, 4.25, 0};
   auto file = dir.path / "comm.txt";
   std::ofstream(file) << "# hpcbench bench-comm\n"
-                      << bench_comm_shape_line("gloo", 4, 2, "local") << bench_comm_header() << bench_comm_line(r);
+                      << bench_comm_shape_line("gloo", 4, 2, "local") << "\n" << bench_comm_header() << bench_comm_line(r);
   auto f = read_bench_comm_file(file, "--comm");
   CHECK(f.ranks == 4);
   CHECK(f.nodes == 2);
@@ -108,7 +108,7 @@ TEST_CASE("bench-comm's table reads back as written, with its shape") {
   CHECK(bench_comm_line(f.rows[0]) == bench_comm_line(r));
   std::ofstream(file) << bench_comm_header() << bench_comm_line(r);
   CHECK_THROWS_WITH(read_bench_comm_file(file, "--comm"), Catch::Contains("rank(s) on M node(s)"));
-  std::ofstream(file) << bench_comm_shape_line("gloo", 2, 1, "local") << "all_reduce 8 2 float\n";
+  std::ofstream(file) << bench_comm_shape_line("gloo", 2, 1, "local") << "\nall_reduce 8 2 float\n";
   CHECK_THROWS_WITH(read_bench_comm_file(file, "--comm"), Catch::Contains("line 2 is not a bench-comm row"));
   CHECK(bus_factor("all_reduce", 4) == Approx(1.5));
 }

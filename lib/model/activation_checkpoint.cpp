@@ -89,7 +89,11 @@ struct CheckpointBackward final : torch::autograd::Node {
     {
       Replay replay(state);
       torch::autograd::AutoGradMode grad(true);
-      y = fn(x);
+      // A view, not the leaf itself: autocast caches its casts of leaves that
+      // require grad (meant for weights), which would make the layer's uses of
+      // x share one bf16 copy and sum their gradients in bf16, where the
+      // first run summed them in fp32.
+      y = fn(x.view_as(x));
     }
     // Only x's gradient is returned; the parameters' accumulate as usual.
     if (y.requires_grad()) torch::autograd::backward({y}, {grads.at(0)}, /*retain_graph=*/false, /*create_graph=*/false);

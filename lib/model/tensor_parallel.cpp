@@ -187,14 +187,16 @@ void load_tensor_parallel(TensorParallelBertForQuestionAnsweringImpl& model,
   }
 }
 
-std::map<std::string, at::Tensor> full_state(TensorParallelBertForQuestionAnsweringImpl& model) {
+std::map<std::string, at::Tensor> full_state(TensorParallelBertForQuestionAnsweringImpl& model, bool gradients) {
   torch::NoGradGuard no_grad;
   std::map<std::string, at::Tensor> out;
   const int64_t ranks = model.ranks();
   // named_parameters() runs in the same order on every rank: the gathers pair up.
   for (auto& p : model.named_parameters()) {
     const int dim = tensor_parallel_dim(p.key());
-    auto local = p.value().detach().contiguous();
+    auto local = gradients ? p.value().grad() : p.value().detach();
+    if (!local.defined()) fail("tensor-parallel model: {} has no gradient to gather", p.key());
+    local = local.contiguous();
     if (dim < 0 || ranks == 1) {
       out[p.key()] = local.clone();
       continue;

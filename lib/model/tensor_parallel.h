@@ -138,8 +138,10 @@ std::map<std::string, at::Tensor> named_tensors(const torch::nn::Module& module)
 void load_tensor_parallel(TensorParallelBertForQuestionAnsweringImpl& model,
                           const std::map<std::string, at::Tensor>& whole);
 
-// Every parameter whole, gathered from the group's slices: a collective over
-// the group (every member calls it), for checkpoints and evaluation.
-std::map<std::string, at::Tensor> full_state(TensorParallelBertForQuestionAnsweringImpl& model);
+// Every parameter (or, with `gradients`, its gradient) whole, gathered from
+// the group's slices: a collective over the group (every member calls it),
+// for checkpoints, evaluation and the tests.
+std::map<std::string, at::Tensor> full_state(TensorParallelBertForQuestionAnsweringImpl& model,
+                                             bool gradients = false);
 
 }  // namespace hpcbench::model

@@ -92,7 +92,6 @@ at::Tensor StageRunner::step(const std::vector<train::Batch>& micro, double scal
   if (!stage_->last()) return {};
   at::Tensor sum;
   for (auto& l : losses_) sum = sum.defined() ? sum + l : l;
-  losses_.clear();
   return sum;
 }
 

@@ -62,6 +62,8 @@ class StageRunner {
   // the device on accelerators).
   StageTimeline timeline();
   Bubble bubble() { return measure_bubble(timeline()); }
+  // The last step's loss of each micro-batch (the last stage; detached).
+  const std::vector<at::Tensor>& micro_losses() const { return losses_; }
   // What the stage ran last step, in order (the schedule's order).
   const std::vector<Action>& ran() const { return ran_; }
   model::PipelineStage& stage() { return stage_; }

@@ -26,6 +26,7 @@
 #include "model/bert.h"
 #include "model/checkpoint.h"
 #include "strategies/registry.h"
+#include "strategies/shard/groups.h"
 #include "strategies/shard/sharded.h"
 #include "test_env.h"
 #include "train/amp.h"

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "launch_flags.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/hostinfo.h"
@@ -28,8 +29,8 @@ struct BenchCommOptions {
   dist::BenchCommConfig cfg;
   std::vector<std::string> ops{"all"};
   std::string min_bytes = "8", max_bytes = "64M", device = "auto", output;
-  double timeout_s = 300, connect_timeout_s = 120;
-  int nproc_per_node = 0, nodes = 0, gpus_per_node = 0;
+  double timeout_s = 300;
+  LaunchFlags launch;
 };
 
 std::string join(const std::vector<std::string>& v) {
@@ -39,7 +40,7 @@ std::string join(const std::vector<std::string>& v) {
 }
 
 int run_bench_comm(BenchCommOptions o) {
-  if (o.nproc_per_node > 0) return dist::launch_local({.nproc = o.nproc_per_node});
+  if (o.launch.nproc_per_node > 0) return dist::launch_local({.nproc = o.launch.nproc_per_node});
 
   o.cfg.ops.clear();
   for (auto& op : o.ops) {
@@ -53,17 +54,17 @@ int run_bench_comm(BenchCommOptions o) {
   o.cfg.max_bytes = dist::parse_bytes(o.max_bytes, "--max-bytes");
   dist::validate(o.cfg);
   if (!(o.timeout_s > 0)) fail("--timeout {}: must be positive", o.timeout_s);
-  if (!(o.connect_timeout_s > 0)) fail("--connect-timeout {}: must be positive", o.connect_timeout_s);
+  o.launch.check();
 
   auto layout = dist::detect_layout();
   bool accel = o.device != "cpu" && (o.device != "auto" || accelerator_count() > 0);
-  dist::check_layout(layout, {.nodes = o.nodes, .gpus_per_node = o.gpus_per_node,
+  dist::check_layout(layout, {.nodes = o.launch.nodes, .gpus_per_node = o.launch.gpus_per_node,
                               .uses_accelerator = accel, .visible_devices = accelerator_count(),
                               .bound_by_visible_devices = dist::one_visible_device_named(dist::current_environment())});
   auto device = dist::select_device(o.device, layout);
   dist::CommOptions copts;
   copts.timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000));
-  copts.connect_timeout = std::chrono::milliseconds(static_cast<long long>(o.connect_timeout_s * 1000));
+  copts.connect_timeout = std::chrono::milliseconds(static_cast<long long>(o.launch.connect_timeout_s * 1000));
   // At one rank bench-comm times the backend's own single-rank path (a sanity
   // figure for the event timing), where training skips the collective.
   copts.elide_single_rank = false;
@@ -121,11 +122,7 @@ Action add_bench_comm(CLI::App& app) {
   sub->add_option("--device", o->device, "auto, cpu, cuda")->capture_default_str();
   sub->add_option("--timeout", o->timeout_s, "Seconds one collective may take before the job is declared "
                                               "broken")->capture_default_str();
-  sub->add_option("--connect-timeout", o->connect_timeout_s, "Seconds to wait for all ranks at the rendezvous")
-      ->capture_default_str();
-  sub->add_option("--nproc-per-node", o->nproc_per_node, "Start this many local ranks (built-in launcher)");
-  sub->add_option("--nodes", o->nodes, "Expected number of nodes (checked against the job)");
-  sub->add_option("--gpus-per-node", o->gpus_per_node, "Expected ranks (GPUs) per node (checked against the job)");
+  add_launch_flags(sub, o->launch);
   sub->add_option("--output", o->output, "Also write the table to this file (rank 0)");
   return [o] { return run_bench_comm(*o); };
 }

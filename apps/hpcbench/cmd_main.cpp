@@ -10,30 +10,16 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
-#include <chrono>
-#include <ctime>
 #include <filesystem>
 
 #include "commands.h"
 #include "core/error.h"
+#include "core/self_exec.h"
+#include "core/time.h"
 #include "device/device.h"
-#include "self_exec.h"
 #include "strategies/registry.h"
 
 namespace hpcbench::cli {
-
-namespace {
-
-std::string timestamp() {
-  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", &tm);
-  return buf;
-}
-
-}  // namespace
 
 Action add_main(CLI::App& app) {
   struct Options {
@@ -69,7 +55,7 @@ Action add_main(CLI::App& app) {
       spdlog::warn("main job: one {} only, so every strategy runs at world size 1: the report's speedups are "
                    "each strategy's overhead against the baseline, not scaling",
                    gpus > 0 ? "GPU" : "rank");
-    fs::path out = o->out.empty() ? fs::path("results/main") / timestamp() : fs::path(o->out);
+    fs::path out = o->out.empty() ? fs::path("results/main") / local_timestamp() : fs::path(o->out);
     fs::path runs = out / "runs";
     const int64_t per_device = 8;
     // Strong scaling: every run trains on the same global batch, so that the

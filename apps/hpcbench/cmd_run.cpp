@@ -1,310 +1,31 @@
-#include <ATen/Parallel.h>
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-#include <spdlog/spdlog.h>
-
-#include <signal.h>
-#include <unistd.h>
-
-#include <chrono>
-#include <cstdlib>
-#include <ctime>
 #include <map>
+#include <memory>
 #include <optional>
-#include <thread>
+#include <string>
 
 #include "commands.h"
-#include "core/error.h"
-#include "core/hostinfo.h"
-#include "device/device.h"
-#include "dist/launch_env.h"
-#include "dist/local_launcher.h"
-#include "dist/process_group.h"
-#include "results/run_folder.h"
-#include "self_exec.h"
+#include "core/settings.h"
+#include "launch_flags.h"
+#include "run/job.h"
 #include "strategies/registry.h"
-#include "strategies/strategy.h"
-#include "tensorboard/run_log.h"
 #include "train/config.h"
 #include "train/names.h"
-#include "run/data_dump.h"
-#include "run/trainer.h"
 
 namespace hpcbench::cli {
 
 namespace {
 
-// What `hpcbench run` takes besides the settings table: how the job is laid
-// out, strategy knobs, and files for tests and comparisons.
+// What `hpcbench run` takes besides the settings table: the job's options
+// and its strategy's flags.
 struct RunOptions {
-  int nproc_per_node = 0;
-  int nodes = 0;
-  int gpus_per_node = 0;
-  double collective_timeout_s = 300;
-  double connect_timeout_s = 120;
-  // --keep-collectives: a strategy at world size 1 issues its collectives
-  // anyway, so that one GPU runs NCCL (and the timing of collectives) for real.
-  bool keep_collectives = false;
-  std::string backend = "auto";
-  bool allow_shared_gpu = false;
+  run::JobOptions job;
+  LaunchFlags launch;
   // Strategy option flags as given (flag -> text), set on the chosen
   // strategy once the TOML file and --strategy are known.
   std::map<std::string, std::string> strategy_flags;
-  std::string save_checkpoint, save_initial_checkpoint, dump_data;
-  // --repeats N: N child runs of the same command; each child is told its
-  // group and index (--repeat-group, --repeat-index) and records them.
-  int64_t repeats = 1;
-  std::string repeat_group;
-  int64_t repeat_index = 0;
 };
 
-// HPCBENCH_TEST_FAULT=<rank>:<after>:<kill|abort|exit|hang>: that rank fails
-// after `after` optimizer steps (as for bench-comm), so that tests can check
-// that a broken job ends promptly, names the rank and leaves no results.
-std::function<void(int64_t)> fault_hook(int rank) {
-  const char* spec = std::getenv("HPCBENCH_TEST_FAULT");
-  if (!spec || !*spec) return {};
-  int who = -1;
-  long after = 0;
-  char mode[16] = {0};
-  if (std::sscanf(spec, "%d:%ld:%15s", &who, &after, mode) != 3)
-    fail("HPCBENCH_TEST_FAULT='{}': expected <rank>:<after>:<kill|abort|exit|hang>", spec);
-  if (who != rank) return {};
-  return [who, after, m = std::string(mode)](int64_t step) {
-    if (step < after) return;
-    std::fflush(stdout);
-    std::fprintf(stderr, "HPCBENCH_TEST_FAULT: rank %d goes '%s' after %ld steps\n", who, m.c_str(), after);
-    std::fflush(stderr);
-    if (m == "kill") ::kill(::getpid(), SIGKILL);
-    if (m == "abort") std::abort();
-    if (m == "exit") std::_Exit(3);
-    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
-  };
-}
-
-// The variables that steer NCCL and the sockets; they reach every rank
-// through the environment and are shown in the run header.
-void log_network_settings() {
-  for (auto& [k, v] : job_environment())
-    if (k.starts_with("NCCL_") || k.starts_with("GLOO_") || k.starts_with("TORCH_NCCL") ||
-        k == "MASTER_ADDR" || k == "MASTER_PORT")
-      spdlog::info("  {}={}", k, v);
-}
-
-std::string default_run_name(const strategies::Choice& choice, int world) {
-  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", &tm);
-  return fmt::format("{}-{}x-{}", choice.file_name(), world, buf);
-}
-
-void print_summary(const results::RunResult& r, const std::string& folder) {
-  fmt::print("\n  {} on {} x {} ({}), {} {}, seq {}, global batch {}\n", r.strategy, r.world_size,
-             r.device_name, r.device, r.model, r.precision, r.seq_length, r.global_batch);
-  fmt::print("  Step time (median … p90 … max): {:8.2f} ms … {:8.2f} ms … {:8.2f} ms   (σ {:.2f} ms, {} timed steps)\n",
-             r.step_ms_median, r.step_ms_p90, r.step_ms_max, r.step_ms_stddev, r.timed_steps);
-  fmt::print("  Throughput:  {:10.1f} samples/s  {:12.0f} tokens/s  {:8.1f} samples/s per device\n",
-             r.samples_per_s, r.tokens_per_s, r.samples_per_s_per_device);
-  fmt::print("  Phases (median): data {:.2f} ms, forward {:.2f} ms, backward {:.2f} ms, optimizer {:.2f} ms\n",
-             r.data_ms, r.forward_ms, r.backward_ms, r.optimizer_ms);
-  if (r.mfu > 0) fmt::print("  MFU {:.1f}% of {} TFLOP/s\n", 100 * r.mfu, r.peak_tflops);
-  fmt::print("  Peak memory {:.1f} MiB, model state {:.1f} MiB (memory model {:.1f} MiB); final loss {:.4f}\n",
-             r.peak_memory_bytes / 1048576.0, r.model_state_bytes / 1048576.0,
-             r.model_state_theory_bytes / 1048576.0, r.final_train_loss);
-  if (r.utilisation_mean_percent >= 0)
-    fmt::print("  Utilisation ({}) {:.1f}%{}\n", r.utilisation_of, r.utilisation_mean_percent,
-               r.energy_j >= 0 ? fmt::format(", power {:.1f} W, energy {:.1f} J ({}), {:.1f} samples/kJ", r.power_mean_w,
-                                             r.energy_j, r.energy_method, r.samples_per_kj)
-                               : "");
-  if (r.val_loss >= 0) fmt::print("  Validation loss {:.4f}\n", r.val_loss);
-  if (r.exact_match >= 0) fmt::print("  EM {:.2f}  F1 {:.2f}\n", r.exact_match, r.f1);
-  fmt::print("  Results: {}\n", folder);
-}
-
-// The timed loop N times as separate processes, one after the other, so that
-// each repeat starts with a fresh allocator, caches and thread pools; every
-// repeat is its own run folder <group>-r<i> with the shared repeat_group.
-int run_repeats(const train::TrainConfig& cfg, const strategies::Choice& choice, const RunOptions& o) {
-  auto layout = dist::detect_layout();
-  if (layout.world_size > 1)
-    fail("--repeats {}: this process is one of {} ranks of a launched job; repeat the job instead "
-         "(`hpcbench sweep --repeats N` submits N jobs per configuration)",
-         o.repeats, layout.world_size);
-  std::string group = cfg.run_name.empty()
-                          ? default_run_name(choice, o.nproc_per_node > 0 ? o.nproc_per_node : 1)
-                          : cfg.run_name;
-  std::vector<std::string> base;
-  auto args = own_arguments();
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--repeats") {
-      ++i;
-      continue;
-    }
-    if (args[i].starts_with("--repeats=")) continue;
-    base.push_back(args[i]);
-  }
-  std::vector<std::string> failed;
-  for (int64_t i = 1; i <= o.repeats; ++i) {
-    spdlog::info("repeat {}/{} of {}", i, o.repeats, group);
-    auto child = base;
-    for (auto& a : {std::string("--run-name"), fmt::format("{}-r{}", group, i), std::string("--repeat-group"),
-                    group, std::string("--repeat-index"), std::to_string(i)})
-      child.push_back(a);
-    if (int rc = run_self(child); rc != 0) {
-      spdlog::error("repeat {}/{} of {} failed (exit {})", i, o.repeats, group, rc);
-      failed.push_back(std::to_string(i));
-    }
-  }
-  if (!failed.empty())
-    fail("--repeats {}: repeat(s) {} of {} failed; see the log above", o.repeats, fmt::join(failed, ", "), group);
-  fmt::print("\n  {} repeats of {} in {}/{}-r1 ... -r{}; compare them with `hpcbench report {}`\n", o.repeats,
-             group, cfg.results_dir, group, o.repeats, cfg.results_dir);
-  return 0;
-}
-
-// Whether the job's processes can run the strategy: one that drives several
-// devices from one process runs as one process; the others are asked.
-void check_processes(const strategies::Choice& choice, const strategies::Shape& processes) {
-  if (processes.world() <= 1) return;
-  const auto devices_option = choice.spec().traits().devices_option;
-  if (!devices_option.empty()) {
-    auto options = choice.options().clone();
-    std::string flag;
-    for (auto& s : options->settings())
-      if (s.key == devices_option) flag = s.flag;
-    fail("--strategy {} drives every device from one process ({} says how many), but the job has {} processes; "
-         "run it as one", choice.name(), flag, processes.world());
-  }
-  if (auto why = choice.unsupported(processes); !why.empty())
-    fail("--strategy {} on {} ranks: {}", choice.label(), processes.world(), why);
-}
-
 }  // namespace
-
-int run_training(const train::TrainConfig& cfg, const strategies::Choice& choice, const RunOptions& o) {
-  train::validate(cfg);
-  choice.validate(cfg.precision);
-  if (!(o.collective_timeout_s > 0)) fail("--collective-timeout {}: must be positive", o.collective_timeout_s);
-  if (!(o.connect_timeout_s > 0)) fail("--connect-timeout {}: must be positive", o.connect_timeout_s);
-  if (o.backend != "auto" && o.backend != "nccl" && o.backend != "gloo")
-    fail("--backend {}: unknown (use auto, nccl or gloo)", o.backend);
-  const auto traits = choice.spec().traits();
-  if (o.keep_collectives && !traits.needs_comm) {
-    std::vector<std::string> communicating;
-    for (auto* s : strategies::specs())
-      if (s->traits().needs_comm) communicating.push_back(s->name());
-    fail("--keep-collectives applies to strategies that communicate ({}), not {}", fmt::join(communicating, ", "),
-         choice.name());
-  }
-  if (cfg.device == "cpu" && o.backend == "nccl") fail("--backend nccl needs --device cuda (NCCL runs on GPUs only)");
-  if (o.allow_shared_gpu && o.backend != "gloo")
-    fail("--allow-shared-gpu needs --backend gloo: NCCL refuses two ranks on one GPU (\"duplicate GPU\"), while "
-         "Gloo stages CUDA tensors through host memory and lets ranks share it");
-  if (o.nproc_per_node > 0) check_processes(choice, {1, o.nproc_per_node});
-  // What would otherwise fail only when the results are written, after the
-  // whole run: the name, and a results folder that can take it.
-  if (!cfg.run_name.empty()) results::check_run_name(cfg.run_name);
-  if (o.repeats < 1) fail("--repeats {}: must be at least 1", o.repeats);
-  if (o.repeats > 1) {
-    results::check_results_dir(cfg.results_dir);
-    return run_repeats(cfg, choice, o);
-  }
-  if (o.nproc_per_node > 0) {
-    results::check_results_dir(cfg.results_dir);
-    dist::LaunchOptions launch{.nproc = o.nproc_per_node};
-    if (cfg.threads == 0) {
-      launch.threads_per_rank = dist::threads_per_rank(dist::current_environment(), o.nproc_per_node,
-                                                       at::get_num_threads());
-      if (launch.threads_per_rank > 0)
-        spdlog::info("{} ranks share this machine's {} intra-op threads: {} each (--threads to choose)",
-                     o.nproc_per_node, at::get_num_threads(), launch.threads_per_rank);
-    }
-    return dist::launch_local(launch);
-  }
-
-  auto layout = dist::detect_layout();
-  if (layout.rank == 0) results::check_results_dir(cfg.results_dir);
-  bool accel = cfg.device != "cpu" && (cfg.device != "auto" || accelerator_count() > 0);
-  dist::check_layout(layout, {.nodes = o.nodes, .gpus_per_node = o.gpus_per_node, .uses_accelerator = accel,
-                              .visible_devices = accelerator_count(),
-                              .bound_by_visible_devices = dist::one_visible_device_named(dist::current_environment()),
-                              .shared_devices = o.allow_shared_gpu});
-  run::RunContext ctx;
-  check_processes(choice, {static_cast<int>(layout.num_nodes),
-                           static_cast<int>(layout.world_size / std::max<int64_t>(layout.num_nodes, 1))});
-  if (layout.world_size > 1 || traits.needs_comm) {
-    dist::CommOptions copts;
-    copts.elide_single_rank = !o.keep_collectives;
-    copts.backend = o.backend;
-    copts.allow_shared_device = o.allow_shared_gpu;
-    copts.timeout = std::chrono::milliseconds(static_cast<long long>(o.collective_timeout_s * 1000));
-    copts.connect_timeout = std::chrono::milliseconds(static_cast<long long>(o.connect_timeout_s * 1000));
-    ctx.comm = std::make_shared<dist::Comm>(layout, dist::select_device(cfg.device, layout, o.allow_shared_gpu), copts);
-    ctx.rank = layout.rank;
-    ctx.world_size = layout.world_size;
-    ctx.local_rank = layout.local_rank;
-    ctx.nodes = layout.num_nodes;
-    ctx.gpus_per_node = layout.local_world_size;
-    // A rank's host is SLURM's name for its node where there is one: on a
-    // cluster it is the host name anyway, and on a test cluster of several
-    // slurmd on one machine it is what tells the ranks' nodes apart.
-    const char* node = std::getenv("SLURMD_NODENAME");
-    std::string host = node && *node ? node : hostname();
-    auto all = ctx.comm->exchange("run/host", host + "\t" + ctx.comm->device().str() + "\t" +
-                                                  std::to_string(::getpid()));
-    std::string hosts;
-    for (auto& h : all) hosts += (hosts.empty() ? "" : " ") + h.substr(0, h.find('\t'));
-    ctx.hosts = hosts;
-    if (const char* job = std::getenv("SLURM_JOB_ID")) ctx.slurm_job_id = job;
-    if (ctx.rank == 0) {
-      spdlog::info("job: {}; backend {}, collective timeout {} s", dist::describe(layout),
-                   ctx.comm->backend_name(), o.collective_timeout_s);
-      for (size_t r = 0; r < all.size(); ++r) {
-        auto a = all[r].find('\t'), b = all[r].rfind('\t');
-        spdlog::info("  rank {:>3}  host {:<16} device {:<8} pid {}", r, all[r].substr(0, a),
-                     all[r].substr(a + 1, b - a - 1), all[r].substr(b + 1));
-      }
-      log_network_settings();
-    }
-  }
-  run::TrainHooks hooks;
-  hooks.initial_checkpoint = o.save_initial_checkpoint;
-  hooks.final_checkpoint = o.save_checkpoint;
-  if (!o.dump_data.empty())
-    hooks.after_training = [file = o.dump_data](const run::SampleOrder& order) { run::dump_data(order, file); };
-  hooks.after_step = fault_hook(ctx.rank);
-  // Named at the start: the TensorBoard log is written under it as the run goes.
-  std::string name = cfg.run_name.empty() ? default_run_name(choice, ctx.world_size) : cfg.run_name;
-  if (cfg.tensorboard == "on") hooks.tensorboard_dir = tensorboard::live_dir(cfg.results_dir, name);
-  auto out = run::train(cfg, choice, ctx, hooks);
-  // Only a job whose every rank got here leaves a results folder.
-  if (ctx.comm) ctx.comm->barrier();
-  if (ctx.rank != 0) return 0;
-  out.result.repeat_group = o.repeat_group;
-  out.result.repeat_index = o.repeat_index;
-  results::RunFiles run(out.result);
-  run.steps = std::move(out.steps);
-  run.rank_timing = std::move(out.rank_timing);
-  if (out.details.contains("predictions")) run.files["predictions.json"] = out.details["predictions"].dump(1);
-  out.details.erase("predictions");
-  run.details = std::move(out.details);
-  if (!out.utilisation_csv.empty()) run.files["utilisation.csv"] = out.utilisation_csv;
-  for (auto& [file, content] : tensorboard::event_files(hooks.tensorboard_dir)) run.files[file] = content;
-  auto folder = results::write_run_folder(cfg.results_dir, name, std::move(run));
-  tensorboard::discard_event_files(hooks.tensorboard_dir);
-  print_summary(out.result, folder.string());
-  return 0;
-}
-
-int run_training(const train::TrainConfig& cfg) {
-  auto c = cfg;
-  if (c.strategy.empty()) c.strategy = strategies::reference_spec().name();
-  auto choice = strategies::configure(c.strategy, nullptr, {}, "--strategy");
-  c.strategy = choice.label();
-  return run_training(c, choice, RunOptions{});
-}
 
 Action add_run(CLI::App& app) {
   auto* sub = app.add_subcommand("run", "Timed BERT/SQuAD training under one strategy; writes a results folder");
@@ -313,21 +34,20 @@ Action add_run(CLI::App& app) {
   auto values = std::make_shared<std::map<std::string, std::string>>();
   auto o = std::make_shared<RunOptions>();
   sub->add_option("--config", *config_file, "TOML file (see configs/); flags override it");
-  sub->add_option("--nproc-per-node", o->nproc_per_node, "Start this many local ranks (built-in launcher)");
-  sub->add_option("--nodes", o->nodes, "Expected number of nodes (checked against the job)");
-  sub->add_option("--gpus-per-node", o->gpus_per_node, "Expected ranks (GPUs) per node (checked against the job)");
-  sub->add_option("--collective-timeout", o->collective_timeout_s,
+  add_launch_flags(sub, o->launch);
+  sub->add_option("--collective-timeout", o->job.collective_timeout_s,
                   "Seconds one collective may take before the job is declared broken")->capture_default_str();
-  sub->add_option("--connect-timeout", o->connect_timeout_s, "Seconds to wait for all ranks at the rendezvous")
-      ->capture_default_str();
-  sub->add_flag("--keep-collectives", o->keep_collectives,
-                "ddp, zero, fsdp at world size 1: issue every collective anyway (one GPU then runs NCCL, its "
+  std::string communicating;
+  for (auto* spec : strategies::specs())
+    if (spec->traits().needs_comm) communicating += (communicating.empty() ? "" : ", ") + spec->name();
+  sub->add_flag("--keep-collectives", o->job.keep_collectives,
+                communicating + " at world size 1: issue every collective anyway (one GPU then runs NCCL, its "
                 "stream-ordered waits and its timing for real; the step's overhead against the baseline includes them)");
-  sub->add_option("--backend", o->backend,
+  sub->add_option("--backend", o->job.backend,
                   "Collectives' backend: auto (NCCL on GPUs, Gloo on CPUs), nccl or gloo (also with CUDA tensors, "
                   "staged through host memory)")
       ->capture_default_str();
-  sub->add_flag("--allow-shared-gpu", o->allow_shared_gpu,
+  sub->add_flag("--allow-shared-gpu", o->job.allow_shared_gpu,
                 "Let local ranks share GPUs (local rank modulo the visible GPUs); needs --backend gloo, since "
                 "NCCL refuses two ranks on one GPU");
   // Every strategy's option flags, from the specs' settings tables; a flag
@@ -343,18 +63,18 @@ Action add_run(CLI::App& app) {
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
         ->type_name(f.type);
   }
-  sub->add_option("--save-checkpoint", o->save_checkpoint, "Write the final model here (rank 0; .safetensors or a folder)");
-  sub->add_option("--save-initial-checkpoint", o->save_initial_checkpoint,
+  sub->add_option("--save-checkpoint", o->job.save_checkpoint, "Write the final model here (rank 0; .safetensors or a folder)");
+  sub->add_option("--save-initial-checkpoint", o->job.save_initial_checkpoint,
                   "Write the model every rank starts from here (rank 0)");
-  sub->add_option("--dump-data", o->dump_data,
+  sub->add_option("--dump-data", o->job.dump_data,
                   "Write the training features and every rank's sample order to this .safetensors (rank 0)");
-  sub->add_option("--repeats", o->repeats,
+  sub->add_option("--repeats", o->job.repeats,
                   "Run the timed loop this many times, each as a separate process and results folder "
                   "<run name>-r<i> with a shared repeat_group; `hpcbench report` groups them")
       ->capture_default_str();
-  sub->add_option("--repeat-group", o->repeat_group, "Set by --repeats: the group recorded in the results")
+  sub->add_option("--repeat-group", o->job.repeat_group, "Set by --repeats: the group recorded in the results")
       ->group("");
-  sub->add_option("--repeat-index", o->repeat_index, "Set by --repeats: this repeat's index")->group("");
+  sub->add_option("--repeat-index", o->job.repeat_index, "Set by --repeats: this repeat's index")->group("");
   for (auto& s : train::settings_of(*cfg)) {
     // Flags are collected as text and applied after the TOML file, so that
     // the command line always wins, whatever the order of the arguments.
@@ -380,7 +100,13 @@ Action add_run(CLI::App& app) {
     // The run's settings record the strategy as configured, options included.
     cfg->strategy = choice.label();
     train::resolve_names(*cfg);
-    return run_training(*cfg, choice, *o);
+    o->launch.check();
+    auto job = o->job;
+    job.nproc_per_node = o->launch.nproc_per_node;
+    job.nodes = o->launch.nodes;
+    job.gpus_per_node = o->launch.gpus_per_node;
+    job.connect_timeout_s = o->launch.connect_timeout_s;
+    return run::run_job(*cfg, choice, job);
   };
 }
 

@@ -1,11 +1,10 @@
 #include <fmt/format.h>
 
-#include <chrono>
-#include <ctime>
 #include <filesystem>
 
 #include "commands.h"
 #include "core/error.h"
+#include "core/time.h"
 #include "strategies/registry.h"
 #include "sweep/manifest.h"
 #include "sweep/plan.h"
@@ -15,15 +14,6 @@
 namespace hpcbench::cli {
 
 namespace {
-
-std::string default_sweep_dir() {
-  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", &tm);
-  return std::string("results/sweeps/sweep-") + buf;
-}
 
 struct SweepArgs {
   std::string strategies;  // labels; empty: every strategy that runs one process per device
@@ -120,7 +110,7 @@ Action add_sweep(CLI::App& app) {
     o.strategies = sweep::parse_strategy_list(labels, "--strategies");
     o.nodes = sweep::parse_int_list(a->nodes, "--nodes");
     o.gpus_per_node = sweep::parse_int_list(a->gpus, "--gpus-per-node");
-    o.out_dir = a->out.empty() ? default_sweep_dir() : a->out;
+    o.out_dir = a->out.empty() ? "results/sweeps/sweep-" + local_timestamp() : a->out;
     std::error_code ec;
     o.hpcbench = a->hpcbench.empty() ? std::filesystem::read_symlink("/proc/self/exe", ec)
                                      : std::filesystem::absolute(a->hpcbench, ec);

@@ -22,13 +22,3 @@ Action add_predict(CLI::App& app);
 std::string version_text();
 
 }  // namespace hpcbench::cli
-
-namespace hpcbench::train {
-struct TrainConfig;
-}
-
-namespace hpcbench::cli {
-// Trains under cfg.strategy and writes the run folder (rank 0).
-int run_training(const train::TrainConfig& cfg);
-
-}  // namespace hpcbench::cli

@@ -44,15 +44,6 @@ std::vector<std::pair<std::string, std::string>> job_environment() {
   return out;
 }
 
-std::string utc_now_iso() {
-  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 size_t current_rss_bytes() {
   std::ifstream statm("/proc/self/statm");
   size_t pages_total = 0, pages_resident = 0;

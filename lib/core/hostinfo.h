@@ -13,9 +13,6 @@ unsigned hardware_threads();
 // and the NCCL_/GLOO_/CUDA_/OMP_ knobs. Sorted by name.
 std::vector<std::pair<std::string, std::string>> job_environment();
 
-// Now as ISO 8601 UTC, e.g. 2026-11-25T22:10:37Z (results and manifests).
-std::string utc_now_iso();
-
 // Resident set size of this process now and at its peak, in bytes (Linux /proc).
 size_t current_rss_bytes();
 size_t peak_rss_bytes();

@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/self_exec.h"
 
 namespace hpcbench::dist {
 
@@ -142,32 +143,6 @@ void signal_running(std::vector<Child>& children, int sig) {
 
 }  // namespace
 
-std::vector<std::string> own_command_line() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::string> args;
-  size_t start = 0;
-  for (size_t i = 0; i < all.size(); ++i)
-    if (all[i] == '\0') {
-      args.push_back(all.substr(start, i - start));
-      start = i + 1;
-    }
-  return args;
-}
-
-std::vector<std::string> strip_flag(const std::vector<std::string>& args, const std::string& flag) {
-  std::vector<std::string> out;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == flag) {
-      ++i;  // and its value
-      continue;
-    }
-    if (args[i].rfind(flag + "=", 0) == 0) continue;
-    out.push_back(args[i]);
-  }
-  return out;
-}
-
 bool launched_as_rank() {
   const char* r = std::getenv("RANK");
   const char* w = std::getenv("WORLD_SIZE");
@@ -185,6 +160,7 @@ int launch_local(const LaunchOptions& options) {
   if (launched_as_rank())
     fail("{} inside an already launched rank (RANK and WORLD_SIZE are set): drop {} when running "
          "under torchrun or a launcher", options.flag, options.flag);
+  // The children must not launch again.
   auto args = strip_flag(own_command_line(), options.flag);
   if (args.empty()) fail("launcher: cannot read this process's command line from /proc/self/cmdline");
   int port = free_port();

@@ -26,12 +26,6 @@ struct LaunchOptions {
 // alone) when OMP_NUM_THREADS is set in `env`, as torchrun does.
 int threads_per_rank(const std::map<std::string, std::string>& env, int nproc, int available);
 
-// This process's command line (from /proc/self/cmdline).
-std::vector<std::string> own_command_line();
-
-// `args` without `flag N` / `flag=N` (the children must not launch again).
-std::vector<std::string> strip_flag(const std::vector<std::string>& args, const std::string& flag);
-
 // Runs the job and returns the exit status for the launcher: 0 when every
 // rank exited 0, otherwise the first failed rank's exit status (128 + signal
 // when it was killed), after a message naming that rank on stderr.

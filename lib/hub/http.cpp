@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "core/error.h"
+#include "core/progress.h"
 #include "hub/cache.h"
 
 namespace hpcbench::hub {
@@ -174,45 +175,6 @@ bool same_host(const std::string& a, const std::string& b) {
   return host(a) == host(b);
 }
 
-// Progress for one file: a bar redrawn in place on a terminal, a log line
-// every few seconds otherwise (batch logs would fill with carriage returns).
-class Progress {
- public:
-  Progress(std::string label, uint64_t start, uint64_t total)
-      : label_(std::move(label)), start_(start), total_(total), tty_(::isatty(STDERR_FILENO)),
-        t0_(std::chrono::steady_clock::now()), last_(t0_) {}
-  ~Progress() {
-    if (tty_ && drawn_) std::fputc('\n', stderr);
-  }
-  void update(uint64_t done) {
-    auto now = std::chrono::steady_clock::now();
-    double since = std::chrono::duration<double>(now - last_).count();
-    if (since < (tty_ ? 0.2 : 5.0)) return;
-    last_ = now;
-    double secs = std::chrono::duration<double>(now - t0_).count();
-    double rate = secs > 0 ? (done - std::min(done, start_)) / secs : 0;
-    constexpr double MiB = 1048576.0;
-    std::string left = total_ > done && rate > 0 ? fmt::format(", {:.0f} s left", (total_ - done) / rate) : "";
-    if (tty_) {
-      int width = 30;
-      int fill = total_ ? static_cast<int>(width * std::min(1.0, double(done) / total_)) : 0;
-      std::fprintf(stderr, "\r%s [%s%s] %.1f/%.1f MiB %.1f MiB/s%s   ", label_.c_str(), std::string(fill, '#').c_str(),
-                   std::string(width - fill, ' ').c_str(), done / MiB, total_ / MiB, rate / MiB, left.c_str());
-      std::fflush(stderr);
-      drawn_ = true;
-    } else {
-      spdlog::info("{}: {:.1f} of {:.1f} MiB ({:.0f}%), {:.1f} MiB/s{}", label_, done / MiB, total_ / MiB,
-                   total_ ? 100.0 * done / total_ : 0.0, rate / MiB, left);
-    }
-  }
-
- private:
-  std::string label_;
-  uint64_t start_, total_;
-  bool tty_, drawn_ = false;
-  std::chrono::steady_clock::time_point t0_, last_;
-};
-
 struct Sink {
   const Easy* easy;
   const fs::path* part;
@@ -243,13 +205,12 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
 }
 
 struct ProgressHook {
-  Progress* progress;
-  uint64_t offset;
+  LoopProgress* progress;
 };
 
 int on_progress(void* user, curl_off_t, curl_off_t now, curl_off_t, curl_off_t) {
   auto* p = static_cast<ProgressHook*>(user);
-  p->progress->update(p->offset + static_cast<uint64_t>(now));
+  p->progress->update(static_cast<int64_t>(now));
   return 0;
 }
 
@@ -297,8 +258,13 @@ Response http_download(const std::string& url, const fs::path& part, const std::
     if (same_host(url, endpoint())) set_auth(e, token);
     e.add_header("Accept-Encoding: identity");
     if (have > 0) e.add_header(fmt::format("Range: bytes={}-", have));
-    Progress progress(label, have, expected_size);
-    ProgressHook hook{&progress, have};
+    // This transfer's bytes: a resumed download counts from where it resumed.
+    const bool tty = ::isatty(STDERR_FILENO);
+    LoopProgress progress(have > 0 ? fmt::format("{} (resumed at {:.1f} MiB)", label, have / 1048576.0) : label,
+                          ProgressUnit("MiB", 1048576, 1),
+                          static_cast<int64_t>(expected_size > have ? expected_size - have : 0), true, tty,
+                          std::chrono::milliseconds(tty ? 200 : 5000));
+    ProgressHook hook{&progress};
     Sink sink{&e, &part, nullptr, false, &r};
     e.set(CURLOPT_URL, url.c_str());
     e.set(CURLOPT_FOLLOWLOCATION, 1L);

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/hostinfo.h"
+#include "core/time.h"
 #include "dist/process_group.h"
 #include "model/checkpoint.h"
 #include "train/amp.h"

@@ -13,6 +13,7 @@
 
 #include <chrono>
 
+#include "core/progress.h"
 #include "data/features.h"
 #include "data/squad.h"
 #include "dist/process_group.h"
@@ -21,7 +22,6 @@
 #include "run/evaluate.h"
 #include "train/amp.h"
 #include "train/batch.h"
-#include "train/progress.h"
 #include "train/setup.h"
 
 namespace hpcbench::run {

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "core/progress.h"
 #include "dist/process_group.h"
 #include "run/rank_timing.h"
 #include "train/amp.h"
@@ -23,29 +24,6 @@ namespace hpcbench::run {
 namespace {
 
 using train::Phase;
-
-// A progress line that rewrites itself, only when a person is watching; batch
-// job logs get the periodic log lines alone.
-class Progress {
- public:
-  Progress(bool enabled, int64_t total) : enabled_(enabled && ::isatty(STDERR_FILENO)), total_(total) {}
-  void update(int64_t step, double loss, double ms) {
-    if (!enabled_) return;
-    int width = 30;
-    int filled = static_cast<int>(width * step / std::max<int64_t>(total_, 1));
-    std::fprintf(stderr, "\r[%.*s%*s] %lld/%lld loss %.4f %.1f ms/step", filled,
-                 "##############################", width - filled, "", static_cast<long long>(step),
-                 static_cast<long long>(total_), loss, ms);
-    std::fflush(stderr);
-  }
-  void done() {
-    if (enabled_) std::fprintf(stderr, "\r%*s\r", 80, "");
-  }
-
- private:
-  bool enabled_;
-  int64_t total_;
-};
 
 // Gloo's collectives are timed on host clocks on any device (a GPU shared by
 // several ranks): its works have no device duration.
@@ -88,7 +66,9 @@ Steps train_steps(Run& run, const train::TrainConfig& cfg, const RunContext& ctx
   ObserverScope observer(ctx.comm.get(), &timer);
   Steps out;
   out.records.reserve(static_cast<size_t>(run.total_steps));
-  Progress progress(leader, run.total_steps);
+  // A bar only where a person watches (the log lines below are the record).
+  LoopProgress progress("training", "steps", run.total_steps, leader && ::isatty(STDERR_FILENO), true,
+                        std::chrono::milliseconds(200));
   auto loop_start = std::chrono::steady_clock::now();
   train::OpCounter ops(train::count_ops_requested());  // HPCBENCH_COUNT_OPS=1: ATen operations per step
   const double slow_ms = test_slow_rank_ms(ctx.rank);
@@ -150,21 +130,21 @@ Steps train_steps(Run& run, const train::TrainConfig& cfg, const RunContext& ctx
       if (tb.enabled())
         tb.step({r.step, r.loss, r.lr, r.grad_norm, r.times.ms, r.times.comm_ms, r.times.comm_exposed_ms,
                  static_cast<int64_t>(peak_memory_bytes(device))});
-      progress.update(step, r.loss, r.times.ms);
+      progress.update(step, LoopProgress::Clock::now(), fmt::format("loss {:.4f}, {:.1f} ms/step", r.loss, r.times.ms));
       if (hooks.after_step) hooks.after_step(step);
       if (leader && (step % cfg.log_every == 0 || step == run.total_steps)) {
         const double sps = 1000.0 * static_cast<double>(run.global_batch) / r.times.ms;
         const double peak = run.peak_tflops;
         const double mfu =
             peak > 0 ? sps * run.flops_per_sample / static_cast<double>(run.devices_total(ctx)) / (peak * 1e12) : 0;
-        progress.done();
+        progress.finish();
         spdlog::info("step {:>6}/{}  loss {:.4f}  lr {:.3e}  {:8.1f} ms  {:9.1f} samples/s  MFU {}", step,
                      run.total_steps, r.loss, lr, r.times.ms, sps,
                      peak > 0 ? fmt::format("{:.1f}%", 100 * mfu) : "n/a");
       }
     }
   }
-  progress.done();
+  progress.finish();
   sampling.sample_now();  // the timed window's last boundary
   sampling.set_step(monitor::kDone);
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();

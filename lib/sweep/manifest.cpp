@@ -7,6 +7,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/time.h"
 #include "core/hostinfo.h"
 #include "sweep/job_script.h"
 

@@ -1,4 +1,4 @@
-#include "self_exec.h"
+#include "core/self_exec.h"
 
 #include <spawn.h>
 #include <sys/wait.h>
@@ -12,7 +12,7 @@
 
 extern char** environ;
 
-namespace hpcbench::cli {
+namespace hpcbench {
 
 std::string self_exe() {
   std::error_code ec;
@@ -36,8 +36,13 @@ int run_self(const std::vector<std::string>& args) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-std::vector<std::string> own_arguments() {
-  std::string raw = read_file("/proc/self/cmdline");
+std::vector<std::string> own_command_line() {
+  std::string raw;
+  try {
+    raw = read_file("/proc/self/cmdline");
+  } catch (const std::exception&) {
+    return {};
+  }
   std::vector<std::string> out;
   for (size_t i = 0; i < raw.size();) {
     size_t end = raw.find('\0', i);
@@ -45,8 +50,26 @@ std::vector<std::string> own_arguments() {
     out.push_back(raw.substr(i, end - i));
     i = end + 1;
   }
-  if (!out.empty()) out.erase(out.begin());
   return out;
 }
 
-}  // namespace hpcbench::cli
+std::vector<std::string> own_arguments() {
+  auto all = own_command_line();
+  if (!all.empty()) all.erase(all.begin());
+  return all;
+}
+
+std::vector<std::string> strip_flag(const std::vector<std::string>& args, const std::string& flag) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == flag) {
+      ++i;  // and its value
+      continue;
+    }
+    if (args[i].starts_with(flag + "=")) continue;
+    out.push_back(args[i]);
+  }
+  return out;
+}
+
+}  // namespace hpcbench

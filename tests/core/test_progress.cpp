@@ -2,9 +2,9 @@
 // derived here from the counts and times fed in) and how often it comes.
 #include "test_catch.h"
 
-#include "train/progress.h"
+#include "core/progress.h"
 
-using namespace hpcbench::train;
+using namespace hpcbench;
 using namespace std::chrono_literals;
 
 TEST_CASE("describe: windows done, rate and time left") {
@@ -22,6 +22,12 @@ TEST_CASE("describe: windows done, rate and time left") {
   CHECK(LoopProgress::describe("windows", 0, 5000, 1.0) == "0/5000 windows (0%)");
 }
 
+TEST_CASE("describe: large counts in their unit") {
+  // 3 MiB of 8 in 2 s: 1.5 MiB/s, 5 MiB left -> 3.3 s.
+  CHECK(LoopProgress::describe(ProgressUnit("MiB", 1048576, 1), 3 << 20, 8 << 20, 2.0) ==
+        "3.0/8.0 MiB (38%), 1.5 MiB/s, about 3 s left");
+}
+
 TEST_CASE("a log line at most every interval, none on ranks that do not report") {
   const auto t0 = LoopProgress::Clock::time_point{};
   LoopProgress p("evaluation", "windows", 1000, /*enabled=*/true, /*tty=*/false, 5s, t0);
@@ -30,6 +36,10 @@ TEST_CASE("a log line at most every interval, none on ranks that do not report")
   CHECK(p.update(500, t0 + 5s) == "500/1000 windows (50%), 100.0 windows/s, about 5 s left");
   CHECK(p.update(600, t0 + 9s).empty());  // 4 s after the last line
   CHECK(p.update(900, t0 + 10s) == "900/1000 windows (90%), 90.0 windows/s, about 1 s left");
+
+  // A detail after the count (training's loss).
+  LoopProgress steps("training", "steps", 10, /*enabled=*/true, /*tty=*/false, 0s, t0);
+  CHECK(steps.update(5, t0 + 5s, "loss 1.2500") == "5/10 steps (50%), 1.0 steps/s, about 5 s left, loss 1.2500");
 
   LoopProgress quiet("evaluation", "windows", 1000, /*enabled=*/false, /*tty=*/false, 5s, t0);
   CHECK(quiet.update(900, t0 + 60s).empty());

@@ -1,0 +1,23 @@
+#pragma once
+// This binary running itself: subcommands that run other subcommands as
+// child processes (`main`, `run --repeats`), so that a child's failure,
+// crash or memory (allocator, caches, thread pools) never reaches the parent
+// or the next child, and the local launcher starting its ranks.
+#include <string>
+#include <vector>
+
+namespace hpcbench {
+
+std::string self_exe();
+// Runs this binary with `args`, output inherited; returns its exit status
+// (128 + signal when it was killed).
+int run_self(const std::vector<std::string>& args);
+// This process's command line, the program name first (/proc/self/cmdline);
+// empty when it cannot be read.
+std::vector<std::string> own_command_line();
+// The same after the program name.
+std::vector<std::string> own_arguments();
+// `args` without `flag` and its value (as "--flag value" or "--flag=value").
+std::vector<std::string> strip_flag(const std::vector<std::string>& args, const std::string& flag);
+
+}  // namespace hpcbench

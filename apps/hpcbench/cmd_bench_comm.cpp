@@ -16,10 +16,10 @@
 #include "core/hostinfo.h"
 #include "core/version.h"
 #include "device/device.h"
-#include "dist/bench_comm.h"
-#include "dist/launch_env.h"
-#include "dist/local_launcher.h"
-#include "dist/process_group.h"
+#include "distributed/bench_comm.h"
+#include "distributed/launch_env.h"
+#include "distributed/local_launcher.h"
+#include "distributed/process_group.h"
 
 namespace hpcbench::cli {
 

@@ -14,7 +14,7 @@
 #include "data/features.h"
 #include "data/squad.h"
 #include "data/tokenizer.h"
-#include "hub/file_lock.h"
+#include "core/file_lock.h"
 
 namespace hpcbench::data {
 
@@ -218,7 +218,7 @@ SquadFeatures load_or_build_squad_features(const std::filesystem::path& squad, c
   // Concurrent builders of one file (the ranks of a job, jobs sharing a
   // cache): one builds, the others wait and read what it wrote. A cache on a
   // file system where no lock works is still used, only without that.
-  std::optional<hub::FileLock> lock;
+  std::optional<FileLock> lock;
   if (!file.empty()) {
     try {
       // Beside the files, not among them, as the hub cache keeps its .locks/.

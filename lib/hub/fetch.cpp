@@ -10,7 +10,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "hub/cache.h"
-#include "hub/file_lock.h"
+#include "core/file_lock.h"
 #include "hub/http.h"
 #include "hub/sha256.h"
 

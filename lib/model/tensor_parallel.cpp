@@ -7,7 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
-#include "dist/process_group.h"
+#include "distributed/process_group.h"
 #include "model/activation_checkpoint.h"
 
 namespace hpcbench::model {

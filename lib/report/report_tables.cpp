@@ -144,7 +144,7 @@ Table comparison_table(const Comparison& c) {
       t.rows.back().push_back(ok ? sampled(r.samples_per_kj, "{:.1f}") : "-");
     }
   }
-  if (!c.device_baselines.empty()) t.columns.push_back({"baseline", "", false});
+  if (!c.device_baselines.empty()) t.columns.push_back({"base run", "", false});
   if (any_sampled(c)) {
     t.columns.push_back({"utilisation", "%", true});
     t.columns.push_back({"samples/kJ", "seq/kJ", true});

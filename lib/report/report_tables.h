@@ -18,7 +18,7 @@ std::string device_word(const Comparison& c);
 // Human cells: rounded, memory in MiB, efficiencies in percent, "n/c" where
 // the run does not compare with the baseline, "-" where there is no figure
 // (status not ok, no baseline, not measured). With baselines for several
-// devices a "baseline" column says which one each row is divided by.
+// devices a "base run" column says which one each row is divided by.
 Table comparison_table(const Comparison& c);
 // Machine cells: full precision, bytes, fractions; "n/c" and "" as above.
 Table comparison_csv_table(const Comparison& c);

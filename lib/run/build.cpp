@@ -8,7 +8,7 @@
 
 #include "core/hostinfo.h"
 #include "core/time.h"
-#include "dist/process_group.h"
+#include "distributed/process_group.h"
 #include "model/checkpoint.h"
 #include "train/amp.h"
 #include "train/flops.h"

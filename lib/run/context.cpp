@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "dist/process_group.h"
+#include "distributed/process_group.h"
 
 namespace hpcbench::run {
 

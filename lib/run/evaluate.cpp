@@ -16,7 +16,7 @@
 #include "core/progress.h"
 #include "data/features.h"
 #include "data/squad.h"
-#include "dist/process_group.h"
+#include "distributed/process_group.h"
 #include "eval/postprocess.h"
 #include "eval/squad_metrics.h"
 #include "run/evaluate.h"

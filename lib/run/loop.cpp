@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "core/progress.h"
-#include "dist/process_group.h"
+#include "distributed/process_group.h"
 #include "run/rank_timing.h"
 #include "train/amp.h"
 #include "train/op_count.h"

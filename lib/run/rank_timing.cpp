@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "dist/process_group.h"
+#include "distributed/process_group.h"
 
 namespace hpcbench::run {
 

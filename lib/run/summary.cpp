@@ -10,7 +10,7 @@
 
 #include "core/hostinfo.h"
 #include "core/version.h"
-#include "dist/process_group.h"
+#include "distributed/process_group.h"
 #include "model/bert_modules.h"
 #include "run/rank_timing.h"
 #include "stats/stats.h"

@@ -61,7 +61,7 @@ std::string Mesh::label() const {
     if (!s.empty()) s += "-";
     s += name + std::to_string(n);
   };
-  add("dp", dp_);
+  add("dp", dp_);  // the data-parallel dimension (dp2-pp2), not the strategy
   add("pp", pp_);
   add("tp", tp_);
   return s.empty() ? "dp1" : s;

@@ -157,7 +157,7 @@ struct LabelParts {
 };
 LabelParts split_label(const std::string& label, const std::string& what);
 
-// "zero" or "zero:stage=3,prefetch=off"; throws UserError naming `what`
+// A label (zero, zero:stage=3,prefetch=off); throws UserError naming `what`
 // (the flag), the known strategies or the strategy's option keys.
 Choice parse_label(const std::string& label, const std::string& what);
 // Comma-separated labels ("ddp,zero:stage=3,prefetch=off,fsdp": a token

@@ -4,7 +4,7 @@
 #include <torch/csrc/autograd/variable.h>
 
 #include "core/error.h"
-#include "dist/process_group.h"
+#include "distributed/process_group.h"
 #include "train/amp.h"
 
 namespace hpcbench::strategies {

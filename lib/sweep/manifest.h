@@ -11,9 +11,9 @@
 //   "sbatch_options": {"partition": "", "account": "", "time": "", "constraint": "", "qos": "",
 //                      "gres_type": "", "cpus_per_task": 0},
 //   "run_args": ["--max-steps", "100"],
-//   "jobs": [{"name": "ddp-2x2", "strategy": "ddp", "nodes": 2, "gpus_per_node": 2,
-//             "world_size": 4, "script": "jobs/ddp-2x2.sbatch", "run_dir": "runs/ddp-2x2",
-//             "log": "logs/ddp-2x2-%j.out", "job_id": "1234" | null,
+//   "jobs": [{"name": "<label>-2x2", "strategy": "<label>", "nodes": 2, "gpus_per_node": 2,
+//             "world_size": 4, "script": "jobs/<label>-2x2.sbatch", "run_dir": "runs/<label>-2x2",
+//             "log": "logs/<label>-2x2-%j.out", "job_id": "1234" | null,
 //             "state": "written" | "submitted" | "submit_failed", "submit_error": "",
 //             "previous_job_ids": ["1200"]}]   (jobs a resume replaced: they ended without results)
 // }

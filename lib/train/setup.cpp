@@ -11,7 +11,7 @@
 
 #include "core/error.h"
 #include "data/features.h"
-#include "dist/sampler.h"
+#include "distributed/sampler.h"
 
 namespace hpcbench::train {
 

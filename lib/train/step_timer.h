@@ -50,7 +50,7 @@
 #include <mutex>
 #include <vector>
 
-#include "dist/comm_observer.h"
+#include "distributed/comm_observer.h"
 #include "results/steps.h"
 
 namespace hpcbench::train {

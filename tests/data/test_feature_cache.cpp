@@ -11,7 +11,7 @@
 #include "data/features.h"
 #include "data/squad.h"
 #include "data_test_util.h"
-#include "hub/file_lock.h"
+#include "core/file_lock.h"
 
 using namespace hpcbench;
 
@@ -87,12 +87,12 @@ TEST_CASE("default cache dir follows XDG_CACHE_HOME", "[cache]") {
 TEST_CASE("concurrent builders wait for the one building, also where flock is unsupported", "[cache]") {
   // A file system without flock (Lustre or GPFS mounted without it): flock
   // answers ENOLCK, the lock falls back to fcntl.
-  auto saved = hub::lock_calls();
-  hub::lock_calls().flock = [](int, int) {
+  auto saved = lock_calls();
+  lock_calls().flock = [](int, int) {
     errno = ENOLCK;
     return -1;
   };
-  hub::FileLock::forget_notices();
+  FileLock::forget_notices();
   test::TempDir dir;
   data::FeatureConfig cfg{128, 32, 64};
   CHECK_FALSE(
@@ -120,8 +120,8 @@ TEST_CASE("concurrent builders wait for the one building, also where flock is un
     }
     ::_exit(rc);
   }
-  auto other = std::make_unique<hub::FileLock>(b / ".locks" / (name.string() + ".lock"), "test");
-  CHECK(other->method() == hub::FileLock::Method::fcntl);
+  auto other = std::make_unique<FileLock>(b / ".locks" / (name.string() + ".lock"), "test");
+  CHECK(other->method() == FileLock::Method::fcntl);
   write_file_atomic(go, "1");
   for (int i = 0; i < 3000 && !std::filesystem::exists(started); ++i) ::usleep(10000);
   ::usleep(300000);
@@ -134,5 +134,5 @@ TEST_CASE("concurrent builders wait for the one building, also where flock is un
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
   CHECK(read_file(outcome) == "hit");
-  hub::lock_calls() = saved;
+  lock_calls() = saved;
 }

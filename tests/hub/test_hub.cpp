@@ -22,7 +22,7 @@
 
 #include "hub/cache.h"
 #include "hub/fetch.h"
-#include "hub/file_lock.h"
+#include "core/file_lock.h"
 #include "hub/resolve.h"
 #include "hub/sha256.h"
 #include "test_env.h"
@@ -484,25 +484,25 @@ struct LogCapture {
 // The lock calls of a file system without flock (and, as asked, without
 // fcntl locks or exclusive creation), restored at the end of the scope.
 struct NoLocks {
-  hub::LockCalls saved = hub::lock_calls();
+  LockCalls saved = lock_calls();
   explicit NoLocks(bool fcntl_too = false, bool excl_too = false) {
-    hub::lock_calls().flock = [](int, int) {
+    lock_calls().flock = [](int, int) {
       errno = ENOLCK;
       return -1;
     };
     if (fcntl_too)
-      hub::lock_calls().fcntl_lock = [](int, int, struct ::flock*) {
+      lock_calls().fcntl_lock = [](int, int, struct ::flock*) {
         errno = ENOLCK;
         return -1;
       };
     if (excl_too)
-      hub::lock_calls().open_exclusive = [](const char*) {
+      lock_calls().open_exclusive = [](const char*) {
         errno = EACCES;
         return -1;
       };
-    hub::FileLock::forget_notices();
+    FileLock::forget_notices();
   }
-  ~NoLocks() { hub::lock_calls() = saved; }
+  ~NoLocks() { lock_calls() = saved; }
 };
 
 // Whether another process can take the lock on `path` right now.
@@ -511,7 +511,7 @@ bool free_for_another_process(const fs::path& path) {
   if (pid == 0) {
     int rc = 3;
     try {
-      hub::FileLock l(path, "test", hub::FileLock::Wait::no);
+      FileLock l(path, "test", FileLock::Wait::no);
       rc = l.held() ? 0 : 1;
     } catch (...) {
     }
@@ -532,11 +532,11 @@ TEST_CASE("where flock answers ENOLCK the lock falls back to fcntl, says so once
   test::TempDir dir;
   auto a = dir.path / "a.lock";
   {
-    hub::FileLock held(a, "test");
-    CHECK(held.method() == hub::FileLock::Method::fcntl);
+    FileLock held(a, "test");
+    CHECK(held.method() == FileLock::Method::fcntl);
     CHECK(!free_for_another_process(a));
-    hub::FileLock other(dir.path / "b.lock", "test");
-    CHECK(other.method() == hub::FileLock::Method::fcntl);
+    FileLock other(dir.path / "b.lock", "test");
+    CHECK(other.method() == FileLock::Method::fcntl);
   }
   CHECK(free_for_another_process(a));
   INFO(log.text());
@@ -550,8 +550,8 @@ TEST_CASE("where fcntl locks fail too, an exclusive lock file; a stale one of a 
   test::TempDir dir;
   auto a = dir.path / "a.lock";
   {
-    hub::FileLock held(a, "test");
-    CHECK(held.method() == hub::FileLock::Method::lock_file);
+    FileLock held(a, "test");
+    CHECK(held.method() == FileLock::Method::lock_file);
     CHECK(fs::exists(dir.path / "a.lock.excl"));
     CHECK(!free_for_another_process(a));
   }
@@ -565,7 +565,7 @@ TEST_CASE("where fcntl locks fail too, an exclusive lock file; a stale one of a 
   char host[256] = {};
   ::gethostname(host, sizeof(host) - 1);
   std::ofstream(dir.path / "a.lock.excl") << host << " " << gone << "\n";
-  hub::FileLock again(a, "test");
+  FileLock again(a, "test");
   CHECK(again.held());
   CHECK(log.count("which is gone; taking it over") == 1);
 }
@@ -573,7 +573,7 @@ TEST_CASE("where fcntl locks fail too, an exclusive lock file; a stale one of a 
 TEST_CASE("where no lock works, the error names each errno", "[hub][lock]") {
   NoLocks nothing(true, true);
   test::TempDir dir;
-  CHECK_THROWS_WITH(hub::FileLock(dir.path / "a.lock", "test"),
+  CHECK_THROWS_WITH(FileLock(dir.path / "a.lock", "test"),
                     Catch::Contains("cannot lock") && Catch::Contains("flock ENOLCK") &&
                         Catch::Contains("fcntl ENOLCK") && Catch::Contains("lock file EACCES"));
 }

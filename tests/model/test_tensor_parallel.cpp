@@ -14,8 +14,8 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "dist/launch_env.h"
-#include "dist/process_group.h"
+#include "distributed/launch_env.h"
+#include "distributed/process_group.h"
 #include "model/bert.h"
 #include "model/checkpoint.h"
 #include "model/tensor_parallel.h"

@@ -1,4 +1,4 @@
-"""Reference index orders for tests/dist: torch.utils.data.DistributedSampler
+"""Reference index orders for tests/distributed: torch.utils.data.DistributedSampler
 (the sampler every PyTorch data-parallel script uses) over several data set
 sizes, world sizes, ranks, seeds, epochs, with and without shuffle and
 drop_last. The C++ sampler must reproduce them index for index."""

@@ -27,8 +27,8 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "dist/launch_env.h"
-#include "dist/process_group.h"
+#include "distributed/launch_env.h"
+#include "distributed/process_group.h"
 #include "strategies/registry.h"
 #include "strategies/shard/sharded.h"
 #include "test_env.h"

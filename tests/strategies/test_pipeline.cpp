@@ -15,8 +15,8 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "dist/launch_env.h"
-#include "dist/process_group.h"
+#include "distributed/launch_env.h"
+#include "distributed/process_group.h"
 #include "model/bert.h"
 #include "model/checkpoint.h"
 #include "model/pipeline_stages.h"

@@ -17,7 +17,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "dist/process_group.h"
+#include "distributed/process_group.h"
 #include "strategies/registry.h"
 #include "strategies/strategy.h"
 #include "train/optimizer.h"

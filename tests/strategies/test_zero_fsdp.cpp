@@ -21,8 +21,8 @@
 #include <sstream>
 #include <thread>
 
-#include "dist/launch_env.h"
-#include "dist/process_group.h"
+#include "distributed/launch_env.h"
+#include "distributed/process_group.h"
 #include "model/bert.h"
 #include "model/checkpoint.h"
 #include "strategies/registry.h"

@@ -9,7 +9,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
-#include "dist/local_launcher.h"
+#include "distributed/local_launcher.h"
 #include "results/run_folder.h"
 #include "test_env.h"
 

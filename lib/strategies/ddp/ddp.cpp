@@ -8,7 +8,7 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "dist/process_group.h"
+#include "distributed/process_group.h"
 #include "strategies/ddp/buckets.h"
 #include "strategies/support.h"
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/process_group.h"
+#include "distributed/process_group.h"
 
 #include "strategies/ddp/options.h"
 #include "strategies/strategy.h"

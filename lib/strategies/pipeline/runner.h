@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/process_group.h"
+#include "distributed/process_group.h"
 #include "model/pipeline_stages.h"
 #include "strategies/pipeline/schedule.h"
 #include "strategies/pipeline/timeline.h"

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/process_group.h"
+#include "distributed/process_group.h"
 #include "strategies/shard/flat_param.h"
 #include "strategies/shard/plan.h"
 #include "strategies/strategy.h"

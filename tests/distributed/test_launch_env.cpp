@@ -1,8 +1,8 @@
 #include "test_catch.h"
 
 #include "core/error.h"
-#include "dist/launch_env.h"
-#include "dist/process_group.h"
+#include "distributed/launch_env.h"
+#include "distributed/process_group.h"
 
 using namespace hpcbench;
 using dist::EnvMap;

@@ -30,7 +30,7 @@
 
 #include "core/error.h"
 
-namespace hpcbench::hub {
+namespace hpcbench {
 
 // The system calls the lock makes; tests replace them to play a file system
 // without flock (ENOLCK) or without any lock at all.
@@ -218,4 +218,4 @@ class FileLock {
   Method method_ = Method::none;
 };
 
-}  // namespace hpcbench::hub
+}  // namespace hpcbench

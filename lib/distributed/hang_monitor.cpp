@@ -1,4 +1,4 @@
-#include "dist/hang_monitor.h"
+#include "distributed/hang_monitor.h"
 
 #include <algorithm>
 #include <vector>

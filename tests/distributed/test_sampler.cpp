@@ -3,7 +3,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
-#include "dist/sampler.h"
+#include "distributed/sampler.h"
 #include "test_env.h"
 
 using namespace hpcbench;

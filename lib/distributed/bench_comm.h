@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/process_group.h"
+#include "distributed/process_group.h"
 #include "results/bench_comm_file.h"
 
 namespace hpcbench::dist {

@@ -4,7 +4,7 @@
 #include <mutex>
 #include <thread>
 
-#include "dist/hang_monitor.h"
+#include "distributed/hang_monitor.h"
 
 using namespace hpcbench;
 using namespace std::chrono_literals;

@@ -1,4 +1,4 @@
-#include "dist/hostlist.h"
+#include "distributed/hostlist.h"
 
 #include <unistd.h>
 

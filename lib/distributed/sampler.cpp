@@ -1,4 +1,4 @@
-#include "dist/sampler.h"
+#include "distributed/sampler.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/ops/randperm.h>

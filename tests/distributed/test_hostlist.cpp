@@ -1,7 +1,7 @@
 #include "test_catch.h"
 
 #include "core/error.h"
-#include "dist/hostlist.h"
+#include "distributed/hostlist.h"
 
 using hpcbench::UserError;
 using hpcbench::dist::expand_hostlist;

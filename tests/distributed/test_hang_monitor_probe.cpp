@@ -9,7 +9,7 @@
 #include <future>
 #include <thread>
 
-#include "dist/hang_monitor.h"
+#include "distributed/hang_monitor.h"
 
 using namespace hpcbench;
 using namespace std::chrono_literals;

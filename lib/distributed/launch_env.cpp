@@ -1,11 +1,11 @@
-#include "dist/launch_env.h"
+#include "distributed/launch_env.h"
 
 #include <unistd.h>
 
 #include <charconv>
 
 #include "core/error.h"
-#include "dist/hostlist.h"
+#include "distributed/hostlist.h"
 
 extern char** environ;
 

@@ -1,4 +1,4 @@
-#include "dist/local_launcher.h"
+#include "distributed/local_launcher.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

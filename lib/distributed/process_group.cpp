@@ -1,4 +1,4 @@
-#include "dist/process_group.h"
+#include "distributed/process_group.h"
 
 #include <ATen/DeviceAccelerator.h>
 #include <c10/core/Event.h>
@@ -19,7 +19,7 @@
 #include "core/error.h"
 #include "core/hostinfo.h"
 #include "device/device.h"
-#include "dist/hang_monitor.h"
+#include "distributed/hang_monitor.h"
 #include "monitor/nvtx.h"
 
 namespace hpcbench::dist {

@@ -3,7 +3,7 @@
 // They go through the same issue/wait path as the collectives, so that the
 // step timer counts them in comm_ms and comm_exposed_ms and the hang monitor
 // names them.
-#include "dist/process_group.h"
+#include "distributed/process_group.h"
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 

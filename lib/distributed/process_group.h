@@ -28,8 +28,8 @@
 #include <string_view>
 #include <vector>
 
-#include "dist/comm_observer.h"
-#include "dist/launch_env.h"
+#include "distributed/comm_observer.h"
+#include "distributed/launch_env.h"
 
 namespace hpcbench::dist {
 

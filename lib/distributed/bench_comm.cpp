@@ -1,4 +1,4 @@
-#include "dist/bench_comm.h"
+#include "distributed/bench_comm.h"
 
 #include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>

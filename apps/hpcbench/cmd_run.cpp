@@ -63,10 +63,9 @@ struct RunOptions {
 // HPCBENCH_TEST_FAULT=<rank>:<after>:<mode>: that rank fails after `after`
 // optimizer steps (as for bench-comm), so that tests can check that a broken
 // job ends promptly, names the rank and leaves no results: kill, abort,
-// exit, hang, stop (SIGSTOP to itself). The signal modes check what a time
-// limit does instead: term (SIGTERM to itself, once, as SLURM sends it to
-// each task), term-launcher (SIGTERM to the built-in launcher, which passes
-// it on).
+// exit, hang, stop (SIGSTOP to itself); or term, SIGTERM to itself once, at
+// a point a signal from outside cannot be timed to (after the last step,
+// before evaluation).
 std::function<void(int64_t)> fault_hook(int rank) {
   const char* spec = std::getenv("HPCBENCH_TEST_FAULT");
   if (!spec || !*spec) return {};
@@ -74,7 +73,7 @@ std::function<void(int64_t)> fault_hook(int rank) {
   long after = 0;
   char mode[16] = {0};
   if (std::sscanf(spec, "%d:%ld:%15s", &who, &after, mode) != 3)
-    fail("HPCBENCH_TEST_FAULT='{}': expected <rank>:<after>:<kill|abort|exit|hang|stop|term|term-launcher>", spec);
+    fail("HPCBENCH_TEST_FAULT='{}': expected <rank>:<after>:<kill|abort|exit|hang|stop|term>", spec);
   if (who != rank) return {};
   return [who, after, m = std::string(mode), fired = false](int64_t step) mutable {
     if (step < after || fired) return;
@@ -84,11 +83,6 @@ std::function<void(int64_t)> fault_hook(int rank) {
     std::fflush(stderr);
     if (m == "term") {
       ::kill(::getpid(), SIGTERM);
-      return;
-    }
-    if (m == "term-launcher") {
-      const char* launcher = std::getenv("HPCBENCH_LAUNCHER_PID");
-      if (launcher && *launcher) ::kill(static_cast<pid_t>(std::atol(launcher)), SIGTERM);
       return;
     }
     if (m == "stop") ::raise(SIGSTOP);

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/atomic_file.h"
 #include "test_env.h"
 
@@ -18,10 +20,6 @@ namespace {
 
 std::string bin() { return test::hpcbench_bin().string(); }
 
-// Long enough that a test whose signal is lost fails on the step count
-// rather than passing on a finished run.
-const char* kLong = " --max-steps 40 --synthetic-samples 64 --max-seq-length 32 --doc-stride 8 --threads 1";
-
 nlohmann::json run_json(const fs::path& folder) { return nlohmann::json::parse(read_file(folder / "run.json")); }
 
 int64_t loss_rows(const fs::path& folder) {
@@ -29,66 +27,93 @@ int64_t loss_rows(const fs::path& folder) {
   return static_cast<int64_t>(std::count(text.begin(), text.end(), '\n')) - 1;  // less the header
 }
 
+// Far more steps than the test waits for: a signal that is lost shows as a
+// run that finished, or as one that was killed, never as a pass.
+const char* kLong = " --max-steps 400 --log-every 1 --synthetic-samples 64 --max-seq-length 32 --doc-stride 8 --threads 1";
+
+struct Signalled {
+  int exit_code = -1;
+  std::string output;
+};
+
+// Runs `args` in the background and, once its log shows step 5 done, sends
+// SIGTERM to `target`: "job" (the process started: a single run, or the
+// launcher) or "rank N" (that rank's process, as SLURM signals each task).
+Signalled signal_after_step_5(const fs::path& dir, const std::string& args, const std::string& target) {
+  auto log = (dir / "log").string();
+  std::string pid = target == "job" ? "$pid"
+                                    : "$(sed -n 's/^\\[launcher\\] " + target + " pid \\([0-9]*\\)$/\\1/p' '" + log + "')";
+  auto r = test::run_command(fmt::format(
+      "'{}' run{}{} > '{}' 2>&1 & pid=$!; "
+      "for i in $(seq 1200); do grep -q 'step      5/400' '{}' && break; sleep 0.05; done; "
+      "kill -TERM {}; wait $pid; echo \"exit=$?\"",
+      bin(), kLong, args, log, log, pid));
+  Signalled s;
+  s.output = read_file(log);
+  auto at = r.output.rfind("exit=");
+  if (at != std::string::npos) s.exit_code = std::stoi(r.output.substr(at + 5));
+  return s;
+}
+
+// The folder an interrupted run leaves: status interrupted, the steps it
+// did (at least the 5 the test waited for, far fewer than asked), a loss
+// row for each, the signal named.
+void check_interrupted_folder(const fs::path& folder) {
+  REQUIRE(fs::exists(folder / "run.json"));
+  auto j = run_json(folder);
+  CHECK(j["result"]["status"] == "interrupted");
+  const auto steps = j["result"]["steps"].get<int64_t>();
+  CHECK(steps >= 5);
+  CHECK(steps < 400);
+  CHECK(j["steps"].size() == static_cast<size_t>(steps));
+  CHECK(loss_rows(folder) == steps);
+  CHECK(j["interrupted"]["signal"] == "SIGTERM");
+  CHECK(j["interrupted"]["steps_planned"] == 400);
+  CHECK(j["interrupted"]["during"] == "training");
+  CHECK(read_file(folder / "summary.csv").find(",interrupted,") != std::string::npos);
+}
+
 }  // namespace
 
-TEST_CASE("SIGTERM at step 5 of 40: the run stops there and writes its folder as interrupted") {
+TEST_CASE("SIGTERM to a run mid-way: it stops at the next step and writes its folder as interrupted") {
   test::TempDir dir;
   auto results = dir.path / "results";
-  auto r = test::run_command(fmt::format("HPCBENCH_TEST_FAULT=0:5:term '{}' run{} --run-name t --results-dir '{}'",
-                                         bin(), kLong, results.string()));
-  INFO(r.output);
-  // As a shell reports a process SIGTERM ended, after the folder is written.
-  CHECK(r.exit_code == 128 + 15);
-  REQUIRE(fs::exists(results / "t" / "run.json"));
-  auto j = run_json(results / "t");
-  CHECK(j["result"]["status"] == "interrupted");
-  CHECK(j["result"]["steps"] == 5);
-  CHECK(j["steps"].size() == 5);
-  CHECK(loss_rows(results / "t") == 5);
-  CHECK(j["interrupted"]["signal"] == "SIGTERM");
-  CHECK(j["interrupted"]["steps_planned"] == 40);
-  CHECK(j["interrupted"]["during"] == "training");
-  CHECK(read_file(results / "t" / "summary.csv").find(",interrupted,") != std::string::npos);
-  CHECK(r.output.find("interrupted by SIGTERM after 5 of 40 steps") != std::string::npos);
+  auto s = signal_after_step_5(dir.path, " --run-name t --results-dir '" + results.string() + "'", "job");
+  INFO(s.output);
+  // As a shell reports a process SIGTERM ended, once the folder is written.
+  CHECK(s.exit_code == 128 + 15);
+  check_interrupted_folder(results / "t");
+  CHECK(s.output.find("interrupted by SIGTERM after") != std::string::npos);
 }
 
 TEST_CASE("SIGTERM to one rank of two: both stop at the same boundary and rank 0 writes the folder") {
   test::TempDir dir;
   auto results = dir.path / "results";
-  auto r = test::run_command(fmt::format("HPCBENCH_TEST_FAULT=1:3:term '{}' run --strategy ddp --nproc-per-node 2{} "
-                                         "--collective-timeout 20 --run-name t --results-dir '{}'",
-                                         bin(), kLong, results.string()));
-  INFO(r.output);
-  CHECK(r.exit_code == 128 + 15);
-  REQUIRE(fs::exists(results / "t" / "run.json"));
-  auto j = run_json(results / "t");
-  CHECK(j["result"]["status"] == "interrupted");
-  // Rank 1 asked after its step 3; rank 0 may already have been inside
-  // step 4, which both then finished.
-  const auto steps = j["result"]["steps"].get<int64_t>();
-  CHECK((steps == 3 || steps == 4));
-  CHECK(j["steps"].size() == static_cast<size_t>(steps));
-  CHECK(j["interrupted"]["requested_by_rank"] == 1);
-  CHECK(r.output.find("[launcher] job failed") == std::string::npos);
-  CHECK(r.output.find("[launcher] the ranks stopped on a signal sent to them") != std::string::npos);
+  auto s = signal_after_step_5(dir.path, " --strategy ddp --nproc-per-node 2 --collective-timeout 20 --run-name t "
+                                         "--results-dir '" + results.string() + "'", "rank 1");
+  INFO(s.output);
+  CHECK(s.exit_code == 128 + 15);
+  check_interrupted_folder(results / "t");
+  // Rank 0 never got a signal: it learnt of rank 1's through the store.
+  CHECK(run_json(results / "t")["interrupted"]["requested_by_rank"] == 1);
+  CHECK(s.output.find("[launcher] job failed") == std::string::npos);
+  CHECK(s.output.find("[launcher] the ranks stopped on a signal sent to them") != std::string::npos);
 }
 
 TEST_CASE("SIGTERM to the launcher is reported as such, and the ranks' folder is written") {
   test::TempDir dir;
   auto results = dir.path / "results";
-  auto r = test::run_command(fmt::format("HPCBENCH_TEST_FAULT=0:3:term-launcher '{}' run --strategy ddp "
-                                         "--nproc-per-node 2{} --collective-timeout 20 --run-name t --results-dir '{}'",
-                                         bin(), kLong, results.string()));
-  INFO(r.output);
-  CHECK(r.exit_code == 128 + 15);
-  CHECK(r.output.find("[launcher] SIGTERM: passed to the 2 ranks, which stop at their next step boundary") !=
+  auto s = signal_after_step_5(dir.path, " --strategy ddp --nproc-per-node 2 --collective-timeout 20 --run-name t "
+                                         "--results-dir '" + results.string() + "'", "job");
+  INFO(s.output);
+  CHECK(s.exit_code == 128 + 15);
+  CHECK(s.output.find("[launcher] SIGTERM: passed to the 2 ranks, which stop at their next step boundary") !=
         std::string::npos);
-  CHECK(r.output.find("[launcher] interrupted by SIGTERM (signal 15)") != std::string::npos);
+  CHECK(s.output.find("[launcher] interrupted by SIGTERM (signal 15)") != std::string::npos);
   // Not a rank's failure: no rank is blamed for the signal it was sent.
-  CHECK(r.output.find("killed by signal 15") == std::string::npos);
-  CHECK(r.output.find("[launcher] job failed") == std::string::npos);
-  REQUIRE(fs::exists(results / "t" / "run.json"));
-  CHECK(run_json(results / "t")["result"]["status"] == "interrupted");
+  CHECK(s.output.find("killed by signal 15") == std::string::npos);
+  CHECK(s.output.find("[launcher] job failed") == std::string::npos);
+  check_interrupted_folder(results / "t");
 }
 
 TEST_CASE("a signal during evaluation keeps the training figures and leaves no metric of part of the dev set") {

@@ -113,7 +113,7 @@ void check_files(const train::TrainConfig& cfg, const RunOptions& o, bool writes
 void check_before_start(const train::TrainConfig& cfg, const RunOptions& o, int ranks, int world, int threads,
                         const std::string& ranks_flag, bool writes_outputs) {
   check_files(cfg, o, writes_outputs);
-  if (auto w = preflight::core_warning(ranks, threads, preflight::usable_cores(), ranks_flag); !w.empty())
+  if (auto w = preflight::core_warning(ranks, threads, preflight::node_cores(), ranks_flag); !w.empty())
     spdlog::warn("{}", w);
   bool accel = cfg.device != "cpu" && (cfg.device != "auto" || accelerator_count() > 0);
   preflight::check_memory(cfg, o.strategy, ranks, world, accel, ranks_flag);
@@ -199,13 +199,25 @@ int run_repeats(const train::TrainConfig& cfg, const RunOptions& o) {
     base.push_back(args[i]);
   }
   std::vector<std::string> failed;
+  // A stop signal reaches the repeat running now (same process group, or
+  // SLURM's step), which writes what it measured; the repeats after it are
+  // not started.
+  install_stop_handlers(/*second_kills=*/true);
   for (int64_t i = 1; i <= o.repeats; ++i) {
     spdlog::info("repeat {}/{} of {}", i, o.repeats, group);
     auto child = base;
     for (auto& a : {std::string("--run-name"), fmt::format("{}-r{}", group, i), std::string("--repeat-group"),
                     group, std::string("--repeat-index"), std::to_string(i)})
       child.push_back(a);
-    if (int rc = run_self(child); rc != 0) {
+    int rc = run_self(child);
+    const bool child_stopped = rc == 128 + SIGTERM || rc == 128 + SIGINT || rc == 128 + SIGUSR1;
+    const int sig = stop_signal() ? stop_signal() : (child_stopped ? rc - 128 : 0);
+    if (sig) {
+      spdlog::warn("--repeats {}: repeat {} of {} stopped on {}; the {} repeat(s) after it were not run", o.repeats, i,
+                   group, signal_name(sig), o.repeats - i);
+      return interrupted_exit(sig);
+    }
+    if (rc != 0) {
       spdlog::error("repeat {}/{} of {} failed (exit {})", i, o.repeats, group, rc);
       failed.push_back(std::to_string(i));
     }
@@ -357,7 +369,7 @@ int run_training(const train::TrainConfig& cfg, const RunOptions& o) {
     if (interrupted && ctx.comm) ctx.comm->barrier();
     return interrupted ? interrupted_exit(sig) : 0;
   }
-  out.result.cpu_cores = preflight::usable_cores();
+  out.result.cpu_cores = preflight::node_cores();
   out.result.threads_per_rank = at::get_num_threads();
   if (interrupted) {
     const int64_t planned = out.details.value("steps_planned", int64_t{0});

@@ -85,7 +85,8 @@ void tell_launcher(int global_rank, const std::vector<int>& silent) {
   const char* dir = std::getenv(kLaunchNotesVariable);
   if (!dir || !*dir || silent.empty()) return;
   try {
-    write_file_atomic(std::filesystem::path(dir) / fmt::format("rank{}", global_rank), fmt::format("{}", fmt::join(silent, " ")));
+    write_file_atomic(std::filesystem::path(dir) / fmt::format("rank{}", global_rank),
+                      fmt::format("{}", fmt::join(silent, " ")));
   } catch (...) {
     // The rank's own message names them already.
   }

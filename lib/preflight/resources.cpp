@@ -53,6 +53,14 @@ int usable_cores() {
   return cores;
 }
 
+int node_cores() {
+  if (const char* slurm = std::getenv("SLURM_CPUS_ON_NODE"); slurm && *slurm) {
+    int n = std::atoi(slurm);
+    if (n > 0) return n;
+  }
+  return usable_cores();
+}
+
 size_t available_memory(std::string* source) {
   auto said = [&](const char* s) {
     if (source) *source = s;

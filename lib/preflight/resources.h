@@ -16,6 +16,12 @@ namespace hpcbench::preflight {
 // CPU quota (cpu.max), at least 1.
 int usable_cores();
 
+// The CPUs the job has on this node: SLURM_CPUS_ON_NODE inside a SLURM job
+// (each task may be bound to its own share, which says nothing of the
+// node), else usable_cores(), which every rank of the built-in launcher
+// shares.
+int node_cores();
+
 // Memory the node can still give, in bytes, and where the figure comes from
 // ("MemAvailable", "the cgroup's memory.max", or HPCBENCH_TEST_MEMORY_BYTES,
 // a test seam).

@@ -87,9 +87,10 @@ struct RunResult {
   // Collectives of the timed steps whose time comm_ms could not include
   // (lib/train/step_timer.h); -1: a file older than the field.
   int64_t comm_untimed = -1;
-  // The CPUs rank 0's process could use on its node (affinity, cgroup
-  // quota) and the intra-op threads it ran with; -1: a file older than the
-  // fields. Ranks per node x threads above the cores: the ranks shared them.
+  // The CPUs the job had on rank 0's node (SLURM_CPUS_ON_NODE in a SLURM
+  // job, else the process's affinity and cgroup quota) and the intra-op
+  // threads rank 0 ran with; -1: a file older than the fields. Ranks per
+  // node x threads above the cores: the ranks shared them.
   int64_t cpu_cores = -1;
   int64_t threads_per_rank = -1;
   // ok, failed, pending, running; interrupted (a stop signal ended the run

@@ -160,7 +160,8 @@ TEST_CASE("a stopped rank (SIGSTOP) is named by every survivor and by the launch
   INFO(r.output);
   CHECK(r.status != 0);
   CHECK(r.seconds < 20);
-  std::regex survivor_re(R"(all_reduce failed on rank (\d) of 4 after [\d.]+ s \(collective timeout 3 s\): .*; rank 2 did not arrive)");
+  std::regex survivor_re(
+      R"(all_reduce failed on rank (\d) of 4 after [\d.]+ s \(collective timeout 3 s\): .*; rank 2 did not arrive)");
   std::set<std::string> named_by;
   for (std::sregex_iterator it(r.output.begin(), r.output.end(), survivor_re), end; it != end; ++it)
     named_by.insert((*it)[1]);

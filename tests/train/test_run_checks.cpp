@@ -245,7 +245,8 @@ TEST_CASE("ranks x threads beyond the cores are warned about and recorded; memor
   test::TempDir dir;
   auto results = dir.path / "results";
   // One core for 2 ranks of 2 threads each.
-  auto r = test::run_command(fmt::format("taskset -c 0 '{}' run --strategy ddp --nproc-per-node 2 --threads 2 "
+  auto r = test::run_command(fmt::format("env -u SLURM_CPUS_ON_NODE taskset -c 0 '{}' run --strategy ddp "
+                                         "--nproc-per-node 2 --threads 2 "
                                          "--max-steps 1 --synthetic-samples 16 --max-seq-length 32 --doc-stride 8 "
                                          "--run-name shared --results-dir '{}'", bin(), results.string()));
   INFO(r.output);

@@ -372,6 +372,10 @@ Pending Comm::issue(std::string what, Issue&& call) {
   return p;
 }
 
+Pending Comm::issue_call(std::string what, const std::function<c10::intrusive_ptr<c10d::Work>()>& call) {
+  return issue(std::move(what), call);
+}
+
 void Comm::wait(Pending& p) {
   if (!p.work) return;  // nothing ran
   CommObserver* obs = p.observed ? *observer_ : nullptr;

@@ -21,6 +21,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -125,6 +126,13 @@ class Comm {
   Pending reduce_scatter_async(at::Tensor& out, const at::Tensor& input, std::string what = "reduce_scatter");
   void wait(Pending& pending);
 
+  // Point to point, for pipeline stages (p2p.cpp): `tensor` (contiguous,
+  // untouched until the wait) goes to, or is filled from, rank `peer` of this
+  // communicator. Messages between two ranks pair up in the order they were
+  // issued for each `tag`. Timed and watched as the collectives are.
+  Pending send_async(at::Tensor& tensor, int peer, int tag, std::string what);
+  Pending recv_async(at::Tensor& tensor, int peer, int tag, std::string what);
+
   // Told of every collective this Comm and its subgroups issue (the step
   // timer); null to stop. Not owned.
   void set_observer(CommObserver* observer);
@@ -159,6 +167,8 @@ class Comm {
   bool elided() const { return size_ == 1 && options_.elide_single_rank; }
   template <typename Issue>
   Pending issue(std::string what, Issue&& call);
+  // issue() for callers in other files (p2p.cpp).
+  Pending issue_call(std::string what, const std::function<c10::intrusive_ptr<c10d::Work>()>& call);
   c10::intrusive_ptr<c10d::Backend> make_backend(const c10::intrusive_ptr<c10d::Store>& store,
                                                  const RankLayout& layout);
   void start_monitor();

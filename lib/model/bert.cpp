@@ -197,6 +197,12 @@ QAOutput BertForQuestionAnsweringImpl::forward(const at::Tensor& input_ids, cons
   if (hooks_) hooks_->before(head);
   auto logits = linear(qa_outputs_, hidden);
   if (hooks_) hooks_->after(head, logits);
+  return qa_output(logits, start_positions, end_positions);
+}
+
+QAOutput qa_output(const at::Tensor& logits, const std::optional<at::Tensor>& start_positions,
+                   const std::optional<at::Tensor>& end_positions) {
+  const int64_t seq = logits.size(1);
   QAOutput out;
   out.start_logits = logits.select(-1, 0).contiguous();
   out.end_logits = logits.select(-1, 1).contiguous();

@@ -53,6 +53,13 @@ struct QAOutput {
   at::Tensor loss;          // scalar; undefined when no positions are given
 };
 
+// The start and end logits of a [batch, seq, 2] QA head output and, with
+// positions, the loss: the mean of the two cross-entropies, positions clamped
+// to [0, seq] and seq ignored, as Hugging Face computes it. Shared by every
+// model that ends in the QA head (whole, pipeline's last stage, tensor-parallel).
+QAOutput qa_output(const at::Tensor& logits, const std::optional<at::Tensor>& start_positions,
+                   const std::optional<at::Tensor>& end_positions);
+
 class BertModelImpl;  // embeddings + encoder, defined in bert_modules.h
 class UnitHooks;      // sharding_units.h
 

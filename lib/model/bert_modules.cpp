@@ -1,4 +1,5 @@
 #include "model/bert_modules.h"
+#include "model/activation_checkpoint.h"
 #include "model/sharding_units.h"
 
 #include <ATen/ATen.h>
@@ -57,13 +58,14 @@ at::Tensor BertEmbeddingsImpl::forward(const at::Tensor& input_ids, const at::Te
   return dropout(LayerNorm(e));
 }
 
-BertSelfAttentionImpl::BertSelfAttentionImpl(const BertConfig& c)
-    : heads_(c.num_attention_heads),
+BertSelfAttentionImpl::BertSelfAttentionImpl(const BertConfig& c, int64_t shards)
+    : heads_(c.num_attention_heads / shards),
       head_dim_(c.hidden_size / c.num_attention_heads),
       dropout_p_(c.attention_probs_dropout_prob) {
-  query = register_module("query", torch::nn::Linear(c.hidden_size, c.hidden_size));
-  key = register_module("key", torch::nn::Linear(c.hidden_size, c.hidden_size));
-  value = register_module("value", torch::nn::Linear(c.hidden_size, c.hidden_size));
+  const int64_t out = heads_ * head_dim_;
+  query = register_module("query", torch::nn::Linear(c.hidden_size, out));
+  key = register_module("key", torch::nn::Linear(c.hidden_size, out));
+  value = register_module("value", torch::nn::Linear(c.hidden_size, out));
 }
 
 at::Tensor BertSelfAttentionImpl::forward(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive) {
@@ -120,8 +122,8 @@ at::Tensor BertAttentionImpl::forward(const at::Tensor& x, const at::Tensor& key
   return output(self->forward(x, key_mask, additive), x);
 }
 
-BertIntermediateImpl::BertIntermediateImpl(const BertConfig& c) : tanh_gelu_(c.hidden_act != "gelu") {
-  dense = register_module("dense", torch::nn::Linear(c.hidden_size, c.intermediate_size));
+BertIntermediateImpl::BertIntermediateImpl(const BertConfig& c, int64_t shards) : tanh_gelu_(c.hidden_act != "gelu") {
+  dense = register_module("dense", torch::nn::Linear(c.hidden_size, c.intermediate_size / shards));
 }
 
 at::Tensor BertIntermediateImpl::forward(const at::Tensor& x) {
@@ -167,7 +169,7 @@ at::Tensor BertModelImpl::forward(const at::Tensor& input_ids, const at::Tensor&
   at::Tensor additive;
   for (size_t i = 0; i < layer->size(); ++i) {
     if (hooks) hooks->before(i + 1);
-    h = layer[i]->as<BertLayer>()->forward(h, key_mask, additive);
+    h = run_layer(layer[i]->as<BertLayer>(), h, key_mask, additive, recompute_);
     if (hooks) hooks->after(i + 1, h);
   }
   return h;

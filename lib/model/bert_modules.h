@@ -28,7 +28,9 @@ TORCH_MODULE(BertEmbeddings);
 
 class BertSelfAttentionImpl : public torch::nn::Module {
  public:
-  explicit BertSelfAttentionImpl(const BertConfig& c);
+  // With `shards` > 1, the heads of one of that many tensor-parallel ranks
+  // (model/tensor_parallel.h): query, key and value project to h / shards.
+  explicit BertSelfAttentionImpl(const BertConfig& c, int64_t shards = 1);
   // key_mask: [batch, 1, 1, seq] bool, true where a token may be attended to
   // (undefined: all). additive caches the additive mask across layers.
   at::Tensor forward(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive);
@@ -65,7 +67,8 @@ TORCH_MODULE(BertAttention);
 
 class BertIntermediateImpl : public torch::nn::Module {
  public:
-  explicit BertIntermediateImpl(const BertConfig& c);
+  // `shards` > 1: one tensor-parallel rank's columns (i / shards outputs).
+  explicit BertIntermediateImpl(const BertConfig& c, int64_t shards = 1);
   at::Tensor forward(const at::Tensor& x);
 
   torch::nn::Linear dense{nullptr};
@@ -113,10 +116,16 @@ class BertModelImpl : public torch::nn::Module {
   // each layer (unit 1 + i), as sharding_units() numbers them.
   at::Tensor forward(const at::Tensor& input_ids, const at::Tensor& token_type_ids, const at::Tensor& attention_mask,
                      UnitHooks* hooks = nullptr);
+  // Each encoder layer recomputed in backward (model/activation_checkpoint.h).
+  void set_activation_checkpointing(bool on) { recompute_ = on; }
+  bool activation_checkpointing() const { return recompute_; }
 
   BertEmbeddings embeddings{nullptr};
   std::shared_ptr<torch::nn::Module> encoder;  // holds "layer", a ModuleList, as Hugging Face's BertEncoder
   torch::nn::ModuleList layer{nullptr};
+
+ private:
+  bool recompute_ = false;
 };
 
 }  // namespace hpcbench::model

@@ -99,7 +99,8 @@ def param_groups(model):
 
 def make_model(a, dev):
     torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=30522, attn_implementation="sdpa", **PRESETS[a.model])
+    cfg = BertConfig(vocab_size=30522, attn_implementation="sdpa", hidden_dropout_prob=a.dropout,
+                     attention_probs_dropout_prob=a.dropout, **PRESETS[a.model])
     return cfg, BertForQuestionAnswering(cfg).to(dev).train()
 
 
@@ -155,6 +156,56 @@ def run_eager(a, dev, batches, dtype):
     return cfg, model, timer.ms(), [float(v) for v in losses]
 
 
+def run_fsdp2(a, dev, batches, dtype):
+    """PyTorch's FSDP2 on one rank (NCCL on a GPU, Gloo on CPU), set up as hpcbench's
+    `fsdp --sharding full` is: one unit per encoder layer, the embeddings, then the rest
+    at the root; parameters resharded after forward; under bf16/fp16 the units compute in
+    copies of fp32 parameters and reduce gradients in the compute dtype (MixedPrecisionPolicy),
+    no autocast. At world size 1 its collectives still run, so its step over the eager one is
+    FSDP2's own overhead: the reference for hpcbench's fsdp and zero 3 at --keep-collectives."""
+    import os
+    import socket
+
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    if dev.type == "cuda":
+        torch.cuda.set_device(dev)
+    dist.init_process_group("nccl" if dev.type == "cuda" else "gloo", init_method=f"tcp://127.0.0.1:{port}",
+                            rank=0, world_size=1)
+    try:
+        cfg, model = make_model(a, dev)
+        mesh = init_device_mesh(dev.type, (1,))
+        mp = MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=dtype) if dtype is not None else MixedPrecisionPolicy()
+        for layer in model.bert.encoder.layer:
+            fully_shard(layer, mesh=mesh, mp_policy=mp)
+        fully_shard(model.bert.embeddings, mesh=mesh, mp_policy=mp)
+        fully_shard(model, mesh=mesh, mp_policy=mp)
+        opt = torch.optim.AdamW(param_groups(model), lr=5e-5, fused=dev.type == "cuda")
+        scaler = torch.amp.GradScaler(dev.type, enabled=a.precision == "fp16")
+        timer, losses = Timer(dev), []
+        for b in batches:
+            timer.start()
+            x = {n: t.to(dev, non_blocking=True) for n, t in b.items()}
+            out = model(**x)
+            scaler.scale(out.loss).backward()
+            scaler.unscale_(opt)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(opt)
+            scaler.update()
+            opt.zero_grad(set_to_none=True)
+            timer.stop()
+            losses.append(out.loss.detach())
+        times = timer.ms()
+    finally:
+        dist.destroy_process_group()
+    return cfg, model, times, [float(v) for v in losses]
+
+
 def run_lightning(a, dev, batches, dtype):
     import lightning as L
 
@@ -172,7 +223,10 @@ def run_lightning(a, dev, batches, dtype):
             return out.loss
 
         def configure_optimizers(self):
-            return torch.optim.AdamW(param_groups(self.model), lr=5e-5, fused=dev.type == "cuda")
+            # Lightning refuses gradient_clip_val with a fused optimizer ("performs unscaling of
+            # gradients internally"; the first GPU run hit it), so its users run torch's default
+            # AdamW (foreach on CUDA), built the same on every device so that --dry checks it.
+            return torch.optim.AdamW(param_groups(self.model), lr=5e-5)
 
         def on_train_batch_start(self, batch, batch_idx):
             timer.start()
@@ -202,7 +256,7 @@ def run_lightning(a, dev, batches, dtype):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--trainer", choices=["eager", "lightning"], default="eager")
+    ap.add_argument("--trainer", choices=["eager", "lightning", "fsdp2"], default="eager")
     ap.add_argument("--model", default="bert-base-uncased", choices=sorted(PRESETS))
     ap.add_argument("--data", required=True, help="an hpcbench run's --dump-data file")
     ap.add_argument("--batch", type=int, required=True)
@@ -210,6 +264,7 @@ def main():
     ap.add_argument("--steps", type=int, required=True)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--dropout", type=float, default=0.1, help="BertConfig's hidden and attention dropout")
     ap.add_argument("--json-out", required=True)
     a = ap.parse_args()
     if a.warmup >= a.steps:
@@ -225,9 +280,10 @@ def main():
     probe = SdpaProbe()
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
-    run = run_eager if a.trainer == "eager" else run_lightning
+    run = {"eager": run_eager, "lightning": run_lightning, "fsdp2": run_fsdp2}[a.trainer]
     cfg, model, times, losses = run(a, dev, batches, dtype)
     timed = times[a.warmup:]
+    # FSDP2's parameters are DTensors: count the global shapes (world size 1 holds them whole anyway).
     matmul_weights = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
     L_, h, s = cfg.num_hidden_layers, cfg.hidden_size, batches[0]["input_ids"].shape[1]
     flops = 6 * matmul_weights * s + 12 * L_ * h * s * s
@@ -235,7 +291,8 @@ def main():
     sps = a.batch * 1000.0 / med
     name = torch.cuda.get_device_name() if dev.type == "cuda" else "cpu"
     peak = peak_tflops(name, a.precision)
-    res = {"impl": "hf-eager" if a.trainer == "eager" else "lightning", "device": name, "model": a.model,
+    res = {"impl": {"eager": "hf-eager", "lightning": "lightning", "fsdp2": "fsdp2"}[a.trainer], "device": name,
+           "model": a.model, "dropout": a.dropout,
            "seq": s, "batch": a.batch, "precision": a.precision, "steps": a.steps, "warmup": a.warmup,
            "step_ms_median": med, "samples_per_s": sps, "mfu": sps * flops / (peak * 1e12) if peak else 0.0,
            "sdpa_backend": probe.choice or "none", "losses": losses,

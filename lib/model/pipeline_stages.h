@@ -1,0 +1,61 @@
+#pragma once
+// BertForQuestionAnswering cut into P pipeline stages: consecutive encoder
+// layers per stage, the embeddings on the first, the QA head on the last (its
+// loss is computed from the logits there, model::qa_output). A stage holds
+// the whole model's own modules (shared, not copied) under their Hugging Face
+// names, so its parameters are the same tensors, named as in a checkpoint.
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
+#include <string>
+#include <vector>
+
+#include "model/bert.h"
+#include "model/bert_modules.h"
+
+namespace hpcbench::model {
+
+// Encoder layers per stage. With `given` (--stage-layers) those counts, which
+// must be one per stage, each at least 1, summing to `layers`; otherwise the
+// balanced cut numpy.array_split makes (the first layers % P stages one layer
+// more). Throws UserError naming --stages / --stage-layers, e.g. for more
+// stages than layers.
+std::vector<int64_t> stage_layer_counts(int64_t layers, int stages, const std::vector<int64_t>& given = {});
+
+// "4,4,4" -> {4, 4, 4}; throws UserError naming --stage-layers.
+std::vector<int64_t> parse_stage_layers(const std::string& text);
+
+class PipelineStageImpl : public torch::nn::Module {
+ public:
+  // Stage `stage` of counts.size() stages of `whole` (counts from
+  // stage_layer_counts).
+  PipelineStageImpl(BertForQuestionAnsweringImpl& whole, int stage, const std::vector<int64_t>& counts);
+
+  // `input`: the input ids on the first stage, the previous stage's hidden
+  // states [batch, seq, hidden] on the others. Returns this stage's hidden
+  // states, or on the last stage the QA logits [batch, seq, 2].
+  at::Tensor forward(const at::Tensor& input, const at::Tensor& token_type_ids, const at::Tensor& attention_mask);
+
+  int stage() const { return stage_; }
+  int stages() const { return stages_; }
+  bool first() const { return stage_ == 0; }
+  bool last() const { return stage_ + 1 == stages_; }
+  int64_t first_layer() const { return first_layer_; }
+  int64_t layers() const { return static_cast<int64_t>(layers_.size()); }
+  const BertConfig& config() const { return config_; }
+  void set_activation_checkpointing(bool on) { recompute_ = on; }
+
+ private:
+  BertConfig config_;
+  int stage_ = 0, stages_ = 1;
+  int64_t first_layer_ = 0;
+  BertEmbeddings embeddings_{nullptr};
+  std::vector<BertLayer> layers_;
+  torch::nn::Linear qa_outputs_{nullptr};
+  bool recompute_ = false;
+};
+TORCH_MODULE(PipelineStage);
+
+}  // namespace hpcbench::model

@@ -1,0 +1,168 @@
+#include "strategies/pipeline/runner.h"
+
+#include <ATen/ATen.h>
+#include <ATen/DeviceAccelerator.h>
+#include <torch/csrc/autograd/autograd.h>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "model/bert.h"
+#include "train/amp.h"
+#include "train/step_timer.h"
+
+namespace hpcbench::strategies::pipeline {
+
+namespace {
+
+// Tags keep a micro-batch's activation and its gradient apart on any backend
+// that matches messages by tag (Gloo); NCCL pairs them by order, which the
+// schedules keep the same on both sides.
+int activation_tag(int m) { return 2 * m; }
+int gradient_tag(int m) { return 2 * m + 1; }
+
+}  // namespace
+
+StageRunner::StageRunner(model::PipelineStage stage, StageLinks links, RunnerOptions options, c10::Device device)
+    : stage_(std::move(stage)), links_(links), opts_(std::move(options)), device_(device) {
+  if (!stage_->first() && links_.prev < 0) fail("internal: stage {} has no previous rank", stage_->stage());
+  if (!stage_->last() && links_.next < 0) fail("internal: stage {} has no next rank", stage_->stage());
+  if ((links_.prev >= 0 || links_.next >= 0) && !links_.comm)
+    fail("internal: a pipeline stage with neighbours needs a communicator");
+}
+
+StageRunner::~StageRunner() {
+  // A step that failed half-way may leave sends in flight; their buffers
+  // must outlive them (the Comm's own failure has been reported).
+  try {
+    wait_sends();
+  } catch (...) {
+  }
+}
+
+StageRunner::Stamp StageRunner::stamp() {
+  Stamp s;
+  s.t = std::chrono::steady_clock::now();
+  if (!device_.is_cpu()) {
+    s.event = std::make_unique<c10::Event>(device_.type(), c10::EventFlag::BACKEND_DEFAULT);
+    s.event->record(at::accelerator::getCurrentStream(device_.index()));
+  }
+  return s;
+}
+
+double StageRunner::ms_between(const Stamp& from, const Stamp& to) {
+  if (from.event && to.event) {
+    to.event->synchronize();
+    return from.event->elapsedTime(*to.event);
+  }
+  return std::chrono::duration<double, std::milli>(to.t - from.t).count();
+}
+
+void StageRunner::wait_sends() {
+  for (auto& p : sends_) links_.comm->wait(p);
+  sends_.clear();
+  send_buffers_.clear();
+}
+
+at::Tensor StageRunner::step(const std::vector<train::Batch>& micro, double scale, train::StepTimer* timer) {
+  const int m_count = static_cast<int>(micro.size());
+  if (m_count != opts_.micro_batches)
+    fail("internal: the pipeline step got {} micro-batches, its schedule {}", m_count, opts_.micro_batches);
+  const double scale_each = scale / m_count;
+  inputs_.assign(size_t(m_count), at::Tensor());
+  outputs_.assign(size_t(m_count), at::Tensor());
+  losses_.assign(size_t(m_count), at::Tensor());
+  ran_.clear();
+  busy_.clear();
+  begin_ = stamp();
+  for (const auto& a : stage_order(opts_.schedule, stage_->stage(), stage_->stages(), m_count)) {
+    if (a.type == Action::Forward) {
+      forward(a.micro, micro[size_t(a.micro)], scale_each);
+      if (timer) timer->mark(train::Phase::Forward);
+    } else {
+      backward(a.micro, scale_each);
+      if (timer) timer->mark(train::Phase::Backward);
+    }
+    ran_.push_back(a);
+  }
+  // A send's buffer is reused by nothing, but the step is not over until the
+  // neighbour has it: waiting here is part of this stage's bubble.
+  wait_sends();
+  end_ = stamp();
+  if (!stage_->last()) return {};
+  at::Tensor sum;
+  for (auto& l : losses_) sum = sum.defined() ? sum + l : l;
+  return sum;
+}
+
+void StageRunner::forward(int m, const train::Batch& b, double scale_each) {
+  auto& stage = *stage_;
+  at::Tensor input;
+  if (stage.first()) {
+    input = b.input_ids;
+  } else {
+    input = at::empty({b.input_ids.size(0), b.input_ids.size(1), stage.config().hidden_size},
+                      at::TensorOptions().device(device_).dtype(opts_.wire));
+    auto recv = links_.comm->recv_async(input, links_.prev, activation_tag(m),
+                                        fmt::format("pipeline recv activations {}", m));
+    links_.comm->wait(recv);
+    input.requires_grad_(true);
+  }
+  auto t0 = stamp();
+  at::Tensor out;
+  {
+    train::AutocastGuard autocast(device_.type(), opts_.precision);
+    out = stage_->forward(input, b.token_type_ids, b.attention_mask);
+  }
+  if (stage.last()) {
+    losses_[size_t(m)] = model::qa_output(out, b.start_positions, b.end_positions).loss;
+  } else {
+    out = out.to(opts_.wire);
+    auto buffer = out.detach().contiguous();
+    sends_.push_back(links_.comm->send_async(buffer, links_.next, activation_tag(m),
+                                             fmt::format("pipeline send activations {}", m)));
+    send_buffers_.push_back(buffer);
+  }
+  busy_.emplace_back(std::move(t0), stamp());
+  inputs_[size_t(m)] = stage.first() ? at::Tensor() : input;
+  outputs_[size_t(m)] = stage.last() ? at::Tensor() : out;
+}
+
+void StageRunner::backward(int m, double scale_each) {
+  auto& stage = *stage_;
+  at::Tensor grad;
+  if (!stage.last()) {
+    grad = at::empty_like(outputs_[size_t(m)], at::MemoryFormat::Contiguous);
+    auto recv = links_.comm->recv_async(grad, links_.next, gradient_tag(m),
+                                        fmt::format("pipeline recv gradients {}", m));
+    links_.comm->wait(recv);
+  }
+  auto t0 = stamp();
+  if (stage.last()) {
+    (losses_[size_t(m)] * scale_each).backward();
+    losses_[size_t(m)] = losses_[size_t(m)].detach();
+  } else {
+    torch::autograd::backward({outputs_[size_t(m)]}, {grad});
+  }
+  if (!stage.first()) {
+    auto g = inputs_[size_t(m)].grad();
+    if (!g.defined()) fail("internal: stage {} got no gradient for micro-batch {}'s input", stage.stage(), m);
+    auto buffer = g.contiguous();
+    sends_.push_back(links_.comm->send_async(buffer, links_.prev, gradient_tag(m),
+                                             fmt::format("pipeline send gradients {}", m)));
+    send_buffers_.push_back(buffer);
+  }
+  busy_.emplace_back(std::move(t0), stamp());
+  inputs_[size_t(m)] = at::Tensor();
+  outputs_[size_t(m)] = at::Tensor();
+}
+
+StageTimeline StageRunner::timeline() {
+  StageTimeline t;
+  t.begin = 0;
+  t.end = ms_between(begin_, end_);
+  for (auto& [a, b] : busy_) t.busy.push_back({ms_between(begin_, a), ms_between(begin_, b)});
+  return t;
+}
+
+}  // namespace hpcbench::strategies::pipeline

@@ -1,0 +1,94 @@
+#pragma once
+// One pipeline stage's part of a training step: the forward and backward of
+// each micro-batch in its schedule's order (schedule.h), activations received
+// from the previous stage's rank and sent to the next one's, their gradients
+// the other way, over the job's communicator (point to point, so that the
+// step timer counts them with the collectives). The last stage computes each
+// micro-batch's loss. The step's busy spans give its measured bubble
+// (timeline.h).
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+#include <c10/core/Event.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dist/process_group.h"
+#include "model/pipeline_stages.h"
+#include "strategies/pipeline/schedule.h"
+#include "strategies/pipeline/timeline.h"
+#include "train/batch.h"
+
+namespace hpcbench::train {
+class StepTimer;
+}
+
+namespace hpcbench::strategies::pipeline {
+
+struct StageLinks {
+  dist::Comm* comm = nullptr;  // holds both neighbours
+  int prev = -1, next = -1;    // their ranks in comm; -1 at the ends
+};
+
+struct RunnerOptions {
+  ScheduleKind schedule = ScheduleKind::GPipe;
+  int micro_batches = 1;
+  std::string precision = "fp32";  // autocast around each forward, as every strategy
+  // What crosses between stages. Activations leave a stage in this dtype
+  // (the cast is part of the graph, so their gradients come back in it).
+  at::ScalarType wire = at::kFloat;
+};
+
+class StageRunner {
+ public:
+  StageRunner(model::PipelineStage stage, StageLinks links, RunnerOptions options, c10::Device device);
+  ~StageRunner();
+  StageRunner(const StageRunner&) = delete;
+  StageRunner& operator=(const StageRunner&) = delete;
+
+  // Forward and backward of `micro` (options.micro_batches batches, on the
+  // device, every stage given the same ones: the first reads the ids, every
+  // stage the attention mask, the last the answer positions). Each
+  // micro-batch's loss is multiplied by scale / micro.size() before its
+  // backward, so the gradients are those of the mean loss times `scale`.
+  // Returns the sum of the micro-batches' losses on the last stage (a tensor
+  // on the device; nothing waits for it), undefined on the others. `timer`
+  // (may be null) gets a Forward / Backward mark after each action.
+  at::Tensor step(const std::vector<train::Batch>& micro, double scale, train::StepTimer* timer = nullptr);
+
+  // The last step's busy spans and window, in ms from its start (waits for
+  // the device on accelerators).
+  StageTimeline timeline();
+  Bubble bubble() { return measure_bubble(timeline()); }
+  // The last step's loss of each micro-batch (the last stage; detached).
+  const std::vector<at::Tensor>& micro_losses() const { return losses_; }
+  // What the stage ran last step, in order (the schedule's order).
+  const std::vector<Action>& ran() const { return ran_; }
+  model::PipelineStage& stage() { return stage_; }
+
+ private:
+  struct Stamp {
+    std::unique_ptr<c10::Event> event;
+    std::chrono::steady_clock::time_point t;
+  };
+  Stamp stamp();
+  double ms_between(const Stamp& from, const Stamp& to);
+  void forward(int m, const train::Batch& b, double scale_each);
+  void backward(int m, double scale_each);
+  void wait_sends();
+
+  model::PipelineStage stage_;
+  StageLinks links_;
+  RunnerOptions opts_;
+  c10::Device device_;
+  std::vector<at::Tensor> inputs_, outputs_, losses_;  // per micro-batch, until its backward
+  std::vector<dist::Pending> sends_;
+  std::vector<at::Tensor> send_buffers_;  // alive until their sends complete
+  std::vector<Action> ran_;
+  Stamp begin_, end_;
+  std::vector<std::pair<Stamp, Stamp>> busy_;
+};
+
+}  // namespace hpcbench::strategies::pipeline

@@ -31,6 +31,7 @@
 #include "train/op_count.h"
 #include "train/optimizer.h"
 #include "train/rank_timing.h"
+#include "train/samples.h"
 #include "train/setup.h"
 #include "train/step_timer.h"
 
@@ -50,6 +51,7 @@ struct StepRecord {
   std::array<double, kPhases> phase_exposed_ms;
   int collectives;
   int comm_untimed;
+  int64_t samples;  // data-set rows the step trained on, all ranks (train/samples.h)
   double grad_norm;
   bool skipped;  // fp16 overflow: the optimizer step was skipped
 };
@@ -269,6 +271,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   const int64_t devices_per_process = strategy.devices();
   const int64_t devices_total = devices_per_process * ctx.world_size;
   const int64_t micro_rows = cfg.batch_size * devices_per_process;
+  check_batch_fits(n, ctx.world_size, cfg.batch_size, devices_per_process, cfg.grad_accum);
 
   OptimizerConfig ocfg{cfg.lr, cfg.weight_decay, cfg.adam_beta1, cfg.adam_beta2, cfg.adam_eps};
   // The whole model's parameters, or (zero, fsdp) this rank's partitions.
@@ -340,9 +343,11 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
 
   int64_t step = 0;
   size_t state_bytes = 0;
-  for (int64_t epoch = 0; step < total_steps; ++epoch) {
+  bool stopped = false;  // a stop signal ended the loop early (TrainHooks::stop_before)
+  for (int64_t epoch = 0; step < total_steps && !stopped; ++epoch) {
     auto order = epoch_indices(n, epoch, cfg.seed, ctx.rank, ctx.world_size);
     for (int64_t m = 0; m + cfg.grad_accum <= micro_per_epoch && step < total_steps; m += cfg.grad_accum) {
+      if (hooks.stop_before && (stopped = hooks.stop_before(step))) break;
       if (sampler) {
         sampler->set_step(step + 1);
         // The timed window's first boundary, read exactly (energy counters).
@@ -399,6 +404,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
       r.phase_exposed_ms = times.phase_exposed_ms;
       r.collectives = times.collectives;
       r.comm_untimed = times.comm_untimed;
+      r.samples = step_samples(n, ctx.world_size, micro_rows, m, cfg.grad_accum);
       r.grad_norm = norm.defined() ? norm.item<double>() : 0.0;
       r.skipped = !finite;
       records.push_back(r);
@@ -408,11 +414,11 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
       }
       if (tb.enabled())
         tb.step({r.step, r.loss, r.lr, r.grad_norm, r.ms, r.comm_ms, r.comm_exposed_ms,
-                 static_cast<int64_t>(peak_memory_bytes(device))});
+                 static_cast<int64_t>(peak_memory_bytes(device)), r.samples});
       progress.update(step, r.loss, r.ms);
       if (hooks.after_step) hooks.after_step(step);
       if (leader && (step % cfg.log_every == 0 || step == total_steps)) {
-        double sps = 1000.0 * global_batch / r.ms;
+        double sps = 1000.0 * static_cast<double>(r.samples) / r.ms;
         double mfu = peak > 0 ? sps * flops_per_sample / devices_total / (peak * 1e12) : 0;
         progress.done();
         spdlog::info("step {:>6}/{}  loss {:.4f}  lr {:.3e}  {:8.1f} ms  {:9.1f} samples/s  MFU {}", step,
@@ -426,6 +432,13 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
     sampler->set_step(monitor::kDone);
   }
   double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
+  if (stopped && records.empty()) {
+    // Stopped before its first step (every rank at the same boundary): no
+    // figure exists, and the caller writes no results folder.
+    TrainOutput out;
+    out.result.status = "interrupted";
+    return out;
+  }
 
   // The job's figures: a step ends when its slowest rank ends it, and its
   // loss is the mean over ranks (equal batches: the global batch's mean).
@@ -454,9 +467,10 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   std::vector<double> step_ms;
   std::array<std::vector<double>, kPhases> phase;
   std::vector<double> comm, exposed;
-  int64_t comm_untimed = 0;
+  int64_t comm_untimed = 0, samples_timed = 0;
   for (size_t i = static_cast<size_t>(skip); i < records.size(); ++i) {
     comm_untimed += records[i].comm_untimed;
+    samples_timed += records[i].samples;
     step_ms.push_back(records[i].ms);
     for (size_t p = 0; p < kPhases; ++p) phase[p].push_back(records[i].phase_ms[p]);
     comm.push_back(records[i].comm_ms);
@@ -485,7 +499,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   res.data = data_identity(cfg, n);
   res.steps = static_cast<int64_t>(records.size());
   res.timed_steps = static_cast<int64_t>(st.n);
-  res.samples_timed = res.timed_steps * global_batch;
+  res.samples_timed = samples_timed;
   res.train_time_s = st.mean * static_cast<double>(st.n) / 1000.0;
   res.wall_time_s = wall_s;
   res.samples_per_s = res.train_time_s > 0 ? static_cast<double>(res.samples_timed) / res.train_time_s : 0;
@@ -514,6 +528,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   res.model_state_bytes = *std::max_element(rank_state_bytes.begin(), rank_state_bytes.end());
   res.model_state_theory_bytes = static_cast<int64_t>(state_theory);
   res.final_train_loss = records.empty() ? 0 : records.back().loss;
+  if (stopped) res.status = "interrupted";
 
   auto& d = out.details;
   d["config"] = nlohmann::json::object();
@@ -529,7 +544,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
   for (auto& r : records) {
     nlohmann::json j = {{"step", r.step}, {"epoch", r.epoch}, {"loss", r.loss}, {"lr", r.lr},
                         {"ms", r.ms}, {"comm_ms", r.comm_ms}, {"comm_exposed_ms", r.comm_exposed_ms},
-                        {"collectives", r.collectives}, {"comm_untimed", r.comm_untimed},
+                        {"collectives", r.collectives}, {"comm_untimed", r.comm_untimed}, {"samples", r.samples},
                         {"grad_norm", r.grad_norm}, {"skipped", r.skipped}};
     for (size_t p = 0; p < kPhases; ++p) {
       j[std::string(phase_name(Phase(p))) + "_ms"] = r.phase_ms[p];
@@ -538,6 +553,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
     steps.push_back(std::move(j));
   }
   d["timing_warmup_steps_excluded"] = skip;
+  d["steps_planned"] = total_steps;
   d["devices_per_process"] = devices_per_process;
   if (!rank_median_ms.empty()) d["rank_step_ms_median"] = rank_median_ms;
   d["rank_timing_ms"] = rank_timing_ms;
@@ -580,7 +596,7 @@ TrainOutput train(const TrainConfig& cfg, strategies::Strategy& strategy, const 
 
   // Every rank holds the whole model (unshard_model above) and evaluates its
   // share of the dev set; rank 0 gathers the logits and scores them.
-  if (!cfg.eval_data.empty()) {
+  if (!cfg.eval_data.empty() && !stopped) {
     if (sampler) sampler->set_step(monitor::kEvaluation);
     monitor::nvtx::Scope range(!device.is_cpu(), "evaluation");
     evaluate_into(cfg, model, device, ctx, out);

@@ -41,6 +41,11 @@ struct TrainHooks {
   // sample order over the steps run ("order_rank<r>", [steps, grad_accum, rows]).
   std::filesystem::path data_dump;
   std::function<void(int64_t step)> after_step;
+  // Asked at every step boundary with the steps done so far: true ends the
+  // loop there (a stop signal; every rank must answer alike, as
+  // dist::StepStop does). The result is then "interrupted", without
+  // evaluation, its figures over the steps done.
+  std::function<bool(int64_t done)> stop_before;
   std::filesystem::path tensorboard_dir;  // the run's TensorBoard log (lib/tensorboard); empty: none
 };
 

@@ -207,7 +207,7 @@ TEST_CASE("two ranks on a shared 8-GPU node: only their GPUs are sampled, summed
     script += "pci " + std::to_string(g) + " 00000000:" + "0123456789ABCDEF"[g + 1] + "8:00.0\n";
     script += std::to_string(g) + " util " + std::to_string(g * g) + "\n" + std::to_string(g) + " power " +
               std::to_string(100000 * (g + 1)) + "\n" + std::to_string(g) + " energy";
-    for (int k = 0; k < 3000; ++k) script += " " + std::to_string(1000LL * (g + 1) * (k + 1));
+    for (int k = 0; k < 3000; ++k) (script += ' ') += std::to_string(1000LL * (g + 1) * (k + 1));
     script += "\n";
   }
   write_file_atomic(dir.path / "nvml.txt", script);

@@ -21,8 +21,9 @@
 #include "report/plot.h"
 #include "report/reference.h"
 #include "report/report_tables.h"
-#include "results/run_reader.h"
+#include "report/run_notes.h"
 #include "report/tensorboard_report.h"
+#include "results/run_reader.h"
 #include "sweep/manifest.h"
 #include "sweep/status.h"
 
@@ -42,6 +43,7 @@ Action add_report(CLI::App& app) {
     std::string gnuplot = "gnuplot";
     std::string system, comm;  // the scaling model's network: predicted beside measured
     std::string tensorboard;
+    bool include_interrupted = false;
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
@@ -67,6 +69,10 @@ Action add_report(CLI::App& app) {
   cmd->add_option("--tensorboard", o->tensorboard,
                   "Write the configurations as TensorBoard runs with HParams summaries into this folder "
                   "(tensorboard --logdir DIR: the HParams dashboard compares them)");
+  cmd->add_flag("--include-interrupted", o->include_interrupted,
+                "Count runs a stop signal interrupted (status interrupted: a time limit, scancel, Ctrl-C) as "
+                "finished, with their figures over the steps they did; by default they are shown without speedup "
+                "or efficiency");
   cmd->add_option("--gnuplot", o->gnuplot, "The gnuplot program that draws the plots")->capture_default_str();
 
   return [o] {
@@ -92,6 +98,7 @@ Action add_report(CLI::App& app) {
       return 2;
     }
 
+    const std::string interrupted = report::interrupted_runs(loaded.runs, o->include_interrupted);
     std::vector<results::RunResult> results;
     for (auto& r : loaded.runs) results.push_back(r.result);
     std::optional<results::RunResult> baseline;
@@ -103,6 +110,8 @@ Action add_report(CLI::App& app) {
       if (auto s = results::read_step_series(r.origin); !s.ms.empty()) steps[r.result.run_id] = std::move(s);
     for (auto& w : report::noise_warnings(comparison, steps)) comparison.warnings.push_back(w);
     for (auto& n : report::loss_deviation_lines(comparison, steps)) comparison.notes.push_back(n);
+    if (!interrupted.empty()) comparison.notes.push_back(interrupted);
+    for (auto& n : report::oversubscribed_runs(loaded.runs)) comparison.notes.push_back(n);
 
     std::vector<report::ReferenceSet> references;
     if (o->reference) {

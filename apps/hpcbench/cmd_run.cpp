@@ -75,6 +75,9 @@ Action add_run(CLI::App& app) {
   sub->add_option("--repeat-group", o->job.repeat_group, "Set by --repeats: the group recorded in the results")
       ->group("");
   sub->add_option("--repeat-index", o->job.repeat_index, "Set by --repeats: this repeat's index")->group("");
+  sub->add_flag("--dry-run", o->job.dry_run,
+                "Check the flags, the files the run reads and writes, the evaluation set, the cores and the "
+                "memory, then exit without training (`hpcbench sweep` runs it for every job before submitting)");
   for (auto& s : train::settings_of(*cfg)) {
     // Flags are collected as text and applied after the TOML file, so that
     // the command line always wins, whatever the order of the arguments.

@@ -1,10 +1,12 @@
 #include "core/self_exec.h"
 
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "core/atomic_file.h"
@@ -21,15 +23,21 @@ std::string self_exe() {
   return p.string();
 }
 
-int run_self(const std::vector<std::string>& args) {
-  std::vector<std::string> all{self_exe()};
+int run_self(const std::vector<std::string>& args) { return run_program(self_exe(), args); }
+
+int run_program(const std::string& exe, const std::vector<std::string>& args, bool quiet) {
+  std::vector<std::string> all{exe};
   all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : all) argv.push_back(a.data());
   argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (quiet) posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   pid_t pid = 0;
-  if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0)
-    fail("cannot start {}", all[0]);
+  int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) fail("cannot start {}: {}", all[0], std::strerror(rc));
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }

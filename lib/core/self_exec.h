@@ -12,6 +12,9 @@ std::string self_exe();
 // Runs this binary with `args`, output inherited; returns its exit status
 // (128 + signal when it was killed).
 int run_self(const std::vector<std::string>& args);
+// The same for the binary `exe`; with `quiet`, its stdout goes to /dev/null
+// (its errors on stderr are still seen).
+int run_program(const std::string& exe, const std::vector<std::string>& args, bool quiet = false);
 // This process's command line, the program name first (/proc/self/cmdline);
 // empty when it cannot be read.
 std::vector<std::string> own_command_line();

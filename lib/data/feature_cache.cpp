@@ -1,7 +1,11 @@
 // Built features on disk, so that a training run does not tokenize SQuAD
 // again. One file per (SQuAD content, vocabulary, config, train flag, code
 // version); only the unpadded prefix of each row is stored, padding is
-// rebuilt on load (about a third of the size of the raw arrays).
+// rebuilt on load (about a third of the size of the raw arrays). A checksum
+// over the whole file, and the range of every token id, type and position,
+// are checked on every read: a flipped byte in a cached row would otherwise
+// train on silently, or index past the embedding with a message that names
+// neither the file nor the cache.
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -23,7 +27,8 @@ namespace {
 // Bump whenever build_features or the tokenizer would produce different
 // features, so that stale cache files are never read.
 constexpr uint64_t kFeatureCodeVersion = 1;
-constexpr char kMagic[8] = {'H', 'P', 'C', 'B', 'F', 'T', '0', '1'};
+// 02: a checksum of everything before it stands in front of the trailer.
+constexpr char kMagic[8] = {'H', 'P', 'C', 'B', 'F', 'T', '0', '2'};
 constexpr char kTrailer[8] = {'H', 'P', 'C', 'B', 'E', 'N', 'D', '0'};
 
 uint64_t mix(uint64_t h, uint64_t v) {
@@ -105,17 +110,24 @@ std::string serialize(const SquadFeatures& sf, uint64_t key, int32_t pad_id) {
       put(out, f.offset_end.data() + r * L, len);
     }
   }
+  const uint64_t sum = feature_cache_checksum(out);
+  put(out, &sum, 1);
   out.append(kTrailer, 8);
   return out;
 }
 
-// False when `in` is not a complete cache file for `key` (stale or damaged).
-bool deserialize(std::string_view in, uint64_t key, SquadFeatures& sf) {
+// False when `in` is not a complete cache file for `key` (stale or damaged):
+// its checksum, or a token id outside [0, vocab_size), a token type other
+// than 0 and 1, a position outside the row.
+bool deserialize(std::string_view in, uint64_t key, int64_t vocab_size, SquadFeatures& sf) {
   Header h;
-  if (in.size() < sizeof h + 8) return false;
+  if (in.size() < sizeof h + 16) return false;
   std::memcpy(&h, in.data(), sizeof h);
   if (std::memcmp(h.magic, kMagic, 8) != 0 || h.key != key || h.seq_len <= 0) return false;
   if (std::memcmp(in.data() + in.size() - 8, kTrailer, 8) != 0) return false;
+  uint64_t sum = 0;
+  std::memcpy(&sum, in.data() + in.size() - 16, 8);
+  if (feature_cache_checksum(in.substr(0, in.size() - 16)) != sum) return false;
   const size_t L = static_cast<size_t>(h.seq_len);
   Features& f = sf.features;
   f = Features{};
@@ -131,7 +143,7 @@ bool deserialize(std::string_view in, uint64_t key, SquadFeatures& sf) {
     f.offset_end.assign(h.n * L, -1);
   }
   size_t pos = sizeof h;
-  const size_t limit = in.size() - 8;
+  const size_t limit = in.size() - 16;
   auto take = [&](void* dst, size_t bytes) {
     if (pos + bytes > limit) return false;
     std::memcpy(dst, in.data() + pos, bytes);
@@ -143,12 +155,23 @@ bool deserialize(std::string_view in, uint64_t key, SquadFeatures& sf) {
     if (!take(rec, sizeof rec)) return false;
     const size_t len = static_cast<size_t>(rec[0]);
     if (rec[0] < 0 || len > L) return false;
+    // Positions up to L: the label loop's quirk may point one past the row,
+    // which the loss ignores as Hugging Face's does.
+    if (rec[1] < 0 || rec[1] > h.seq_len || rec[2] < 0 || rec[2] > h.seq_len || rec[3] < 0 ||
+        static_cast<uint64_t>(rec[3]) >= h.examples)
+      return false;
     f.start_positions[r] = rec[1];
     f.end_positions[r] = rec[2];
     f.example_index[r] = rec[3];
     if (!take(f.input_ids.data() + r * L, len * 4)) return false;
+    for (size_t i = 0; i < len; ++i)
+      if (f.input_ids[r * L + i] < 0 || f.input_ids[r * L + i] >= vocab_size) return false;
     if (pos + len > limit) return false;
-    for (size_t i = 0; i < len; ++i) f.token_type_ids[r * L + i] = static_cast<uint8_t>(in[pos + i]);
+    for (size_t i = 0; i < len; ++i) {
+      const auto type = static_cast<uint8_t>(in[pos + i]);
+      if (type > 1) return false;
+      f.token_type_ids[r * L + i] = type;
+    }
     pos += len;
     std::fill_n(f.attention_mask.data() + r * L, len, 1);
     if (h.has_offsets) {
@@ -164,6 +187,8 @@ bool deserialize(std::string_view in, uint64_t key, SquadFeatures& sf) {
 }
 
 }  // namespace
+
+uint64_t feature_cache_checksum(std::string_view bytes) { return hash_bytes(bytes); }
 
 std::filesystem::path default_feature_cache_dir() {
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
@@ -199,8 +224,9 @@ SquadFeatures load_or_build_squad_features(const std::filesystem::path& squad, c
     } catch (const UserError& e) {
       spdlog::warn("feature cache: {}; rebuilding", e.what());
     }
-    if (!bytes.empty() && deserialize(bytes, key, sf)) {
+    if (!bytes.empty() && deserialize(bytes, key, tokenizer.vocab_size(), sf)) {
       sf.from_cache = true;
+      sf.cache_file = file;
       spdlog::info("feature cache hit: {} ({} features for {})", file.string(), sf.features.size(), squad.string());
       // The parse that counted them warned when the features were built;
       // a run from the cache must say so too.
@@ -209,7 +235,10 @@ SquadFeatures load_or_build_squad_features(const std::filesystem::path& squad, c
                      squad.string(), sf.mismatched_answers);
       return true;
     }
-    if (!bytes.empty()) spdlog::warn("feature cache: {} is damaged or stale; rebuilding", file.string());
+    if (!bytes.empty())
+      spdlog::warn("feature cache: {} is damaged or stale (its checksum, or a token id, type or position out of "
+                   "range); rebuilding it from {}",
+                   file.string(), squad.string());
     sf = SquadFeatures{};
     return false;
   };
@@ -248,6 +277,7 @@ SquadFeatures load_or_build_squad_features(const std::filesystem::path& squad, c
     } else {
       try {
         write_file_atomic(file, bytes);
+        sf.cache_file = file;
         spdlog::info("feature cache: wrote {} ({:.1f} MB)", file.string(), bytes.size() / 1e6);
       } catch (const UserError& e) {
         spdlog::warn("feature cache not written: {}", e.what());

@@ -3,6 +3,7 @@
 // them (prepare_train_features / prepare_validation_features).
 #include <cstdint>
 #include <filesystem>
+#include <string_view>
 #include <vector>
 
 namespace hpcbench::data {
@@ -62,7 +63,12 @@ struct SquadFeatures {
   size_t impossible = 0;
   size_t mismatched_answers = 0;
   bool from_cache = false;
+  std::filesystem::path cache_file;  // the cache file read or written; empty: none
 };
+
+// The checksum a feature cache file carries over everything before it (a
+// 64-bit multiply-xorshift hash, several GB/s: cheap beside tokenizing).
+uint64_t feature_cache_checksum(std::string_view bytes);
 
 // $XDG_CACHE_HOME/hpcbench/features, else ~/.cache/hpcbench/features.
 std::filesystem::path default_feature_cache_dir();

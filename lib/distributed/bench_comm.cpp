@@ -39,7 +39,7 @@ at::Tensor pattern(int64_t count, int64_t offset, int rank, const at::TensorOpti
   return ((i * 7 + rank * 3) % 17 + 1).to(opts.dtype().toScalarType());
 }
 
-// A hidden test hook: HPCBENCH_TEST_FAULT=<rank>:<after>:<kill|abort|exit|hang>
+// A hidden test hook: HPCBENCH_TEST_FAULT=<rank>:<after>:<kill|abort|exit|hang|stop>
 // makes that rank fail after `after` timed collectives, so the tests can check
 // that the job dies promptly and names the rank.
 struct Fault {
@@ -53,6 +53,7 @@ struct Fault {
     std::fprintf(stderr, "HPCBENCH_TEST_FAULT: rank %d goes '%s' after %ld collectives\n", rank,
                  mode.c_str(), after);
     std::fflush(stderr);
+    if (mode == "stop") ::raise(SIGSTOP);  // stays in the process table, never arrives again
     if (mode == "kill") ::kill(::getpid(), SIGKILL);
     if (mode == "abort") std::abort();
     if (mode == "exit") std::_Exit(3);
@@ -67,7 +68,7 @@ Fault fault_from_env() {
   if (!spec || !*spec) return f;
   char mode[16] = {0};
   if (std::sscanf(spec, "%d:%ld:%15s", &f.rank, &f.after, mode) != 3)
-    fail("HPCBENCH_TEST_FAULT='{}': expected <rank>:<after>:<kill|abort|exit|hang>", spec);
+    fail("HPCBENCH_TEST_FAULT='{}': expected <rank>:<after>:<kill|abort|exit|hang|stop>", spec);
   f.mode = mode;
   return f;
 }

@@ -21,8 +21,11 @@
 
 #include <fmt/format.h>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/self_exec.h"
+#include "core/stop_signal.h"
+#include "distributed/stall.h"
 
 namespace hpcbench::dist {
 
@@ -49,8 +52,13 @@ int free_port() {
   return ntohs(addr.sin_port);
 }
 
+// The first SIGINT/SIGTERM/SIGUSR1 the launcher received, and how many.
 volatile sig_atomic_t g_interrupted = 0;
-void on_signal(int sig) { g_interrupted = sig; }
+volatile sig_atomic_t g_signals = 0;
+void on_signal(int sig) {
+  if (!g_interrupted) g_interrupted = sig;
+  g_signals = g_signals + 1;
+}
 
 struct Stream {
   int fd = -1;
@@ -66,13 +74,49 @@ struct Child {
   Stream out, err;
 };
 
+// 128 + N: how a rank that stopped on signal N (and wrote what it had
+// measured) exits.
+bool exited_on_stop_signal(int status) {
+  if (!WIFEXITED(status)) return false;
+  int code = WEXITSTATUS(status);
+  return code == 128 + SIGTERM || code == 128 + SIGINT || code == 128 + SIGUSR1;
+}
+
 std::string describe_status(int status) {
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
     return fmt::format("was killed by signal {} ({})", sig, ::strsignal(sig));
   }
+  if (exited_on_stop_signal(status))
+    return fmt::format("exited with status {} (it stopped on {})", WEXITSTATUS(status),
+                       signal_name(WEXITSTATUS(status) - 128));
   return fmt::format("exited with status {}", WEXITSTATUS(status));
 }
+
+// Whether the kernel has the process stopped (SIGSTOP, SIGTSTP, a
+// debugger): it never reaches a collective again, and is the rank the
+// others waited for.
+bool is_stopped(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto paren = all.rfind(')');  // the command name may hold spaces and parentheses
+  if (paren == std::string::npos || paren + 2 >= all.size()) return false;
+  char state = all[paren + 2];
+  return state == 'T' || state == 't';
+}
+
+// A folder for what the ranks find about each other (distributed/stall.h),
+// removed with everything in it when the launcher returns.
+struct NotesDir {
+  std::string path;
+  NotesDir() {
+    char tmpl[] = "/tmp/hpcbench-launch-XXXXXX";
+    if (::mkdtemp(tmpl)) path = tmpl;
+  }
+  ~NotesDir() {
+    if (!path.empty()) remove_tree(path);
+  }
+};
 
 void emit(Stream& s, int rank, bool flush_partial) {
   size_t start = 0;
@@ -105,13 +149,14 @@ void drain(Stream& s, int rank) {
 }
 
 pid_t spawn(const std::vector<std::string>& args, int rank, int nproc, int port, int threads, int out_fd,
-            int err_fd, const int close_fds[2]) {
+            int err_fd, const int close_fds[2], const std::string& notes) {
   std::vector<std::string> env_strings = {
       "RANK=" + std::to_string(rank),        "WORLD_SIZE=" + std::to_string(nproc),
       "LOCAL_RANK=" + std::to_string(rank),  "LOCAL_WORLD_SIZE=" + std::to_string(nproc),
       "GROUP_RANK=0",                        "MASTER_ADDR=127.0.0.1",
       "MASTER_PORT=" + std::to_string(port), "HPCBENCH_LAUNCHER_PID=" + std::to_string(::getpid())};
   if (threads > 0) env_strings.push_back("OMP_NUM_THREADS=" + std::to_string(threads));
+  if (!notes.empty()) env_strings.push_back(std::string(kLaunchNotesVariable) + "=" + notes);
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) fail("launcher: fork failed for rank {}: {}", rank, std::strerror(errno));
@@ -168,9 +213,11 @@ int launch_local(const LaunchOptions& options) {
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
-  struct sigaction old_int {}, old_term {};
+  struct sigaction old_int {}, old_term {}, old_usr1 {};
   ::sigaction(SIGINT, &sa, &old_int);
   ::sigaction(SIGTERM, &sa, &old_term);
+  ::sigaction(SIGUSR1, &sa, &old_usr1);
+  NotesDir notes;
 
   std::vector<Child> children(static_cast<size_t>(options.nproc));
   std::fflush(stdout);
@@ -182,7 +229,7 @@ int launch_local(const LaunchOptions& options) {
     auto& c = children[static_cast<size_t>(r)];
     c.rank = r;
     int close_fds[2] = {out[0], err[0]};
-    c.pid = spawn(args, r, options.nproc, port, options.threads_per_rank, out[1], err[1], close_fds);
+    c.pid = spawn(args, r, options.nproc, port, options.threads_per_rank, out[1], err[1], close_fds, notes.path);
     ::close(out[1]);
     ::close(err[1]);
     c.out = {out[0], stdout, {}};
@@ -195,10 +242,14 @@ int launch_local(const LaunchOptions& options) {
   std::fflush(stderr);
 
   std::optional<size_t> first_failure;
+  // The ranks the failure is down to: stopped ones, or those the ranks
+  // found missing at a collective (distributed/stall.h); empty: the first failure.
+  std::vector<size_t> blamed;
+  std::string blame_why;
   // When the survivors get SIGKILL if SIGTERM did not end them.
   Clock::time_point kill_at{};
   bool kill_pending = false;
-  bool interrupted_handled = false;
+  bool interrupted_handled = false, killed_on_second = false;
   for (;;) {
     std::vector<pollfd> fds;
     std::vector<std::pair<Stream*, int>> owners;
@@ -216,6 +267,33 @@ int launch_local(const LaunchOptions& options) {
     for (size_t i = 0; i < fds.size(); ++i)
       if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) drain(*owners[i].first, owners[i].second);
 
+    // A signal to the launcher goes to the ranks, which stop at their next
+    // step boundary and write what they measured (`run`; other commands end
+    // on it); a second one ends them at once.
+    if (g_interrupted && !interrupted_handled) {
+      interrupted_handled = true;
+      fmt::print(stderr, "[launcher] {}: passed to the {} ranks, which stop at their next step boundary (a second "
+                 "signal stops them at once)\n", signal_name(g_interrupted), options.nproc);
+      std::fflush(stderr);
+      signal_running(children, g_interrupted);
+    }
+    if (g_signals >= 2 && !killed_on_second) {
+      killed_on_second = true;
+      fmt::print(stderr, "[launcher] a second signal: stopping the ranks now (SIGKILL)\n");
+      std::fflush(stderr);
+      signal_running(children, SIGKILL);
+    }
+    // Under a signal of its own, ranks that stop on it (or are killed by it)
+    // did what was asked: they are not the job's failure.
+    auto expected = [&](int status) {
+      // Stopped on a signal of its own (SLURM signals every task, a user
+      // may `kill` one rank): the ranks agreed on a boundary and wrote
+      // what they measured.
+      if (exited_on_stop_signal(status)) return true;
+      if (!g_interrupted) return false;
+      if (WIFEXITED(status)) return WEXITSTATUS(status) == 0 || exited_on_stop_signal(status);
+      return WIFSIGNALED(status) && (WTERMSIG(status) == g_interrupted || WTERMSIG(status) == SIGKILL);
+    };
     std::vector<size_t> failed_now;
     for (int sweep = 0; sweep < 2; ++sweep) {
       for (size_t i = 0; i < children.size(); ++i) {
@@ -225,7 +303,7 @@ int launch_local(const LaunchOptions& options) {
         if (::waitpid(c.pid, &status, WNOHANG) != c.pid) continue;
         c.running = false;
         c.status = status;
-        if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) failed_now.push_back(i);
+        if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) && !expected(status)) failed_now.push_back(i);
       }
       // When one rank crashes its peers fail a moment later on the broken
       // connection; give them a moment so that the crash, not its echo, is
@@ -244,15 +322,22 @@ int launch_local(const LaunchOptions& options) {
         }
       first_failure = pick;
       const auto& c = children[pick];
+      // A rank that exits first is often one that gave up waiting: the one
+      // it waited for is stopped, or the ranks named it.
+      for (size_t i = 0; i < children.size(); ++i)
+        if (children[i].running && is_stopped(children[i].pid)) blamed.push_back(i);
+      if (!blamed.empty()) {
+        blame_why = "is stopped (SIGSTOP, SIGTSTP or a debugger) and never reached its collectives";
+      } else {
+        for (int r : read_launch_notes(notes.path))
+          if (r >= 0 && r < options.nproc && static_cast<size_t>(r) != pick) blamed.push_back(static_cast<size_t>(r));
+        if (!blamed.empty()) blame_why = "did not arrive at a collective, as the other ranks found";
+      }
       fmt::print(stderr, "[launcher] rank {} (pid {}) {}; stopping the other ranks\n", c.rank, c.pid,
                  describe_status(c.status));
+      for (size_t i : blamed)
+        fmt::print(stderr, "[launcher] rank {} (pid {}) {}\n", children[i].rank, children[i].pid, blame_why);
       std::fflush(stderr);
-      signal_running(children, SIGTERM);
-      kill_at = Clock::now() + options.grace;
-      kill_pending = true;
-    }
-    if (g_interrupted && !interrupted_handled) {
-      interrupted_handled = true;
       signal_running(children, SIGTERM);
       kill_at = Clock::now() + options.grace;
       kill_pending = true;
@@ -265,17 +350,35 @@ int launch_local(const LaunchOptions& options) {
 
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGTERM, &old_term, nullptr);
+  ::sigaction(SIGUSR1, &old_usr1, nullptr);
   if (first_failure) {
     const auto& c = children[*first_failure];
-    fmt::print(stderr, "[launcher] job failed: rank {} of {} (pid {}) {}\n", c.rank, options.nproc, c.pid,
-               describe_status(c.status));
+    if (!blamed.empty()) {
+      const auto& b = children[blamed.front()];
+      fmt::print(stderr, "[launcher] job failed: rank {} of {} (pid {}) {}; rank {} {} first, waiting for it\n",
+                 b.rank, options.nproc, b.pid, blame_why, c.rank, describe_status(c.status));
+    } else {
+      fmt::print(stderr, "[launcher] job failed: rank {} of {} (pid {}) {}\n", c.rank, options.nproc, c.pid,
+                 describe_status(c.status));
+    }
     return WIFSIGNALED(c.status) ? 128 + WTERMSIG(c.status) : WEXITSTATUS(c.status);
   }
   if (g_interrupted) {
-    fmt::print(stderr, "[launcher] interrupted by signal {}; the ranks were stopped\n",
-               static_cast<int>(g_interrupted));
+    std::string how;
+    for (auto& c : children)
+      how += fmt::format("{}rank {} {}", how.empty() ? "" : ", ", c.rank, describe_status(c.status));
+    fmt::print(stderr, "[launcher] interrupted by {} (signal {}), which it passed to the ranks: {}\n",
+               signal_name(g_interrupted), static_cast<int>(g_interrupted), how);
     return 128 + g_interrupted;
   }
+  for (auto& c : children)
+    if (exited_on_stop_signal(c.status)) {
+      std::string how;
+      for (auto& d : children)
+        how += fmt::format("{}rank {} {}", how.empty() ? "" : ", ", d.rank, describe_status(d.status));
+      fmt::print(stderr, "[launcher] the ranks stopped on a signal sent to them, not to the launcher: {}\n", how);
+      return WEXITSTATUS(c.status);
+    }
   return 0;
 }
 

@@ -20,6 +20,7 @@
 #include "core/hostinfo.h"
 #include "device/device.h"
 #include "distributed/hang_monitor.h"
+#include "distributed/stall.h"
 #include "monitor/nvtx.h"
 
 namespace hpcbench::dist {
@@ -191,12 +192,16 @@ void Comm::start_monitor() {
   if (wait_mode() != WaitMode::StreamOrdered || elided()) return;
   std::string where = this->where();
   auto timeout = options_.timeout;
-  monitor_ = std::make_unique<HangMonitor>(timeout, [where, timeout](const std::string& what, double secs) {
+  monitor_ = std::make_unique<HangMonitor>(timeout, [this, where, timeout](const std::string& what, double secs) {
     // The issuing thread may sit in a device synchronisation that never
     // returns: report from here and end the process, as a failed wait does.
+    // The monitor knows the collective by name, not by number: every rank
+    // that posts counts as waiting.
+    std::string missing = missing_ranks(0, what);
     spdlog::error("{} failed on {} after {:.1f} s (collective timeout {:.0f} s): it has not finished on the "
-                  "device; another rank probably died or hangs",
-                  what, where, secs, seconds(timeout));
+                  "device; {}",
+                  what, where, secs, seconds(timeout),
+                  missing.empty() ? "another rank probably died or hangs" : missing);
     std::fflush(nullptr);
     std::_Exit(1);
   });
@@ -280,11 +285,30 @@ std::string Comm::where() const {
                                       rank_, size_, group_);
 }
 
-void Comm::failed(std::string_view what, Clock::time_point t0, const std::string& reason) {
+void Comm::failed(std::string_view what, Clock::time_point t0, const std::string& reason, uint64_t seq) {
   broken_ = true;
   double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-  fail("{} failed on {} after {:.1f} s (collective timeout {:.0f} s): {}; another rank probably died or hangs",
-       what, where(), elapsed, seconds(options_.timeout), reason);
+  std::string missing = seq > 0 ? missing_ranks(seq, what) : "";
+  fail("{} failed on {} after {:.1f} s (collective timeout {:.0f} s): {}; {}", what, where(), elapsed,
+       seconds(options_.timeout), reason, missing.empty() ? "another rank probably died or hangs" : missing);
+}
+
+std::string Comm::missing_ranks(uint64_t seq, std::string_view what) {
+  if (size_ <= 1 || !store_) return "";
+  // Long enough for every rank that waited at the same collective to time
+  // out too (they began waiting within a step of each other), short against
+  // the timeout that already passed.
+  auto window = std::clamp<std::chrono::milliseconds>(options_.timeout / 2, std::chrono::seconds(1),
+                                                      std::chrono::seconds(10));
+  auto report = find_stalled(*store_, "hpcbench/stalled/", rank_, size_, seq, std::string(what), window);
+  std::vector<int> global = members_;
+  if (global.empty())
+    for (int r = 0; r < size_; ++r) global.push_back(r);
+  std::vector<int> silent;
+  for (int r : report.silent) silent.push_back(global[size_t(r)]);
+  if (report.store_unreachable) silent = {global[0]};
+  tell_launcher(global_rank_, silent);
+  return describe(report, global, window);
 }
 
 std::unique_ptr<Comm> Comm::subgroup(const std::string& name, const std::vector<int>& members) {
@@ -305,6 +329,7 @@ std::unique_ptr<Comm> Comm::subgroup(const std::string& name, const std::vector<
   g->layout_.rank = g->rank_;
   g->layout_.world_size = g->size_;
   g->observer_ = observer_;
+  for (int m : members) g->members_.push_back(members_.empty() ? m : members_[size_t(m)]);
   g->store_ = c10::make_intrusive<c10d::PrefixStore>("hpcbench/group/" + g->group_, store_);
   g->backend_ = g->make_backend(c10::make_intrusive<c10d::PrefixStore>("pg", g->store_), g->layout_);
   g->start_monitor();
@@ -332,15 +357,16 @@ Pending Comm::issue(std::string what, Issue&& call) {
     p.handle = obs->issuing(backend_.get());
     p.observed = true;
   }
+  p.seq = ++issued_;
   p.watch = monitor_ ? monitor_->watch(p.what) : 0;
   auto t0 = Clock::now();
   try {
     monitor::nvtx::Scope range(!device_.is_cpu(), p.what.c_str());
     p.work = call();
   } catch (...) {
-    failed(p.what, t0, message_of_current());
+    failed(p.what, t0, message_of_current(), p.seq);
   }
-  if (!p.work) failed(p.what, t0, "the backend returned no work");
+  if (!p.work) failed(p.what, t0, "the backend returned no work", p.seq);
   if (monitor_) monitor_->attach(p.watch, p.work);
   if (obs) obs->issued(p.handle, p.work);
   return p;
@@ -367,7 +393,7 @@ void Comm::wait(Pending& p) {
       if (monitor_) monitor_->settle_after(p.watch, at::accelerator::getCurrentStream(device_.index()));
     }
   } catch (const std::exception& e) {
-    failed(p.what, t0, message_of(e));
+    failed(p.what, t0, message_of(e), p.seq);
   }
   if (obs) obs->waited(p.handle);
   p.work.reset();

@@ -63,6 +63,7 @@ struct Pending {
   size_t handle = 0;  // the observer's, when there is one
   bool observed = false;
   uint64_t watch = 0;  // the hang monitor's, when there is one
+  uint64_t seq = 0;    // the collective's number on its communicator (1, 2, ...), the same on every rank
   std::string what;
 };
 
@@ -143,6 +144,8 @@ class Comm {
   std::vector<std::string> exchange(const std::string& key, const std::string& value);
 
   c10d::Backend& backend() { return *backend_; }
+  // The rendezvous store (stopping at a step boundary agrees through it).
+  const c10::intrusive_ptr<c10d::Store>& store() const { return store_; }
 
   // A communicator over `members` (ranks of this one, in order, this rank
   // among them) for collectives inside a group: fsdp's hybrid sharding
@@ -154,8 +157,12 @@ class Comm {
 
  private:
   Comm() = default;
+  // seq > 0: a collective, whose missing ranks are asked of the store.
   [[noreturn]] void failed(std::string_view what, std::chrono::steady_clock::time_point t0,
-                           const std::string& reason);
+                           const std::string& reason, uint64_t seq = 0);
+  // "rank 2 did not arrive: ..." for a failed collective (distributed/stall.h);
+  // also tells the built-in launcher. "" when the store knows nothing.
+  std::string missing_ranks(uint64_t seq, std::string_view what);
   std::string where() const;
   bool elided() const { return size_ == 1 && options_.elide_single_rank; }
   template <typename Issue>
@@ -181,6 +188,8 @@ class Comm {
   std::shared_ptr<CommObserver*> observer_ = std::make_shared<CommObserver*>(nullptr);
   std::unique_ptr<HangMonitor> monitor_;  // NCCL only
   std::map<std::string, int64_t> exchanges_;  // calls of exchange() so far, by key
+  uint64_t issued_ = 0;  // collectives issued so far
+  std::vector<int> members_;  // a subgroup's ranks in the whole job (empty: the whole job)
 };
 
 }  // namespace hpcbench::dist

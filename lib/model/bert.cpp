@@ -142,13 +142,22 @@ std::string BertConfig::to_json() const {
   return j.dump(2) + "\n";
 }
 
-int64_t BertConfig::num_parameters() const {
+std::vector<int64_t> BertConfig::unit_parameters() const {
   const int64_t h = hidden_size, i = intermediate_size;
   const int64_t embeddings = (vocab_size + max_position_embeddings + type_vocab_size) * h + 2 * h;
   const int64_t attention = 4 * (h * h + h) + 2 * h;
   const int64_t ffn = (h * i + i) + (i * h + h) + 2 * h;
   const int64_t qa = 2 * h + 2;
-  return embeddings + num_hidden_layers * (attention + ffn) + qa;
+  std::vector<int64_t> units{embeddings};
+  units.insert(units.end(), static_cast<size_t>(num_hidden_layers), attention + ffn);
+  units.push_back(qa);
+  return units;
+}
+
+int64_t BertConfig::num_parameters() const {
+  int64_t n = 0;
+  for (int64_t u : unit_parameters()) n += u;
+  return n;
 }
 
 void hf_init_weights(torch::nn::Module& root, double std) {

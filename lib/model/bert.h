@@ -37,6 +37,9 @@ struct BertConfig {
   static BertConfig preset(const std::string& name);
   // Trainable parameters of BertForQuestionAnswering with this configuration.
   int64_t num_parameters() const;
+  // The same, per sharding unit in forward order (model/sharding_units.h):
+  // the embeddings, each encoder layer, the QA head.
+  std::vector<int64_t> unit_parameters() const;
   // The Hugging Face config.json text of this configuration (BertConfig keys),
   // so that a saved checkpoint folder loads with from_pretrained.
   std::string to_json() const;

@@ -82,6 +82,8 @@ const std::vector<Column>& columns() {
       {"samples_per_kj", "1/kJ", &R::samples_per_kj},
       {"nvml_peak_memory_bytes", "B", &R::nvml_peak_memory_bytes},
       {"comm_untimed", "", &R::comm_untimed},
+      {"cpu_cores", "", &R::cpu_cores},
+      {"threads_per_rank", "", &R::threads_per_rank},
   };
   return cols;
 }

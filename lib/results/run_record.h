@@ -89,7 +89,16 @@ struct RunResult {
   // Collectives of the timed steps whose time comm_ms could not include
   // (lib/train/step_timer.h); -1: a file older than the field.
   int64_t comm_untimed = -1;
-  std::string status = "ok";  // ok, failed, pending; "unknown" when a file has no status
+  // The CPUs the job had on rank 0's node (SLURM_CPUS_ON_NODE in a SLURM
+  // job, else the process's affinity and cgroup quota) and the intra-op
+  // threads rank 0 ran with; -1: a file older than the fields. Ranks per
+  // node x threads above the cores: the ranks shared them.
+  int64_t cpu_cores = -1;
+  int64_t threads_per_rank = -1;
+  // ok, failed, pending, running; interrupted (a stop signal ended the run
+  // early: its figures are over the steps done); "unknown" when a file has
+  // no status.
+  std::string status = "ok";
 };
 
 // Devices a run computed on: its ranks, or for dp (one process driving

@@ -34,7 +34,7 @@ nlohmann::json steps_json(const std::vector<StepRecord>& steps) {
     const auto& t = r.times;
     nlohmann::json j = {{"step", r.step}, {"epoch", r.epoch}, {"loss", r.loss}, {"lr", r.lr},
                         {"ms", t.ms}, {"comm_ms", t.comm_ms}, {"comm_exposed_ms", t.comm_exposed_ms},
-                        {"collectives", t.collectives}, {"comm_untimed", t.comm_untimed},
+                        {"collectives", t.collectives}, {"comm_untimed", t.comm_untimed}, {"samples", r.samples},
                         {"grad_norm", r.grad_norm}, {"skipped", r.skipped}};
     for (size_t p = 0; p < kPhases; ++p) {
       j[ms_key(p)] = t.phase_ms[p];
@@ -56,6 +56,7 @@ std::vector<StepRecord> steps_from_json(const nlohmann::json& steps) {
     r.lr = number(j, "lr");
     r.grad_norm = number(j, "grad_norm");
     r.skipped = j.value("skipped", false);
+    r.samples = static_cast<int64_t>(number(j, "samples"));
     auto& t = r.times;
     t.ms = number(j, "ms");
     t.comm_ms = number(j, "comm_ms");

@@ -46,6 +46,9 @@ struct StepRecord {
   double lr = 0;
   double grad_norm = 0;  // before clipping; 0 without clipping
   bool skipped = false;  // fp16 overflow: the optimizer step was skipped
+  // Data-set rows the step trained on over the job (lib/train/samples.h: a
+  // short last micro-batch and the sampler's repeats are not samples).
+  int64_t samples = 0;
   StepTimes times;
 };
 

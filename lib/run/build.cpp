@@ -12,6 +12,7 @@
 #include "model/checkpoint.h"
 #include "train/amp.h"
 #include "train/flops.h"
+#include "train/samples.h"
 #include "train/setup.h"
 
 namespace hpcbench::run {
@@ -68,6 +69,7 @@ Run build(const train::TrainConfig& cfg, const strategies::Choice& choice, const
   // A process driving several devices gets batch_size rows per device per
   // micro-step, so --batch-size means the same for every strategy.
   r.micro_rows = cfg.batch_size * t.devices;
+  train::check_batch_fits(n, t.data_ranks, cfg.batch_size, t.devices, cfg.grad_accum);
   // Samples each data rank sees per epoch, with DistributedSampler's padding rule.
   const int64_t per_rank = (n + t.data_ranks - 1) / t.data_ranks;
   r.micro_per_epoch = (per_rank + r.micro_rows - 1) / r.micro_rows;

@@ -14,6 +14,7 @@
 #include <chrono>
 
 #include "core/progress.h"
+#include "core/stop_signal.h"
 #include "data/features.h"
 #include "data/squad.h"
 #include "distributed/process_group.h"
@@ -69,9 +70,13 @@ Evaluation evaluate(const TrainConfig& cfg, model::BertForQuestionAnswering& mod
   LoopProgress progress(world > 1 ? fmt::format("evaluation (rank 0 of {})", world) : "evaluation", "windows",
                         end - begin, leader, tty, std::chrono::milliseconds(tty ? 200 : 5000));
   model->eval();
+  // A stop signal ends this rank's share early; the ranks learn it from each
+  // other below, and no metric is made of part of the dev set.
+  bool stopped = false;
   {
     torch::NoGradGuard no_grad;
     for (int64_t b = begin; b < end; b += cfg.eval_batch_size) {
+      if ((stopped = stop_signal() != 0)) break;
       int64_t e = std::min<int64_t>(b + cfg.eval_batch_size, end);
       auto batch = tensors.gather(at::arange(b, e, at::kLong)).to(device);
       model::QAOutput o;
@@ -91,7 +96,8 @@ Evaluation evaluate(const TrainConfig& cfg, model::BertForQuestionAnswering& mod
   }
   progress.finish();
   model->train();
-  auto totals = at::stack({loss_sum, at::scalar_tensor(static_cast<double>(end - begin), loss_sum.options())});
+  auto totals = at::stack({loss_sum, at::scalar_tensor(static_cast<double>(end - begin), loss_sum.options()),
+                           at::scalar_tensor(stopped ? 1.0 : 0.0, loss_sum.options())});
   at::Tensor gathered = logits;  // [world * block, 2, seq], rank order
   if (world > 1) {
     gathered = at::empty({world * block, 2, seq}, logits.options());
@@ -99,6 +105,16 @@ Evaluation evaluate(const TrainConfig& cfg, model::BertForQuestionAnswering& mod
     ctx.comm->allreduce(totals);
   }
   totals = totals.cpu();
+  if (totals[2].item<double>() > 0) {
+    res.interrupted = true;
+    res.val_loss = -1;
+    if (leader) {
+      res.details = {{"file", cfg.eval_data}, {"interrupted", true}};
+      spdlog::warn("evaluation on {} stopped by {} before the end of the dev set: no validation loss, EM or F1 "
+                   "(the training figures are complete)", cfg.eval_data, signal_name(stop_signal()));
+    }
+    return res;
+  }
   const double rows_total = totals[1].item<double>();
   res.val_loss = rows_total > 0 ? totals[0].item<double>() / rows_total : 0;
   if (!leader) return res;

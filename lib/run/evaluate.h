@@ -16,6 +16,9 @@ struct Evaluation {
   // Its own clock: loading the dev set's windows; forward over every rank's
   // share until rank 0 holds all the logits; post-processing; EM/F1.
   double load_s = -1, forward_s = -1, postprocess_s = -1, metric_s = -1;
+  // A stop signal ended it before the end of the dev set (on any rank):
+  // no loss or metric is made of part of it.
+  bool interrupted = false;
   nlohmann::json details;      // run.json's "evaluation" (rank 0)
   nlohmann::json predictions;  // predictions.json (rank 0)
 };

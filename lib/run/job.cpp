@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <signal.h>
@@ -15,11 +16,15 @@
 #include "core/error.h"
 #include "core/hostinfo.h"
 #include "core/self_exec.h"
+#include "core/stop_signal.h"
 #include "core/time.h"
 #include "device/device.h"
 #include "distributed/launch_env.h"
 #include "distributed/local_launcher.h"
 #include "distributed/process_group.h"
+#include "distributed/step_stop.h"
+#include "preflight/resources.h"
+#include "preflight/run_inputs.h"
 #include "results/run_folder.h"
 #include "run/data_dump.h"
 #include "run/trainer.h"
@@ -30,9 +35,12 @@ namespace hpcbench::run {
 
 namespace {
 
-// HPCBENCH_TEST_FAULT=<rank>:<after>:<kill|abort|exit|hang>: that rank fails
-// after `after` optimizer steps (as for bench-comm), so that tests can check
-// that a broken job ends promptly, names the rank and leaves no results.
+// HPCBENCH_TEST_FAULT=<rank>:<after>:<mode>: that rank fails after `after`
+// optimizer steps (as for bench-comm), so that tests can check that a broken
+// job ends promptly, names the rank and leaves no results: kill, abort,
+// exit, hang, stop (SIGSTOP to itself); or term, SIGTERM to itself once, at
+// a point a signal from outside cannot be timed to (after the last step,
+// before evaluation).
 std::function<void(int64_t)> fault_hook(int rank) {
   const char* spec = std::getenv("HPCBENCH_TEST_FAULT");
   if (!spec || !*spec) return {};
@@ -40,13 +48,19 @@ std::function<void(int64_t)> fault_hook(int rank) {
   long after = 0;
   char mode[16] = {0};
   if (std::sscanf(spec, "%d:%ld:%15s", &who, &after, mode) != 3)
-    fail("HPCBENCH_TEST_FAULT='{}': expected <rank>:<after>:<kill|abort|exit|hang>", spec);
+    fail("HPCBENCH_TEST_FAULT='{}': expected <rank>:<after>:<kill|abort|exit|hang|stop|term>", spec);
   if (who != rank) return {};
-  return [who, after, m = std::string(mode)](int64_t step) {
-    if (step < after) return;
+  return [who, after, m = std::string(mode), fired = false](int64_t step) mutable {
+    if (step < after || fired) return;
+    fired = true;
     std::fflush(stdout);
     std::fprintf(stderr, "HPCBENCH_TEST_FAULT: rank %d goes '%s' after %ld steps\n", who, m.c_str(), after);
     std::fflush(stderr);
+    if (m == "term") {
+      ::kill(::getpid(), SIGTERM);
+      return;
+    }
+    if (m == "stop") ::raise(SIGSTOP);
     if (m == "kill") ::kill(::getpid(), SIGKILL);
     if (m == "abort") std::abort();
     if (m == "exit") std::_Exit(3);
@@ -67,7 +81,49 @@ std::string default_run_name(const strategies::Choice& choice, int world) {
   return fmt::format("{}-{}x-{}", choice.file_name(), world, local_timestamp());
 }
 
-void print_summary(const results::RunResult& r, const std::string& folder) {
+// Threads each rank computes with: --threads, else the launcher's share,
+// else LibTorch's default here (OMP_NUM_THREADS when set).
+int threads_of(const train::TrainConfig& cfg, int launcher_share) {
+  if (cfg.threads > 0) return static_cast<int>(cfg.threads);
+  return launcher_share > 0 ? launcher_share : at::get_num_threads();
+}
+
+// Whatever would fail only at the end of the run, before anything starts:
+// the files it reads and writes, the evaluation set.
+void check_files(const train::TrainConfig& cfg, const JobOptions& o, bool writes_outputs) {
+  preflight::check_input_files(cfg);
+  preflight::check_vocab_fits_model(cfg);
+  preflight::check_eval_set(cfg);
+  if (writes_outputs) preflight::check_outputs({o.save_checkpoint, o.save_initial_checkpoint, o.dump_data});
+}
+
+// The files, and this node's resources: `ranks` run here, with `threads` each.
+void check_before_start(const train::TrainConfig& cfg, const strategies::Choice& choice, const JobOptions& o,
+                        int ranks, int world, int threads, const std::string& ranks_flag, bool writes_outputs) {
+  check_files(cfg, o, writes_outputs);
+  if (auto w = preflight::core_warning(ranks, threads, preflight::node_cores(), ranks_flag); !w.empty())
+    spdlog::warn("{}", w);
+  bool accel = cfg.device != "cpu" && (cfg.device != "auto" || accelerator_count() > 0);
+  preflight::check_memory(cfg, choice, ranks, world, accel, ranks_flag);
+}
+
+int dry_run_done() {
+  fmt::print("hpcbench run --dry-run: the flags, the files the run reads and writes, the evaluation set, the cores "
+             "and the memory check out; nothing was run\n");
+  return 0;
+}
+
+// How a run that stopped on a signal ends: 128 + the signal, as a shell
+// reports a process the signal ended (the results, if any, are written).
+int interrupted_exit(int sig) { return 128 + (sig > 0 ? sig : SIGTERM); }
+
+void print_summary(const results::RunResult& r, const std::string& folder, const nlohmann::json& details) {
+  if (r.status == "interrupted" && details.contains("interrupted")) {
+    auto& i = details["interrupted"];
+    fmt::print("\n  INTERRUPTED by {} during {}: {} of {} steps done; the figures below are over those steps\n",
+               i.value("signal", std::string("a signal")), i.value("during", std::string("")), r.steps,
+               i.value("steps_planned", int64_t{0}));
+  }
   fmt::print("\n  {} on {} x {} ({}), {} {}, seq {}, global batch {}\n", r.strategy, r.world_size,
              r.device_name, r.device, r.model, r.precision, r.seq_length, r.global_batch);
   fmt::print("  Step time (median … p90 … max): {:8.2f} ms … {:8.2f} ms … {:8.2f} ms   (σ {:.2f} ms, {} timed steps)\n",
@@ -103,6 +159,10 @@ int run_repeats(const train::TrainConfig& cfg, const strategies::Choice& choice,
                           ? default_run_name(choice, o.nproc_per_node > 0 ? o.nproc_per_node : 1)
                           : cfg.run_name;
   auto base = strip_flag(own_arguments(), "--repeats");
+  // A stop signal reaches the repeat running now (same process group, or
+  // SLURM's step), which writes what it measured; the repeats after it are
+  // not started.
+  install_stop_handlers(/*second_kills=*/true);
   std::vector<std::string> failed;
   for (int64_t i = 1; i <= o.repeats; ++i) {
     spdlog::info("repeat {}/{} of {}", i, o.repeats, group);
@@ -110,7 +170,15 @@ int run_repeats(const train::TrainConfig& cfg, const strategies::Choice& choice,
     for (auto& a : {std::string("--run-name"), fmt::format("{}-r{}", group, i), std::string("--repeat-group"),
                     group, std::string("--repeat-index"), std::to_string(i)})
       child.push_back(a);
-    if (int rc = run_self(child); rc != 0) {
+    int rc = run_self(child);
+    const bool child_stopped = rc == 128 + SIGTERM || rc == 128 + SIGINT || rc == 128 + SIGUSR1;
+    const int sig = stop_signal() ? stop_signal() : (child_stopped ? rc - 128 : 0);
+    if (sig) {
+      spdlog::warn("--repeats {}: repeat {} of {} stopped on {}; the {} repeat(s) after it were not run", o.repeats, i,
+                   group, signal_name(sig), o.repeats - i);
+      return interrupted_exit(sig);
+    }
+    if (rc != 0) {
       spdlog::error("repeat {}/{} of {} failed (exit {})", i, o.repeats, group, rc);
       failed.push_back(std::to_string(i));
     }
@@ -165,12 +233,13 @@ int run_job(const train::TrainConfig& cfg, const strategies::Choice& choice, con
   // whole run: the name, and a results folder that can take it.
   if (!cfg.run_name.empty()) results::check_run_name(cfg.run_name);
   if (o.repeats < 1) fail("--repeats {}: must be at least 1", o.repeats);
-  if (o.repeats > 1) {
+  if (o.repeats > 1 && !o.dry_run) {
     results::check_results_dir(cfg.results_dir);
     return run_repeats(cfg, choice, o);
   }
   if (o.nproc_per_node > 0) {
-    results::check_results_dir(cfg.results_dir);
+    if (o.dry_run) preflight::check_folder_writable("--results-dir", cfg.results_dir);
+    else results::check_results_dir(cfg.results_dir);
     dist::LaunchOptions launch{.nproc = o.nproc_per_node};
     if (cfg.threads == 0) {
       launch.threads_per_rank = dist::threads_per_rank(dist::current_environment(), o.nproc_per_node,
@@ -179,11 +248,38 @@ int run_job(const train::TrainConfig& cfg, const strategies::Choice& choice, con
         spdlog::info("{} ranks share this machine's {} intra-op threads: {} each (--threads to choose)",
                      o.nproc_per_node, at::get_num_threads(), launch.threads_per_rank);
     }
+    check_before_start(cfg, choice, o, o.nproc_per_node, o.nproc_per_node, threads_of(cfg, launch.threads_per_rank),
+                       fmt::format("--nproc-per-node {}", o.nproc_per_node), true);
+    if (o.dry_run) return dry_run_done();
     return dist::launch_local(launch);
   }
 
   auto layout = dist::detect_layout();
+  if (o.dry_run) {
+    // The job's nodes are not this one (a sweep checks on the login node):
+    // what this command line decides is checked, not this node's resources.
+    preflight::check_folder_writable("--results-dir", cfg.results_dir);
+    check_files(cfg, o, true);
+    return dry_run_done();
+  }
+  // A time limit (SLURM's SIGTERM, or the --signal asked for ahead of it),
+  // scancel or Ctrl-C stops the run at its next step boundary with what it
+  // measured. Under a launcher or SLURM a second signal is the launcher's
+  // or the time limit's own business; alone, a second Ctrl-C ends it.
+  install_stop_handlers(layout.world_size == 1 && !dist::launched_as_rank());
   if (layout.rank == 0) results::check_results_dir(cfg.results_dir);
+  // Ranks of the built-in launcher: it checked all of this before it started them.
+  if (!std::getenv("HPCBENCH_LAUNCHER_PID")) {
+    const int threads = threads_of(cfg, 0);
+    const std::string who = layout.world_size > 1
+                                ? fmt::format("the job's {} rank(s) on this node", layout.local_world_size)
+                                : (cfg.threads > 0 ? fmt::format("--threads {}", cfg.threads) : std::string("this run"));
+    // One rank per node speaks for the node; rank 0 alone writes the files.
+    if (layout.local_rank == 0)
+      check_before_start(cfg, choice, o, layout.local_world_size, layout.world_size, threads, who, layout.rank == 0);
+    else
+      preflight::check_eval_set(cfg);
+  }
   bool accel = cfg.device != "cpu" && (cfg.device != "auto" || accelerator_count() > 0);
   dist::check_layout(layout, {.nodes = o.nodes, .gpus_per_node = o.gpus_per_node, .uses_accelerator = accel,
                               .visible_devices = accelerator_count(),
@@ -227,7 +323,13 @@ int run_job(const train::TrainConfig& cfg, const strategies::Choice& choice, con
       log_network_settings();
     }
   }
+  if (auto device = ctx.comm ? ctx.comm->device() : resolve_device(cfg.device, layout.local_rank); !device.is_cpu()) {
+    auto d = describe(device);
+    preflight::check_device_memory(cfg, choice, layout.world_size, layout.local_world_size, d.total_memory, d.name);
+  }
+  dist::StepStop stop(ctx.comm);
   TrainHooks hooks;
+  hooks.stop_before = [&stop](int64_t done) { return stop.stop_here(done); };
   hooks.initial_checkpoint = o.save_initial_checkpoint;
   hooks.final_checkpoint = o.save_checkpoint;
   if (!o.dump_data.empty())
@@ -237,9 +339,34 @@ int run_job(const train::TrainConfig& cfg, const strategies::Choice& choice, con
   std::string name = cfg.run_name.empty() ? default_run_name(choice, ctx.world_size) : cfg.run_name;
   if (cfg.tensorboard == "on") hooks.tensorboard_dir = tensorboard::live_dir(cfg.results_dir, name);
   auto out = train(cfg, choice, ctx, hooks);
+  const bool interrupted = out.result.status == "interrupted";
+  const int sig = stop.signal();
   // Only a job whose every rank got here leaves a results folder.
   if (ctx.comm) ctx.comm->barrier();
-  if (ctx.rank != 0) return 0;
+  if (interrupted && out.result.steps == 0) {
+    if (ctx.rank == 0) {
+      tensorboard::discard_event_files(hooks.tensorboard_dir);
+      spdlog::warn("interrupted by {} before the first step: nothing was measured, so no results folder was written",
+                   signal_name(sig));
+    }
+    return interrupted_exit(sig);
+  }
+  if (ctx.rank != 0) {
+    // Rank 0 writes the interrupted run's folder before any rank exits: a
+    // failed rank's exit would end the job step (srun --kill-on-bad-exit).
+    if (interrupted && ctx.comm) ctx.comm->barrier();
+    return interrupted ? interrupted_exit(sig) : 0;
+  }
+  out.result.cpu_cores = preflight::node_cores();
+  out.result.threads_per_rank = at::get_num_threads();
+  if (interrupted) {
+    const int64_t planned = out.details.value("steps_planned", int64_t{0});
+    out.details["interrupted"] = {{"signal", signal_name(sig)},
+                                  {"requested_by_rank", stop.requested_by()},
+                                  {"steps_done", out.result.steps},
+                                  {"steps_planned", planned},
+                                  {"during", out.result.steps < planned ? "training" : "evaluation"}};
+  }
   out.result.repeat_group = o.repeat_group;
   out.result.repeat_index = o.repeat_index;
   results::RunFiles files(out.result);
@@ -247,12 +374,23 @@ int run_job(const train::TrainConfig& cfg, const strategies::Choice& choice, con
   files.rank_timing = std::move(out.rank_timing);
   if (out.details.contains("predictions")) files.files["predictions.json"] = out.details["predictions"].dump(1);
   out.details.erase("predictions");
+  // The summary below reads the interruption from what was written.
+  nlohmann::json files_details;
+  if (out.details.contains("interrupted")) files_details["interrupted"] = out.details["interrupted"];
   files.details = std::move(out.details);
   if (!out.utilisation_csv.empty()) files.files["utilisation.csv"] = out.utilisation_csv;
   for (auto& [file, content] : tensorboard::event_files(hooks.tensorboard_dir)) files.files[file] = content;
   auto folder = results::write_run_folder(cfg.results_dir, name, std::move(files));
   tensorboard::discard_event_files(hooks.tensorboard_dir);
-  print_summary(out.result, folder.string());
+  print_summary(out.result, folder.string(), files_details);
+  if (interrupted) {
+    spdlog::warn("interrupted by {} after {} of {} steps{}: {} holds what was measured, with status interrupted "
+                 "(hpcbench report shows it and leaves it out of speedups unless --include-interrupted)",
+                 signal_name(sig), out.result.steps, files_details["interrupted"]["steps_planned"].get<int64_t>(),
+                 files_details["interrupted"]["during"] == "evaluation" ? ", during evaluation" : "", folder.string());
+    if (ctx.comm) ctx.comm->barrier();
+    return interrupted_exit(sig);
+  }
   return 0;
 }
 

@@ -32,6 +32,8 @@ struct JobOptions {
   int64_t repeats = 1;
   std::string repeat_group;
   int64_t repeat_index = 0;
+  // Every check a run makes before its first step, then exit.
+  bool dry_run = false;
 };
 
 // Returns the process's exit status.

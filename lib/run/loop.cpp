@@ -16,6 +16,7 @@
 #include "train/amp.h"
 #include "train/op_count.h"
 #include "train/optimizer.h"
+#include "train/samples.h"
 #include "train/setup.h"
 #include "train/step_timer.h"
 
@@ -74,9 +75,10 @@ Steps train_steps(Run& run, const train::TrainConfig& cfg, const RunContext& ctx
   const double slow_ms = test_slow_rank_ms(ctx.rank);
 
   int64_t step = 0;
-  for (int64_t epoch = 0; step < run.total_steps; ++epoch) {
+  for (int64_t epoch = 0; step < run.total_steps && !out.stopped; ++epoch) {
     auto order = train::epoch_indices(n, epoch, cfg.seed, topo.data_rank, topo.data_ranks);
     for (int64_t m = 0; m + cfg.grad_accum <= run.micro_per_epoch && step < run.total_steps; m += cfg.grad_accum) {
+      if (hooks.stop_before && (out.stopped = hooks.stop_before(step))) break;
       sampling.set_step(step + 1);
       // The timed window's first boundary, read exactly (energy counters).
       if (step == cfg.timing_warmup_steps) sampling.sample_now();
@@ -122,6 +124,7 @@ Steps train_steps(Run& run, const train::TrainConfig& cfg, const RunContext& ctx
       r.lr = lr;
       r.grad_norm = norm.defined() ? norm.item<double>() : 0.0;
       r.skipped = !finite;
+      r.samples = train::step_samples(n, topo.data_ranks, run.micro_rows, m, cfg.grad_accum);
       out.records.push_back(r);
       if (ops.enabled()) {
         auto report = ops.take_report(ctx.rank, step);
@@ -129,11 +132,11 @@ Steps train_steps(Run& run, const train::TrainConfig& cfg, const RunContext& ctx
       }
       if (tb.enabled())
         tb.step({r.step, r.loss, r.lr, r.grad_norm, r.times.ms, r.times.comm_ms, r.times.comm_exposed_ms,
-                 static_cast<int64_t>(peak_memory_bytes(device))});
+                 static_cast<int64_t>(peak_memory_bytes(device)), r.samples});
       progress.update(step, LoopProgress::Clock::now(), fmt::format("loss {:.4f}, {:.1f} ms/step", r.loss, r.times.ms));
       if (hooks.after_step) hooks.after_step(step);
       if (leader && (step % cfg.log_every == 0 || step == run.total_steps)) {
-        const double sps = 1000.0 * static_cast<double>(run.global_batch) / r.times.ms;
+        const double sps = 1000.0 * static_cast<double>(r.samples) / r.times.ms;
         const double peak = run.peak_tflops;
         const double mfu =
             peak > 0 ? sps * run.flops_per_sample / static_cast<double>(run.devices_total(ctx)) / (peak * 1e12) : 0;

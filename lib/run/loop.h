@@ -20,6 +20,7 @@ struct Steps {
   std::vector<std::pair<int64_t, int64_t>> origin;  // each step's (epoch, first micro-batch)
   size_t state_bytes = 0;  // model-state bytes right after the first update (where they peak)
   double wall_s = 0;       // the whole loop, warm-up included
+  bool stopped = false;    // TrainHooks::stop_before ended the loop early
 };
 
 Steps train_steps(Run& run, const train::TrainConfig& cfg, const RunContext& ctx, const TrainHooks& hooks,

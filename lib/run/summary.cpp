@@ -102,6 +102,8 @@ JobSteps combine_ranks(const Run& run, const train::TrainConfig& cfg, const RunC
       memory_over_ranks(steps.state_bytes, peak_memory_bytes(run.device), ctx);
   job.steps = std::move(steps.records);
   job.wall_s = steps.wall_s;
+  job.steps_planned = run.total_steps;
+  job.stopped = steps.stopped;
   return job;
 }
 
@@ -111,10 +113,11 @@ TrainOutput summarise(const Run& run, const train::TrainConfig& cfg, const RunCo
   auto& res = out.result;
   const auto& records = job.steps;
   const int64_t from = job.timed_from;
-  int64_t comm_untimed = 0;
+  int64_t comm_untimed = 0, samples_timed = 0;
   std::vector<double> step_ms;
   for (size_t i = static_cast<size_t>(from); i < records.size(); ++i) {
     comm_untimed += records[i].times.comm_untimed;
+    samples_timed += records[i].samples;
     step_ms.push_back(records[i].times.ms);
   }
   auto st = stats::summarize(step_ms);
@@ -141,7 +144,7 @@ TrainOutput summarise(const Run& run, const train::TrainConfig& cfg, const RunCo
   res.data = train::data_identity(cfg, run.data->size());
   res.steps = static_cast<int64_t>(records.size());
   res.timed_steps = static_cast<int64_t>(st.n);
-  res.samples_timed = res.timed_steps * run.global_batch;
+  res.samples_timed = samples_timed;
   res.train_time_s = st.mean * static_cast<double>(st.n) / 1000.0;
   res.wall_time_s = job.wall_s;
   res.samples_per_s = res.train_time_s > 0 ? static_cast<double>(res.samples_timed) / res.train_time_s : 0;
@@ -170,6 +173,7 @@ TrainOutput summarise(const Run& run, const train::TrainConfig& cfg, const RunCo
   res.model_state_bytes = *std::max_element(job.rank_state_bytes.begin(), job.rank_state_bytes.end());
   res.model_state_theory_bytes = static_cast<int64_t>(topo.state_theory_bytes);
   res.final_train_loss = records.empty() ? 0 : records.back().loss;
+  if (job.stopped || (evaluation && evaluation->interrupted)) res.status = "interrupted";
   if (evaluation) {
     res.val_loss = evaluation->val_loss;
     res.exact_match = evaluation->exact_match;
@@ -201,6 +205,7 @@ TrainOutput summarise(const Run& run, const train::TrainConfig& cfg, const RunCo
   env["hardware_threads"] = hardware_threads();
   for (auto& [k, v] : job_environment()) d["environment"]["variables"][k] = v;
   d["timing_warmup_steps_excluded"] = from;
+  d["steps_planned"] = job.steps_planned;
   d["devices_per_process"] = topo.devices;
   if (!job.rank_median_ms.empty()) d["rank_step_ms_median"] = job.rank_median_ms;
   d["rank_model_state_bytes"] = job.rank_state_bytes;
@@ -208,10 +213,8 @@ TrainOutput summarise(const Run& run, const train::TrainConfig& cfg, const RunCo
   // Which attention kernel the timed steps ran: the GPU comparisons with
   // Hugging Face name it on both sides (a padded batch cannot take flash).
   d["sdpa_backend"] = model::sdpa_backend_used();
-  if (evaluation && !evaluation->details.is_null()) {
-    d["evaluation"] = evaluation->details;
-    d["predictions"] = evaluation->predictions;
-  }
+  if (evaluation && !evaluation->details.is_null()) d["evaluation"] = evaluation->details;
+  if (evaluation && !evaluation->predictions.is_null()) d["predictions"] = evaluation->predictions;
   if (!sampled.details.is_null()) d["monitor"] = sampled.details;
   out.utilisation_csv = sampled.utilisation_csv;
   out.steps = std::move(job.steps);

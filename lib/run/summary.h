@@ -21,6 +21,8 @@ struct JobSteps {
   std::vector<results::RankTiming> rank_timing;
   std::vector<int64_t> rank_state_bytes, rank_peak_bytes;
   double wall_s = 0;
+  int64_t steps_planned = 0;
+  bool stopped = false;  // a stop signal ended training early
 };
 
 // Collective: every rank calls it; every rank gets the job's figures.

@@ -57,6 +57,13 @@ TrainOutput train(const train::TrainConfig& cfg, const strategies::Choice& choic
                           .host = hostname(), .several_nodes = ctx.nodes > 1, .flush_secs = 2});
 
   auto steps = train_steps(run, cfg, ctx, hooks, sampling, tb);
+  if (steps.stopped && steps.records.empty()) {
+    // Stopped before its first step (every rank at the same boundary): no
+    // figure exists, and the job writes no results folder.
+    TrainOutput out;
+    out.result.status = "interrupted";
+    return out;
+  }
   if (leader && hooks.after_training) hooks.after_training(sample_order(run, cfg, steps));
   auto job = combine_ranks(run, cfg, ctx, std::move(steps));
 
@@ -64,7 +71,7 @@ TrainOutput train(const train::TrainConfig& cfg, const strategies::Choice& choic
   updater.gather_whole();
   if (leader && !hooks.final_checkpoint.empty()) model::save_checkpoint(*run.model, hooks.final_checkpoint);
   std::optional<Evaluation> evaluation;
-  if (!cfg.eval_data.empty()) {
+  if (!cfg.eval_data.empty() && !job.stopped) {
     sampling.set_step(monitor::kEvaluation);
     monitor::nvtx::Scope range(!run.device.is_cpu(), "evaluation");
     evaluation = evaluate(cfg, run.model, run.device, ctx);

@@ -39,6 +39,11 @@ struct TrainHooks {
   std::filesystem::path final_checkpoint;    // the weights after the last step
   std::filesystem::path tensorboard_dir;     // the run's TensorBoard log (lib/tensorboard); empty: none
   std::function<void(int64_t step)> after_step;  // after every optimizer step (fault injection)
+  // Asked at every step boundary with the steps done so far: true ends the
+  // loop there (a stop signal; every rank must answer alike, as
+  // dist::StepStop does). The result is then "interrupted", without
+  // evaluation, its figures over the steps done.
+  std::function<bool(int64_t done)> stop_before;
   std::function<void(const SampleOrder&)> after_training;  // rank 0, after the last step (the data dump)
 };
 

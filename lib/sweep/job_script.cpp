@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "sweep/slurm_time.h"
+
 namespace hpcbench::sweep {
 
 std::string shell_quote(std::string_view word) {
@@ -43,6 +45,8 @@ std::string render_job_script(const SweepOptions& opts, const SweepJob& job,
   sbatch("partition", opts.partition, "--partition");
   sbatch("account", opts.account, "--account");
   sbatch("time", opts.time, "--time");
+  sbatch("signal", fmt::format("USR1@{}", stop_signal_margin_s(opts.time)),
+         "the ranks stop at a step boundary and write their results before the time limit");
   sbatch("constraint", opts.constraint, "--constraint");
   sbatch("qos", opts.qos, "--qos");
   line("set -euo pipefail");

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "strategies/registry.h"
+#include "sweep/slurm_time.h"
 
 namespace hpcbench::sweep {
 
@@ -68,6 +69,7 @@ std::vector<SweepJob> plan_jobs(const SweepOptions& opts) {
         fail("'{}' after '--': the sweep sets {} itself for every job (use --strategies, --out or --cpu)",
              a, owned);
 
+  (void)parse_slurm_time(opts.time);  // refused here, not by sbatch job after job
   if (opts.repeats < 1) fail("--repeats {}: must be at least 1", opts.repeats);
   if (opts.global_batch < 0) fail("--global-batch {}: must be positive", opts.global_batch);
   if (opts.global_batch > 0)

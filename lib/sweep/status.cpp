@@ -8,6 +8,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "results/run_reader.h"
 #include "strategies/registry.h"
 #include "sweep/job_script.h"
 
@@ -38,7 +39,15 @@ std::optional<std::string> squeue_state(const std::string& job_id) {
 
 std::string job_progress(const Sweep& sweep, const SweepJob& job) {
   std::error_code ec;
-  if (fs::exists(sweep.dir / job.run_dir / "summary.csv", ec)) return "done";
+  if (fs::exists(sweep.dir / job.run_dir / "summary.csv", ec)) {
+    // A time limit's results: kept as they are, but said.
+    try {
+      auto rows = results::read_result_file(sweep.dir / job.run_dir / "summary.csv");
+      if (!rows.empty() && rows.front().status == "interrupted") return "interrupted";
+    } catch (const UserError&) {
+    }
+    return "done";
+  }
   if (job.state == "submit_failed") return "submit_failed";
   if (!job.job_id) return "written";
   if (auto s = squeue_state(*job.job_id))
@@ -51,7 +60,7 @@ std::vector<results::RunResult> unfinished_jobs(const Sweep& sweep) {
   std::vector<results::RunResult> out;
   for (const auto& job : sweep.jobs) {
     auto progress = job_progress(sweep, job);
-    if (progress == "done") continue;
+    if (progress == "done" || progress == "interrupted") continue;  // the report reads its folder
     results::RunResult r;
     r.run_id = job.name;
     // The label as the run would record it: the strategy and its options.
@@ -84,7 +93,8 @@ ResumePlan prepare_resume(Sweep& sweep, const fs::path& dir) {
   ResumePlan plan;
   for (auto& job : sweep.jobs) {
     auto progress = job_progress(sweep, job);
-    if (progress == "done" || progress == "pending" || progress == "running" || progress == "unknown") {
+    if (progress == "done" || progress == "interrupted" || progress == "pending" || progress == "running" ||
+        progress == "unknown") {
       plan.kept.push_back({job.name, progress});
       continue;
     }

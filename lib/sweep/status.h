@@ -11,7 +11,8 @@
 namespace hpcbench::sweep {
 
 // Where one job of a sweep stands: "done" (its run folder has a
-// summary.csv), "written" (never submitted), "submit_failed", "pending" or
+// summary.csv), "interrupted" (one whose status is interrupted: a time
+// limit stopped it, and what it measured is there), "written" (never submitted), "submit_failed", "pending" or
 // "running" (squeue has it), "failed" (submitted, no longer queued, no
 // results), or "unknown" (submitted, squeue cannot be asked and there is no
 // log yet: it may still be waiting). squeue is $HPCBENCH_SQUEUE when set.
@@ -27,7 +28,7 @@ struct ResumeEntry {
 };
 struct ResumePlan {
   std::vector<ResumeEntry> resubmit;  // cleared for submit_sweep: written, submit_failed or failed
-  std::vector<ResumeEntry> kept;      // done, pending, running or unknown: left as they are
+  std::vector<ResumeEntry> kept;      // done, interrupted, pending, running or unknown: left as they are
 };
 
 // Readies `sweep` (read from its sweep.json) for submit_sweep to send only

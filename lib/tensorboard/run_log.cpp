@@ -32,11 +32,12 @@ std::string settings_markdown(const std::vector<std::pair<std::string, std::stri
 }
 
 std::vector<Scalar> step_scalars(const StepValues& v, int64_t global_batch, bool with_memory) {
+  const double samples = static_cast<double>(v.samples > 0 ? v.samples : global_batch);
   std::vector<Scalar> out{{"train/loss", v.loss},
                           {"train/lr", v.lr},
                           {"train/grad_norm", v.grad_norm},
                           {"perf/step_ms", v.ms},
-                          {"perf/samples_per_s", v.ms > 0 ? 1000.0 * static_cast<double>(global_batch) / v.ms : 0.0},
+                          {"perf/samples_per_s", v.ms > 0 ? 1000.0 * samples / v.ms : 0.0},
                           {"perf/comm_ms", v.comm_ms},
                           {"perf/comm_exposed_ms", v.comm_exposed_ms}};
   if (with_memory) out.push_back({"perf/peak_memory_bytes", static_cast<double>(v.peak_memory_bytes)});
@@ -155,6 +156,7 @@ void RunLog::rewrite(const fs::path& file, const std::vector<results::StepRecord
       v.ms = s.times.ms;
       v.comm_ms = s.times.comm_ms;
       v.comm_exposed_ms = s.times.comm_exposed_ms;
+      v.samples = s.samples;
       auto it = live.find(v.step);
       double wall = it != live.end() ? it->second.first : last_wall;
       if (it != live.end()) v.peak_memory_bytes = it->second.second;

@@ -49,6 +49,7 @@ struct StepValues {
   int64_t step = 0;
   double loss = 0, lr = 0, grad_norm = 0, ms = 0, comm_ms = 0, comm_exposed_ms = 0;
   int64_t peak_memory_bytes = 0;
+  int64_t samples = 0;  // rows the step trained on (train/samples.h); 0: the global batch
 };
 
 class RunLog {

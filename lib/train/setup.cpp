@@ -1,5 +1,6 @@
 #include "train/setup.h"
 
+#include <algorithm>
 #include <set>
 
 #include <spdlog/spdlog.h>
@@ -47,9 +48,17 @@ data::Features training_features(const TrainConfig& cfg, const model::BertConfig
   if (cfg.train_data == "synthetic")
     return data::synthetic_features(static_cast<size_t>(cfg.synthetic_samples), fcfg, mcfg.vocab_size,
                                      static_cast<uint64_t>(cfg.seed));
-  auto f = data::load_or_build_features(cfg.train_data, cfg.vocab, fcfg, /*train=*/true, feature_cache_dir(cfg));
-  if (f.size() == 0) fail("--train-data {}: no training features", cfg.train_data);
-  return f;
+  auto sf = data::load_or_build_squad_features(cfg.train_data, cfg.vocab, fcfg, /*train=*/true, feature_cache_dir(cfg));
+  if (sf.features.size() == 0) fail("--train-data {}: no training features", cfg.train_data);
+  // An id past the embedding would fail deep in the first forward, naming
+  // neither the data nor the vocabulary.
+  const auto& ids = sf.features.input_ids;
+  if (auto top = std::max_element(ids.begin(), ids.end()); top != ids.end() && *top >= mcfg.vocab_size)
+    fail("--train-data {}: token id {} is outside the model's vocabulary of {} ids (--model {}); the features were "
+         "{} with --vocab {}, which does not belong to this model",
+         cfg.train_data, *top, mcfg.vocab_size, cfg.model,
+         sf.from_cache ? "read from the feature cache " + sf.cache_file.string() : std::string("built"), cfg.vocab);
+  return std::move(sf.features);
 }
 
 std::string data_identity(const TrainConfig& cfg, int64_t num_features) {

@@ -136,3 +136,45 @@ TEST_CASE("concurrent builders wait for the one building, also where flock is un
   CHECK(read_file(outcome) == "hit");
   lock_calls() = saved;
 }
+
+TEST_CASE("a byte flipped anywhere in a cache file is caught by its checksum and the file rebuilt", "[cache]") {
+  test::TempDir dir;
+  auto cache = dir.path / "cache";
+  data::FeatureConfig cfg{128, 32, 64};
+  auto built = data::load_or_build_squad_features(test::squad_v11(), test::vocab_path(), cfg, true, cache);
+  REQUIRE_FALSE(built.from_cache);
+  REQUIRE(!built.cache_file.empty());
+  const std::string good = read_file(built.cache_file);
+  // Inside the rows, far from the header and the trailer: before the whole
+  // file had a checksum, this one bit trained on silently.
+  std::string bad = good;
+  bad[bad.size() / 2] ^= 0x01;
+  write_file_atomic(built.cache_file, bad);
+  auto again = data::load_or_build_squad_features(test::squad_v11(), test::vocab_path(), cfg, true, cache);
+  CHECK_FALSE(again.from_cache);
+  require_same(again.features, built.features);
+  // Rebuilt in place: the next run reads it.
+  CHECK(read_file(built.cache_file) == good);
+  CHECK(data::load_or_build_squad_features(test::squad_v11(), test::vocab_path(), cfg, true, cache).from_cache);
+}
+
+TEST_CASE("a token id outside the vocabulary is refused even under a matching checksum", "[cache]") {
+  test::TempDir dir;
+  auto cache = dir.path / "cache";
+  data::FeatureConfig cfg{128, 32, 64};
+  auto built = data::load_or_build_squad_features(test::squad_v11(), test::vocab_path(), cfg, true, cache);
+  std::string bytes = read_file(built.cache_file);
+  // The first row's first token ([CLS]) follows the 64-byte header and the
+  // row's 16-byte record; the checksum is the 8 bytes before the trailer.
+  const int32_t past = static_cast<int32_t>(test::bert_tokenizer().vocab_size()) + 7;
+  int32_t cls = 0;
+  std::memcpy(&cls, bytes.data() + 80, 4);
+  REQUIRE(cls == test::bert_tokenizer().cls_id());
+  std::memcpy(bytes.data() + 80, &past, 4);
+  const uint64_t sum = data::feature_cache_checksum(std::string_view(bytes).substr(0, bytes.size() - 16));
+  std::memcpy(bytes.data() + bytes.size() - 16, &sum, 8);
+  write_file_atomic(built.cache_file, bytes);
+  auto again = data::load_or_build_squad_features(test::squad_v11(), test::vocab_path(), cfg, true, cache);
+  CHECK_FALSE(again.from_cache);
+  require_same(again.features, built.features);
+}

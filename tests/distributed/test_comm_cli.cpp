@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "test_env.h"
@@ -135,7 +136,7 @@ TEST_CASE("a rank killed mid-run stops the whole job, named, with nothing left r
   check_no_survivors(pids);
 }
 
-TEST_CASE("a hung rank makes the others time out within --timeout, naming the collective") {
+TEST_CASE("a hung rank makes the others time out within --timeout, naming the collective and the hung rank") {
   auto r = run("HPCBENCH_TEST_FAULT=1:2:hang",
                "bench-comm --nproc-per-node 2 --device cpu --op all_reduce --min-bytes 1K --max-bytes 1K "
                "--iters 100000 --warmup-iters 0 --timeout 3");
@@ -143,7 +144,31 @@ TEST_CASE("a hung rank makes the others time out within --timeout, naming the co
   CHECK(r.status != 0);
   CHECK(r.seconds < 15);
   CHECK(r.output.find("all_reduce failed on rank 0 of 2") != std::string::npos);
-  CHECK(r.output.find("[launcher] job failed: rank 0 of 2") != std::string::npos);
+  // Rank 0 timed out first, but rank 1 is the one that did not arrive.
+  CHECK(r.output.find("rank 1 did not arrive") != std::string::npos);
+  CHECK(r.output.find("[launcher] job failed: rank 1 of 2") != std::string::npos);
+  check_no_survivors(launcher_pids(r.output));
+}
+
+// Issue 22, class 4: with one rank of 4 stopped, the survivors each time out
+// on their own; the store names the rank none of them heard from, and the
+// launcher blames it rather than the first survivor to give up.
+TEST_CASE("a stopped rank (SIGSTOP) is named by every survivor and by the launcher") {
+  auto r = run("HPCBENCH_TEST_FAULT=2:2:stop",
+               "bench-comm --nproc-per-node 4 --device cpu --op all_reduce --min-bytes 1K --max-bytes 1K "
+               "--iters 100000 --warmup-iters 0 --timeout 3");
+  INFO(r.output);
+  CHECK(r.status != 0);
+  CHECK(r.seconds < 20);
+  std::regex survivor_re(
+      R"(all_reduce failed on rank (\d) of 4 after [\d.]+ s \(collective timeout 3 s\): .*; rank 2 did not arrive)");
+  std::set<std::string> named_by;
+  for (std::sregex_iterator it(r.output.begin(), r.output.end(), survivor_re), end; it != end; ++it)
+    named_by.insert((*it)[1]);
+  CHECK(named_by == std::set<std::string>{"0", "1", "3"});
+  CHECK(r.output.find("rank(s) 0, 1, 3 reported waiting at the same collective") != std::string::npos);
+  CHECK(r.output.find("[launcher] job failed: rank 2 of 4") != std::string::npos);
+  CHECK(r.output.find("is stopped (SIGSTOP, SIGTSTP or a debugger)") != std::string::npos);
   check_no_survivors(launcher_pids(r.output));
 }
 

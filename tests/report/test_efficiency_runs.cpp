@@ -235,9 +235,16 @@ TEST_CASE("a smaller per-device batch shows up as compute inflation") {
   auto [a, b, ca, cb] = paired(dir.path, {fmt::format("--strategy ddp {}", kTwo), ""},
                        {"--strategy ddp --nproc-per-node 2 --batch-size 1 --grad-accum 8", ""}, 3);
   INFO(describe(a) << "\n" << describe(b));
-  auto [most, g] = growth(a, b);
-  CHECK(most == Part::Compute);
+  auto g = growth(a, b).second;
+  // Waiting for the slowest rank grows too when other jobs load the machine (eight
+  // micro-steps a step give a lagging rank eight chances; under load it once outgrew the
+  // inflation, 23 ms against 22), and the slowed-rank experiment above attributes it. What
+  // this one claims is that the rest of the growth, the smaller batch's own cost, is
+  // compute inflation: a decomposition that put it in exposed communication or the
+  // optimizer fails here.
+  const double moved = b.d.measured_ms - a.d.measured_ms - g[size_t(Part::Waiting)];
   CHECK(g[size_t(Part::Compute)] > 0);
+  CHECK(g[size_t(Part::Compute)] > 0.5 * moved);
 }
 
 namespace {

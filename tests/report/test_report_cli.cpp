@@ -311,3 +311,42 @@ TEST_CASE("CLI: no ratio of a figure that cannot be trusted; no status is not ok
   CHECK(bad.rc == 2);
   CHECK(bad.err.find("--baseline ddp-nan: samples_per_s is nan") != std::string::npos);
 }
+
+// Issue 22, class 3: a run a stop signal interrupted is shown, never divided
+// by, unless the user asks.
+TEST_CASE("CLI: interrupted runs are shown without speedup unless --include-interrupted") {
+  test::TempDir dir;
+  fs::path runs = dir.path / "runs";
+  results::write_run_folder(runs, "base-1x", test::make_run("base-1x", "baseline", 1, 8, 100, 512));
+  results::write_run_folder(runs, "ddp-2x", test::make_run("ddp-2x", "ddp", 2, 8, 180, 384));
+  auto cut = test::make_run("ddp-4x", "ddp", 4, 8, 300, 328);
+  cut.status = "interrupted";
+  cut.steps = 7;
+  results::write_run_folder(runs, "ddp-4x", cut);
+
+  auto column = [](const Cli& c, const std::string& id, const std::string& name) {
+    auto rows = results::parse_csv(c.out);
+    REQUIRE(!rows.empty());
+    auto it = std::find(rows[0].begin(), rows[0].end(), name);
+    REQUIRE(it != rows[0].end());
+    for (size_t i = 1; i < rows.size(); ++i)
+      if (rows[i][0] == id) return rows[i][static_cast<size_t>(it - rows[0].begin())];
+    FAIL("no row " << id);
+    return std::string();
+  };
+  auto csv = run_report(dir, "'" + runs.string() + "' --format csv");
+  CHECK(csv.rc == 0);
+  CHECK(column(csv, "ddp-4x", "status") == "interrupted");
+  CHECK(column(csv, "ddp-4x", "speedup").find_first_of("0123456789") == std::string::npos);
+  CHECK(column(csv, "ddp-2x", "speedup") == "1.8");
+  auto text = run_report(dir, "'" + runs.string() + "' --no-plots");
+  CHECK(text.out.find("interrupted before their end (a time limit, scancel or Ctrl-C), shown without speedup or "
+                      "efficiency: ddp-4x (7 steps)") != std::string::npos);
+
+  csv = run_report(dir, "'" + runs.string() + "' --format csv --include-interrupted");
+  CHECK(csv.rc == 0);
+  CHECK(column(csv, "ddp-4x", "speedup") == "3");
+  text = run_report(dir, "'" + runs.string() + "' --no-plots --include-interrupted");
+  CHECK(text.out.find("counted as finished runs (--include-interrupted), their figures over the steps they did: "
+                      "ddp-4x (7 steps)") != std::string::npos);
+}

@@ -11,10 +11,12 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "results/run_folder.h"
 #include "slurm_test_util.h"
 #include "sweep/job_script.h"
 #include "sweep/manifest.h"
 #include "sweep/plan.h"
+#include "sweep/slurm_time.h"
 #include "sweep/status.h"
 #include "sweep/submit.h"
 #include "test_env.h"
@@ -245,6 +247,8 @@ TEST_CASE("the shipped job scripts: commented, layouts as named, nothing site-sp
     for (const auto& site : kSiteOptions) CHECK(opt.count(site) == 0);
     for (const auto& line : test::lines_of(text))
       if (line.rfind("#SBATCH", 0) == 0) CHECK(line.find(" # ") != std::string::npos);
+    // The time limit's signal ahead of it, so that the ranks write what they measured.
+    CHECK(opt.find("--signal")->second == "USR1@120");
     CHECK(test::sh("bash -n " + (dir / l.file).string()).status == 0);
   }
   auto main_text = test::slurp(dir / "hpcbench.sbatch");
@@ -440,4 +444,60 @@ TEST_CASE("a sweep resumes into its own folder: only what is missing or failed i
   auto moved = sweep::read_manifest(tmp.path / "moved");
   CHECK_THROWS_WITH(sweep::prepare_resume(moved, tmp.path / "moved"), Catch::Contains("was written for"));
   ::unsetenv("HPCBENCH_SQUEUE");
+}
+
+// Issue 22, class 2: --time is read as SLURM reads it, before any job is
+// written; and the signal the scripts ask for fits inside the limit.
+TEST_CASE("--time is checked as sbatch reads it, and the stop signal comes ahead of the limit", "[sweep]") {
+  CHECK(sweep::parse_slurm_time("30") == 1800);
+  CHECK(sweep::parse_slurm_time("30:15") == 1815);
+  CHECK(sweep::parse_slurm_time("01:30:00") == 5400);
+  CHECK(sweep::parse_slurm_time("2-0") == 172800);
+  CHECK(sweep::parse_slurm_time("1-02:03") == 93780);
+  CHECK(sweep::parse_slurm_time("1-02:03:04") == 93784);
+  CHECK(sweep::parse_slurm_time("") == std::nullopt);
+  CHECK(sweep::parse_slurm_time("UNLIMITED") == std::nullopt);
+  CHECK(sweep::parse_slurm_time("0") == std::nullopt);
+  for (const char* bad : {"abc", "1:2:3:4", "25:99:99:1", "-5", "1-", "1-2-3", "1h", "00:30:00 ", "1:-1"}) {
+    INFO(bad);
+    CHECK_THROWS_WITH(sweep::parse_slurm_time(bad), Catch::Contains(std::string("--time ") + bad));
+  }
+  test::TempDir tmp;
+  auto o = options(tmp.path / "bad");
+  o.time = "30 minutes";
+  CHECK_THROWS_WITH(sweep::write_sweep(o), Catch::Contains("--time 30 minutes: not a SLURM time"));
+  CHECK_FALSE(fs::exists(tmp.path / "bad"));
+  // 2 minutes: the signal comes a quarter of the limit before its end, not
+  // 120 s (which SLURM would send at once).
+  o = options(tmp.path / "short");
+  o.time = "2";
+  auto s = sweep::write_sweep(o);
+  CHECK(sbatch_options(test::slurp(s.dir / s.jobs[0].script)).find("--signal")->second == "USR1@30");
+  o = options(tmp.path / "long");
+  o.time = "04:00:00";
+  s = sweep::write_sweep(o);
+  CHECK(sbatch_options(test::slurp(s.dir / s.jobs[0].script)).find("--signal")->second == "USR1@120");
+}
+
+TEST_CASE("a job a time limit interrupted is said so, and resume leaves its results as they are", "[sweep]") {
+  test::TempDir tmp;
+  auto o = options(tmp.path / "sweep");
+  o.strategies = {"ddp"};
+  o.nodes = {1};
+  o.gpus_per_node = {2};
+  auto s = sweep::write_sweep(o);
+  results::RunResult r;
+  r.status = "interrupted";
+  r.steps = 15;
+  results::write_run_folder(s.dir / "runs", "ddp-1x2", r);
+  auto jobs = by_name(s);
+  CHECK(sweep::job_progress(s, jobs["ddp-1x2"]) == "interrupted");
+  CHECK(sweep::job_progress(s, jobs["baseline-1x1"]) == "written");
+  auto back = sweep::read_manifest(s.dir);
+  auto plan = sweep::prepare_resume(back, s.dir);
+  REQUIRE(plan.kept.size() == 1);
+  CHECK(plan.kept[0].job == "ddp-1x2");
+  CHECK(plan.kept[0].progress == "interrupted");
+  // Not among the jobs without results: the report reads its folder.
+  for (auto& u : sweep::unfinished_jobs(back)) CHECK(u.run_id != "ddp-1x2");
 }

@@ -139,3 +139,144 @@ TEST_CASE("answers that do not match their context are reported by hpcbench run,
     CHECK((r.output.find("feature cache hit") != std::string::npos) == cached);
   }
 }
+
+// Issue 22, class 1: every figure counts the rows a step trained on.
+TEST_CASE("a batch larger than the data is refused before the first step") {
+  test::TempDir dir;
+  auto results = dir.path / "results";
+  // The issue's example: 64 samples at batch 1024 reported 16x the samples
+  // per second of batch 64 for the same step time.
+  auto r = test::run_command(fmt::format("'{}' run --model bert-tiny --synthetic-samples 64 --batch-size 1024 "
+                                         "--max-steps 4 --threads 1 --results-dir '{}'", bin(), results.string()));
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("--batch-size 1024 is larger than the data: there are 64 training samples") != std::string::npos);
+  CHECK(r.output.find("use --batch-size 64 or less") != std::string::npos);
+  CHECK(test::entries(results) == 0);
+  // Per rank, after the split: 2 ranks of 32 samples cannot take 48.
+  r = test::run_command(fmt::format("'{}' run --strategy ddp --nproc-per-node 2 --synthetic-samples 64 --batch-size 48 "
+                                    "--max-steps 2 --threads 1 --results-dir '{}'", bin(), results.string()));
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("each of the 2 ranks gets 32 of the 64 training samples") != std::string::npos);
+  CHECK(test::entries(results) == 0);
+}
+
+TEST_CASE("samples per second count the rows each step had, the short last batch of an epoch too") {
+  test::TempDir dir;
+  auto results = dir.path / "results";
+  // 64 samples at batch 48: each epoch is a step of 48 rows and one of 16.
+  auto r = test::run_command(fmt::format("'{}' run --synthetic-samples 64 --batch-size 48 --epochs 2 "
+                                         "--timing-warmup-steps 0 --max-seq-length 32 --doc-stride 8 --threads 1 "
+                                         "--run-name short --results-dir '{}'", bin(), results.string()));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(read_file(results / "short" / "run.json"));
+  auto& res = j["result"];
+  CHECK(res["steps"] == 4);
+  CHECK(res["timed_steps"] == 4);
+  // 2 epochs of 64 samples, not 4 steps x 48.
+  CHECK(res["samples_timed"] == 128);
+  CHECK(res["samples_per_s"].get<double>() ==
+        Approx(128.0 / res["train_time_s"].get<double>()).epsilon(1e-9));
+  std::vector<int64_t> per_step;
+  for (auto& s : j["steps"]) per_step.push_back(s["samples"].get<int64_t>());
+  CHECK(per_step == std::vector<int64_t>{48, 16, 48, 16});
+}
+
+// Issue 22, class 2: what would fail at the end fails at the start.
+TEST_CASE("evaluation data and outputs that cannot work fail before the first step, writing nothing") {
+  test::TempDir dir;
+  auto results = dir.path / "results";
+  write_file_atomic(dir.path / "file", "x");
+  write_file_atomic(dir.path / "empty.json", R"({"version": "1.1", "data": []})");
+  write_file_atomic(dir.path / "broken.json", R"({"version": "1.1", "data": [)");
+  struct Case {
+    std::string args, expect;
+  } cases[] = {
+      {"--eval-data " + (dir.path / "missing.json").string(), "--eval-data " + (dir.path / "missing.json").string() +
+                                                                   ": no such file"},
+      {"--eval-data " + (dir.path / "broken.json").string(), "not valid JSON"},
+      // An empty evaluation set was scored EM 0 and F1 0.
+      {"--eval-data " + (dir.path / "empty.json").string(), "no questions in it"},
+      {"--save-checkpoint " + (dir.path / "file" / "model.safetensors").string(),
+       "--save-checkpoint " + (dir.path / "file" / "model.safetensors").string() + ": " + (dir.path / "file").string() +
+           " is not a folder"},
+      {"--save-checkpoint " + (dir.path / "file").string(), "a file is there, where the checkpoint folder would go"},
+      {"--dump-data " + dir.path.string(), "a folder is there, where the file would go"},
+  };
+  for (auto& c : cases) {
+    INFO(c.args);
+    auto r = test::run_command(fmt::format("'{}' {} --vocab '{}' --cache-dir none --results-dir '{}' {}", bin(), kRun,
+                                           test::vocab_file(), results.string(), c.args));
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find(c.expect) != std::string::npos);
+    CHECK(r.output.find(kTrainerStarted) == std::string::npos);
+    CHECK(test::entries(results) == 0);
+  }
+  // The checks made no folder on their way: the three inputs, and the
+  // results folder the run checked first (empty).
+  CHECK(test::entries(dir.path) == 4);
+}
+
+// Issue 22, class 6: a vocabulary the model cannot embed, named up front.
+TEST_CASE("a vocabulary larger than the model's embedding is refused before the first step") {
+  test::TempDir dir;
+  auto config = nlohmann::json::parse(read_file(test::test_data() / "bert-base-uncased" / "config.json"));
+  config["hidden_size"] = 32;
+  config["num_hidden_layers"] = 1;
+  config["num_attention_heads"] = 2;
+  config["intermediate_size"] = 64;
+  config["vocab_size"] = 1000;
+  write_file_atomic(dir.path / "small.json", config.dump());
+  auto r = test::run_command(fmt::format("'{}' {} --model '{}' --train-data '{}' --vocab '{}' --cache-dir none "
+                                         "--results-dir '{}'", bin(), kRun, (dir.path / "small.json").string(),
+                                         test::squad_file("dev-v1.1-sample.json"), test::vocab_file(),
+                                         (dir.path / "results").string()));
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("has 30522 tokens, but the model's vocabulary holds 1000") != std::string::npos);
+  CHECK(r.output.find(kTrainerStarted) == std::string::npos);
+}
+
+// Issue 22, class 11: the node's cores and memory.
+TEST_CASE("ranks x threads beyond the cores are warned about and recorded; memory that cannot fit is refused") {
+  test::TempDir dir;
+  auto results = dir.path / "results";
+  // One core for 2 ranks of 2 threads each.
+  auto r = test::run_command(fmt::format("env -u SLURM_CPUS_ON_NODE taskset -c 0 '{}' run --strategy ddp "
+                                         "--nproc-per-node 2 --threads 2 "
+                                         "--max-steps 1 --synthetic-samples 16 --max-seq-length 32 --doc-stride 8 "
+                                         "--run-name shared --results-dir '{}'", bin(), results.string()));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("--nproc-per-node 2: 2 rank(s) x 2 intra-op thread(s) = 4 threads on 1 usable core(s): the "
+                      "cores are oversubscribed 4.0x") != std::string::npos);
+  auto j = nlohmann::json::parse(read_file(results / "shared" / "run.json"));
+  CHECK(j["result"]["cpu_cores"] == 1);
+  CHECK(j["result"]["threads_per_rank"] == 2);
+  // The report says so beside the figures.
+  auto rep = test::run_command(fmt::format("'{}' report '{}'", bin(), results.string()));
+  INFO(rep.output);
+  CHECK(rep.output.find("shared: 2 rank(s) per node x 2 thread(s) on 1 core(s), oversubscribed 4.0x") !=
+        std::string::npos);
+
+  // bert-base under ddp holds 16 bytes per parameter on every rank: 4 ranks
+  // cannot fit in 4 GiB, and are refused before any starts...
+  const std::string four_gib = "HPCBENCH_TEST_MEMORY_BYTES=4294967296";
+  r = test::run_command(fmt::format("{} '{}' run --model bert-base-uncased --strategy ddp --nproc-per-node 4 "
+                                    "--max-steps 1 --results-dir '{}'", four_gib, bin(), results.string()));
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("--nproc-per-node 4: 4 rank(s) need at least") != std::string::npos);
+  CHECK(r.output.find("the memory model for ddp") != std::string::npos);
+  CHECK(r.output.find("[launcher] rank 0 pid") == std::string::npos);
+  // ...while zero stage 3 shards the same state 4 ways and passes the check.
+  r = test::run_command(fmt::format("{} '{}' run --model bert-base-uncased --strategy zero --zero-stage 3 "
+                                    "--nproc-per-node 4 --max-steps 1 --dry-run --results-dir '{}'",
+                                    four_gib, bin(), results.string()));
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("nothing was run") != std::string::npos);
+}

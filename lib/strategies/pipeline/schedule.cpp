@@ -24,7 +24,12 @@ ScheduleKind parse_schedule(const std::string& text) {
 
 std::string schedule_name(ScheduleKind kind) { return kind == ScheduleKind::GPipe ? "gpipe" : "1f1b"; }
 
-std::string to_string(const Action& a) { return (a.type == Action::Forward ? "F" : "B") + std::to_string(a.micro); }
+std::string to_string(const Action& a) {
+  // Appended rather than "F" + std::to_string(...): GCC 12 warns (-Wrestrict) on the latter.
+  std::string out(1, a.type == Action::Forward ? 'F' : 'B');
+  out += std::to_string(a.micro);
+  return out;
+}
 
 std::vector<Action> stage_order(ScheduleKind kind, int stage, int stages, int micro) {
   check_counts(stage, stages, micro);

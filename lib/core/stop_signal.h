@@ -1,0 +1,31 @@
+#pragma once
+// SIGTERM, SIGINT and SIGUSR1 as a request to stop, not as death: SLURM sends
+// SIGTERM at a job's time limit and on scancel (and the signal a script asks
+// for with --signal ahead of the limit), a user at a terminal sends SIGINT.
+// A process that installed the handlers sees the first such signal here and
+// finishes what it measured instead of losing it. The handlers only store
+// the signal's number (async-signal-safe); the program polls.
+#include <string>
+
+namespace hpcbench {
+
+// Installs the handlers for SIGTERM, SIGINT and SIGUSR1. With
+// `second_kills`, a second signal after the first one ends the process at
+// once (a person pressing Ctrl-C twice); without it the process keeps
+// stopping its own way, as a rank must when the launcher forwards the
+// signal its terminal also sent.
+void install_stop_handlers(bool second_kills);
+
+// The first stop signal this process received, or that another rank of its
+// job received and note_stop passed on; 0 while none.
+int stop_signal();
+
+// Another rank's stop request, seen through the job's store: from now on
+// this process stops as if it had received `sig` itself (evaluation, the
+// step loop). Keeps the first signal when one came already.
+void note_stop(int sig);
+
+// "SIGTERM", "SIGINT", "SIGUSR1" (else "signal N").
+std::string signal_name(int sig);
+
+}  // namespace hpcbench

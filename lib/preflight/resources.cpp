@@ -1,0 +1,162 @@
+#include "preflight/resources.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/hostinfo.h"
+#include "train/setup.h"
+
+namespace hpcbench::preflight {
+
+namespace {
+
+double gib(double bytes) { return bytes / (1024.0 * 1024.0 * 1024.0); }
+
+std::string size_text(double bytes) {
+  return bytes >= 1024.0 * 1024.0 * 1024.0 ? fmt::format("{:.2f} GiB", gib(bytes))
+                                           : fmt::format("{:.0f} MiB", bytes / (1024.0 * 1024.0));
+}
+
+std::string first_line(const char* path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+int dtype_bytes(const std::string& name) { return name == "bf16" || name == "fp16" ? 2 : 4; }
+
+}  // namespace
+
+int usable_cores() {
+  int cores = static_cast<int>(hardware_threads());
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) cores = std::max(1, CPU_COUNT(&set));
+  // cgroup v2: "max 100000" (no quota) or "<quota> <period>".
+  std::istringstream quota(first_line("/sys/fs/cgroup/cpu.max"));
+  std::string q;
+  double period = 0;
+  if (quota >> q >> period && q != "max" && period > 0) {
+    double limit = std::atof(q.c_str()) / period;
+    if (limit > 0) cores = std::min(cores, std::max(1, static_cast<int>(std::ceil(limit))));
+  }
+  return cores;
+}
+
+int node_cores() {
+  if (const char* slurm = std::getenv("SLURM_CPUS_ON_NODE"); slurm && *slurm) {
+    int n = std::atoi(slurm);
+    if (n > 0) return n;
+  }
+  return usable_cores();
+}
+
+size_t available_memory(std::string* source) {
+  auto said = [&](const char* s) {
+    if (source) *source = s;
+  };
+  if (const char* test = std::getenv("HPCBENCH_TEST_MEMORY_BYTES"); test && *test) {
+    said("HPCBENCH_TEST_MEMORY_BYTES");
+    return static_cast<size_t>(std::atof(test));
+  }
+  size_t avail = 0;
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string key; meminfo >> key;) {
+    size_t kb = 0;
+    std::string unit;
+    meminfo >> kb >> unit;
+    if (key == "MemAvailable:") {
+      avail = kb * 1024;
+      break;
+    }
+  }
+  said("MemAvailable in /proc/meminfo");
+  // A job's cgroup limit is what the kernel enforces first.
+  std::string max = first_line("/sys/fs/cgroup/memory.max");
+  if (!max.empty() && max != "max") {
+    double limit = std::atof(max.c_str());
+    double used = std::atof(first_line("/sys/fs/cgroup/memory.current").c_str());
+    if (limit > 0 && (avail == 0 || limit - used < static_cast<double>(avail))) {
+      avail = static_cast<size_t>(std::max(0.0, limit - used));
+      said("the cgroup's memory.max less memory.current");
+    }
+  }
+  return avail;
+}
+
+std::string core_warning(int ranks, int threads_per_rank, int cores, const std::string& ranks_flag) {
+  const int64_t want = static_cast<int64_t>(ranks) * std::max(threads_per_rank, 1);
+  if (want <= cores) return "";
+  return fmt::format(
+      "{}: {} rank(s) x {} intra-op thread(s) = {} threads on {} usable core(s): the cores are oversubscribed "
+      "{:.1f}x, so the run measures how they are shared more than the strategy (results record cpu_cores and "
+      "threads_per_rank; give fewer ranks or --threads)",
+      ranks_flag, ranks, std::max(threads_per_rank, 1), want, cores, static_cast<double>(want) / cores);
+}
+
+double model_state_per_rank(const train::TrainConfig& cfg, const strategies::Choice& strategy, int world_size,
+                            int ranks_per_node) {
+  auto mcfg = train::model_config(cfg);
+  strategies::MemoryInputs in;
+  in.units = mcfg.unit_parameters();
+  const int per_node = std::max(1, std::min(ranks_per_node, world_size));
+  in.shape = {std::max(1, world_size / per_node), per_node};
+  const bool mixed = cfg.precision == "bf16" || cfg.precision == "fp16";
+  in.compute_bytes = mixed ? dtype_bytes(cfg.precision) : 4;
+  in.reduce_bytes = in.compute_bytes;
+  return strategy.memory(in).total();
+}
+
+RankMemory rank_memory(const train::TrainConfig& cfg, const strategies::Choice& strategy, int world_size,
+                       int ranks_per_node, bool on_accelerator) {
+  RankMemory r;
+  if (!on_accelerator) r.model_state = model_state_per_rank(cfg, strategy, world_size, ranks_per_node);
+  r.runtime = static_cast<double>(current_rss_bytes());
+  // Every rank holds all training features: three int32 arrays per token as
+  // built, three int64 tensors per token as the trainer indexes them.
+  if (cfg.train_data == "synthetic")
+    r.features = 36.0 * static_cast<double>(cfg.synthetic_samples) * static_cast<double>(cfg.max_seq_length);
+  return r;
+}
+
+void check_memory(const train::TrainConfig& cfg, const strategies::Choice& strategy, int ranks,
+                  int world_size, bool on_accelerator, const std::string& ranks_flag) {
+  std::string source;
+  const double avail = static_cast<double>(available_memory(&source));
+  if (avail <= 0) return;  // the node does not say
+  const auto one = rank_memory(cfg, strategy, world_size, ranks, on_accelerator);
+  const double need = one.total() * ranks;
+  const std::string parts = fmt::format(
+      "{}runtime {} (this process, LibTorch loaded){}", one.model_state > 0
+          ? fmt::format("model state {} (the memory model for {}, docs/memory.md) + ", size_text(one.model_state),
+                        strategy.label())
+          : "",
+      size_text(one.runtime), one.features > 0 ? fmt::format(" + training features {}", size_text(one.features)) : "");
+  if (need > avail)
+    fail("{}: {} rank(s) need at least {:.1f} GiB of memory on this node, {} each ({}), but {:.1f} GiB is "
+         "available ({}); the ranks would be killed part-way through the run. Give fewer ranks, a smaller model, "
+         "or a strategy that partitions the model state over the ranks",
+         ranks_flag, ranks, gib(need), size_text(one.total()), parts, gib(avail), source);
+}
+
+void check_device_memory(const train::TrainConfig& cfg, const strategies::Choice& strategy, int world_size,
+                         int ranks_per_node, size_t device_bytes, const std::string& device_name) {
+  if (device_bytes == 0) return;
+  const double state = model_state_per_rank(cfg, strategy, world_size, ranks_per_node);
+  if (state > static_cast<double>(device_bytes))
+    fail("--model {} under --strategy {} on {} rank(s): the model state alone is {:.1f} GiB per rank (the memory "
+         "model, docs/memory.md), more than the {:.1f} GiB of the {}; use more ranks with a strategy that "
+         "partitions the model state, bf16, or a smaller model",
+         cfg.model, strategy.label(), world_size, gib(state), gib(static_cast<double>(device_bytes)), device_name);
+}
+
+}  // namespace hpcbench::preflight

@@ -1,0 +1,63 @@
+#pragma once
+// The node's cores and memory against what the ranks will ask of them,
+// before any rank starts. Ranks x threads beyond the cores is a warning (the
+// run works, but its figures measure the sharing); memory that even a lower
+// bound of the ranks' needs exceeds is refused, instead of a rank killed by
+// the kernel part-way through the run.
+#include <cstddef>
+#include <string>
+
+#include "strategies/spec.h"
+#include "train/config.h"
+
+namespace hpcbench::preflight {
+
+// CPUs this process may run on: its affinity mask, fewer under a cgroup
+// CPU quota (cpu.max), at least 1.
+int usable_cores();
+
+// The CPUs the job has on this node: SLURM_CPUS_ON_NODE inside a SLURM job
+// (each task may be bound to its own share, which says nothing of the
+// node), else usable_cores(), which every rank of the built-in launcher
+// shares.
+int node_cores();
+
+// Memory the node can still give, in bytes, and where the figure comes from
+// ("MemAvailable", "the cgroup's memory.max", or HPCBENCH_TEST_MEMORY_BYTES,
+// a test seam).
+size_t available_memory(std::string* source = nullptr);
+
+// ranks x threads_per_rank against `cores`: a warning line, or "" when the
+// cores suffice. `ranks_flag` names how the ranks were asked for.
+std::string core_warning(int ranks, int threads_per_rank, int cores, const std::string& ranks_flag);
+
+// A lower bound of one rank's memory, in bytes: the model state the
+// strategy's memory model gives (its spec's `memory`: parameters, gradients,
+// Adam's moments, a sharded strategy's working set) where the ranks compute on
+// the host, the runtime (this process now: LibTorch loaded, nothing built)
+// and the training features where they are known (synthetic data).
+struct RankMemory {
+  double model_state = 0;  // 0 on an accelerator: it is in device memory
+  double runtime = 0;
+  double features = 0;
+  double total() const { return model_state + runtime + features; }
+};
+RankMemory rank_memory(const train::TrainConfig& cfg, const strategies::Choice& strategy, int world_size,
+                       int ranks_per_node, bool on_accelerator);
+
+// The memory model's bytes of model state on one rank (what the strategy's
+// topology says once it is set up).
+double model_state_per_rank(const train::TrainConfig& cfg, const strategies::Choice& strategy,
+                            int world_size, int ranks_per_node);
+
+// Refuses (UserError naming `ranks_flag`) `ranks` ranks on this node whose
+// lower bound together exceeds the memory available.
+void check_memory(const train::TrainConfig& cfg, const strategies::Choice& strategy, int ranks,
+                  int world_size, bool on_accelerator, const std::string& ranks_flag);
+
+// One rank's model state against its accelerator's memory (`device_bytes`,
+// 0: unknown). Throws UserError when it cannot fit.
+void check_device_memory(const train::TrainConfig& cfg, const strategies::Choice& strategy, int world_size,
+                         int ranks_per_node, size_t device_bytes, const std::string& device_name);
+
+}  // namespace hpcbench::preflight

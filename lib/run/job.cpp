@@ -117,9 +117,10 @@ int dry_run_done() {
 // reports a process the signal ended (the results, if any, are written).
 int interrupted_exit(int sig) { return 128 + (sig > 0 ? sig : SIGTERM); }
 
-void print_summary(const results::RunResult& r, const std::string& folder, const nlohmann::json& details) {
-  if (r.status == "interrupted" && details.contains("interrupted")) {
-    auto& i = details["interrupted"];
+// `notice`: run.json's "interrupted" for a run a signal stopped.
+void print_summary(const results::RunResult& r, const std::string& folder, const nlohmann::json& notice) {
+  if (r.status == "interrupted" && !notice.empty()) {
+    auto& i = notice;
     fmt::print("\n  INTERRUPTED by {} during {}: {} of {} steps done; the figures below are over those steps\n",
                i.value("signal", std::string("a signal")), i.value("during", std::string("")), r.steps,
                i.value("steps_planned", int64_t{0}));
@@ -207,17 +208,15 @@ void check_processes(const strategies::Choice& choice, const strategies::Shape& 
     fail("--strategy {} on {} ranks: {}", choice.label(), processes.world(), why);
 }
 
-}  // namespace
-
-int run_job(const train::TrainConfig& cfg, const strategies::Choice& choice, const JobOptions& o) {
+// What the job's flags decide, checked before anything starts.
+void check_options(const train::TrainConfig& cfg, const strategies::Choice& choice, const JobOptions& o) {
   train::validate(cfg);
   choice.validate(cfg.precision);
   if (!(o.collective_timeout_s > 0)) fail("--collective-timeout {}: must be positive", o.collective_timeout_s);
   if (!(o.connect_timeout_s > 0)) fail("--connect-timeout {}: must be positive", o.connect_timeout_s);
   if (o.backend != "auto" && o.backend != "nccl" && o.backend != "gloo")
     fail("--backend {}: unknown (use auto, nccl or gloo)", o.backend);
-  const auto traits = choice.spec().traits();
-  if (o.keep_collectives && !traits.needs_comm) {
+  if (o.keep_collectives && !choice.spec().traits().needs_comm) {
     std::vector<std::string> communicating;
     for (auto* s : strategies::specs())
       if (s->traits().needs_comm) communicating.push_back(s->name());
@@ -233,26 +232,118 @@ int run_job(const train::TrainConfig& cfg, const strategies::Choice& choice, con
   // whole run: the name, and a results folder that can take it.
   if (!cfg.run_name.empty()) results::check_run_name(cfg.run_name);
   if (o.repeats < 1) fail("--repeats {}: must be at least 1", o.repeats);
+}
+
+// --nproc-per-node: this machine's ranks, started by the built-in launcher
+// once what they would all check is checked here.
+int launch_ranks(const train::TrainConfig& cfg, const strategies::Choice& choice, const JobOptions& o) {
+  if (o.dry_run) preflight::check_folder_writable("--results-dir", cfg.results_dir);
+  else results::check_results_dir(cfg.results_dir);
+  dist::LaunchOptions launch{.nproc = o.nproc_per_node};
+  if (cfg.threads == 0) {
+    launch.threads_per_rank = dist::threads_per_rank(dist::current_environment(), o.nproc_per_node,
+                                                     at::get_num_threads());
+    if (launch.threads_per_rank > 0)
+      spdlog::info("{} ranks share this machine's {} intra-op threads: {} each (--threads to choose)",
+                   o.nproc_per_node, at::get_num_threads(), launch.threads_per_rank);
+  }
+  check_before_start(cfg, choice, o, o.nproc_per_node, o.nproc_per_node, threads_of(cfg, launch.threads_per_rank),
+                     fmt::format("--nproc-per-node {}", o.nproc_per_node), true);
+  if (o.dry_run) return dry_run_done();
+  return dist::launch_local(launch);
+}
+
+// This rank's place in the job: its communicator (when the job has several
+// ranks or the strategy communicates at one), the job's hosts, and the job
+// laid out in the log.
+RunContext rank_context(const dist::RankLayout& layout, const train::TrainConfig& cfg, const strategies::Choice& choice,
+                        const JobOptions& o) {
+  RunContext ctx;
+  if (layout.world_size <= 1 && !choice.spec().traits().needs_comm) return ctx;
+  dist::CommOptions copts;
+  copts.elide_single_rank = !o.keep_collectives;
+  copts.backend = o.backend;
+  copts.allow_shared_device = o.allow_shared_gpu;
+  copts.timeout = std::chrono::milliseconds(static_cast<long long>(o.collective_timeout_s * 1000));
+  copts.connect_timeout = std::chrono::milliseconds(static_cast<long long>(o.connect_timeout_s * 1000));
+  ctx.comm = std::make_shared<dist::Comm>(layout, dist::select_device(cfg.device, layout, o.allow_shared_gpu), copts);
+  ctx.rank = layout.rank;
+  ctx.world_size = layout.world_size;
+  ctx.local_rank = layout.local_rank;
+  ctx.nodes = layout.num_nodes;
+  ctx.gpus_per_node = layout.local_world_size;
+  // A rank's host is SLURM's name for its node where there is one: on a
+  // cluster it is the host name anyway, and on a test cluster of several
+  // slurmd on one machine it is what tells the ranks' nodes apart.
+  const char* node = std::getenv("SLURMD_NODENAME");
+  std::string host = node && *node ? node : hostname();
+  auto all = ctx.comm->exchange("run/host", host + "\t" + ctx.comm->device().str() + "\t" +
+                                                std::to_string(::getpid()));
+  std::string hosts;
+  for (auto& h : all) hosts += (hosts.empty() ? "" : " ") + h.substr(0, h.find('\t'));
+  ctx.hosts = hosts;
+  if (const char* job = std::getenv("SLURM_JOB_ID")) ctx.slurm_job_id = job;
+  if (ctx.rank == 0) {
+    spdlog::info("job: {}; backend {}, collective timeout {} s", dist::describe(layout), ctx.comm->backend_name(),
+                 o.collective_timeout_s);
+    for (size_t r = 0; r < all.size(); ++r) {
+      auto a = all[r].find('\t'), b = all[r].rfind('\t');
+      spdlog::info("  rank {:>3}  host {:<16} device {:<8} pid {}", r, all[r].substr(0, a),
+                   all[r].substr(a + 1, b - a - 1), all[r].substr(b + 1));
+    }
+    log_network_settings();
+  }
+  return ctx;
+}
+
+// Rank 0's results folder, and the summary on the terminal. Returns the
+// process's exit status.
+int write_results(const train::TrainConfig& cfg, const std::string& name, const JobOptions& o, TrainOutput out,
+                  const dist::StepStop& stop, const RunContext& ctx, const TrainHooks& hooks) {
+  const bool interrupted = out.result.status == "interrupted";
+  const int sig = stop.signal();
+  out.result.cpu_cores = preflight::node_cores();
+  out.result.threads_per_rank = at::get_num_threads();
+  if (interrupted) {
+    const int64_t planned = out.details.value("steps_planned", int64_t{0});
+    out.details["interrupted"] = {{"signal", signal_name(sig)},
+                                  {"requested_by_rank", stop.requested_by()},
+                                  {"steps_done", out.result.steps},
+                                  {"steps_planned", planned},
+                                  {"during", out.result.steps < planned ? "training" : "evaluation"}};
+  }
+  out.result.repeat_group = o.repeat_group;
+  out.result.repeat_index = o.repeat_index;
+  results::RunFiles files(out.result);
+  files.steps = std::move(out.steps);
+  files.rank_timing = std::move(out.rank_timing);
+  if (out.details.contains("predictions")) files.files["predictions.json"] = out.details["predictions"].dump(1);
+  out.details.erase("predictions");
+  const nlohmann::json notice = out.details.value("interrupted", nlohmann::json::object());
+  files.details = std::move(out.details);
+  if (!out.utilisation_csv.empty()) files.files["utilisation.csv"] = out.utilisation_csv;
+  for (auto& [file, content] : tensorboard::event_files(hooks.tensorboard_dir)) files.files[file] = content;
+  auto folder = results::write_run_folder(cfg.results_dir, name, std::move(files));
+  tensorboard::discard_event_files(hooks.tensorboard_dir);
+  print_summary(out.result, folder.string(), notice);
+  if (!interrupted) return 0;
+  spdlog::warn("interrupted by {} after {} of {} steps{}: {} holds what was measured, with status interrupted "
+               "(hpcbench report shows it and leaves it out of speedups unless --include-interrupted)",
+               signal_name(sig), out.result.steps, notice["steps_planned"].get<int64_t>(),
+               notice["during"] == "evaluation" ? ", during evaluation" : "", folder.string());
+  if (ctx.comm) ctx.comm->barrier();
+  return interrupted_exit(sig);
+}
+
+}  // namespace
+
+int run_job(const train::TrainConfig& cfg, const strategies::Choice& choice, const JobOptions& o) {
+  check_options(cfg, choice, o);
   if (o.repeats > 1 && !o.dry_run) {
     results::check_results_dir(cfg.results_dir);
     return run_repeats(cfg, choice, o);
   }
-  if (o.nproc_per_node > 0) {
-    if (o.dry_run) preflight::check_folder_writable("--results-dir", cfg.results_dir);
-    else results::check_results_dir(cfg.results_dir);
-    dist::LaunchOptions launch{.nproc = o.nproc_per_node};
-    if (cfg.threads == 0) {
-      launch.threads_per_rank = dist::threads_per_rank(dist::current_environment(), o.nproc_per_node,
-                                                       at::get_num_threads());
-      if (launch.threads_per_rank > 0)
-        spdlog::info("{} ranks share this machine's {} intra-op threads: {} each (--threads to choose)",
-                     o.nproc_per_node, at::get_num_threads(), launch.threads_per_rank);
-    }
-    check_before_start(cfg, choice, o, o.nproc_per_node, o.nproc_per_node, threads_of(cfg, launch.threads_per_rank),
-                       fmt::format("--nproc-per-node {}", o.nproc_per_node), true);
-    if (o.dry_run) return dry_run_done();
-    return dist::launch_local(launch);
-  }
+  if (o.nproc_per_node > 0) return launch_ranks(cfg, choice, o);
 
   auto layout = dist::detect_layout();
   if (o.dry_run) {
@@ -285,44 +376,9 @@ int run_job(const train::TrainConfig& cfg, const strategies::Choice& choice, con
                               .visible_devices = accelerator_count(),
                               .bound_by_visible_devices = dist::one_visible_device_named(dist::current_environment()),
                               .shared_devices = o.allow_shared_gpu});
-  RunContext ctx;
   check_processes(choice, {static_cast<int>(layout.num_nodes),
                            static_cast<int>(layout.world_size / std::max<int64_t>(layout.num_nodes, 1))});
-  if (layout.world_size > 1 || traits.needs_comm) {
-    dist::CommOptions copts;
-    copts.elide_single_rank = !o.keep_collectives;
-    copts.backend = o.backend;
-    copts.allow_shared_device = o.allow_shared_gpu;
-    copts.timeout = std::chrono::milliseconds(static_cast<long long>(o.collective_timeout_s * 1000));
-    copts.connect_timeout = std::chrono::milliseconds(static_cast<long long>(o.connect_timeout_s * 1000));
-    ctx.comm = std::make_shared<dist::Comm>(layout, dist::select_device(cfg.device, layout, o.allow_shared_gpu), copts);
-    ctx.rank = layout.rank;
-    ctx.world_size = layout.world_size;
-    ctx.local_rank = layout.local_rank;
-    ctx.nodes = layout.num_nodes;
-    ctx.gpus_per_node = layout.local_world_size;
-    // A rank's host is SLURM's name for its node where there is one: on a
-    // cluster it is the host name anyway, and on a test cluster of several
-    // slurmd on one machine it is what tells the ranks' nodes apart.
-    const char* node = std::getenv("SLURMD_NODENAME");
-    std::string host = node && *node ? node : hostname();
-    auto all = ctx.comm->exchange("run/host", host + "\t" + ctx.comm->device().str() + "\t" +
-                                                  std::to_string(::getpid()));
-    std::string hosts;
-    for (auto& h : all) hosts += (hosts.empty() ? "" : " ") + h.substr(0, h.find('\t'));
-    ctx.hosts = hosts;
-    if (const char* job = std::getenv("SLURM_JOB_ID")) ctx.slurm_job_id = job;
-    if (ctx.rank == 0) {
-      spdlog::info("job: {}; backend {}, collective timeout {} s", dist::describe(layout),
-                   ctx.comm->backend_name(), o.collective_timeout_s);
-      for (size_t r = 0; r < all.size(); ++r) {
-        auto a = all[r].find('\t'), b = all[r].rfind('\t');
-        spdlog::info("  rank {:>3}  host {:<16} device {:<8} pid {}", r, all[r].substr(0, a),
-                     all[r].substr(a + 1, b - a - 1), all[r].substr(b + 1));
-      }
-      log_network_settings();
-    }
-  }
+  RunContext ctx = rank_context(layout, cfg, choice, o);
   if (auto device = ctx.comm ? ctx.comm->device() : resolve_device(cfg.device, layout.local_rank); !device.is_cpu()) {
     auto d = describe(device);
     preflight::check_device_memory(cfg, choice, layout.world_size, layout.local_world_size, d.total_memory, d.name);
@@ -357,41 +413,7 @@ int run_job(const train::TrainConfig& cfg, const strategies::Choice& choice, con
     if (interrupted && ctx.comm) ctx.comm->barrier();
     return interrupted ? interrupted_exit(sig) : 0;
   }
-  out.result.cpu_cores = preflight::node_cores();
-  out.result.threads_per_rank = at::get_num_threads();
-  if (interrupted) {
-    const int64_t planned = out.details.value("steps_planned", int64_t{0});
-    out.details["interrupted"] = {{"signal", signal_name(sig)},
-                                  {"requested_by_rank", stop.requested_by()},
-                                  {"steps_done", out.result.steps},
-                                  {"steps_planned", planned},
-                                  {"during", out.result.steps < planned ? "training" : "evaluation"}};
-  }
-  out.result.repeat_group = o.repeat_group;
-  out.result.repeat_index = o.repeat_index;
-  results::RunFiles files(out.result);
-  files.steps = std::move(out.steps);
-  files.rank_timing = std::move(out.rank_timing);
-  if (out.details.contains("predictions")) files.files["predictions.json"] = out.details["predictions"].dump(1);
-  out.details.erase("predictions");
-  // The summary below reads the interruption from what was written.
-  nlohmann::json files_details;
-  if (out.details.contains("interrupted")) files_details["interrupted"] = out.details["interrupted"];
-  files.details = std::move(out.details);
-  if (!out.utilisation_csv.empty()) files.files["utilisation.csv"] = out.utilisation_csv;
-  for (auto& [file, content] : tensorboard::event_files(hooks.tensorboard_dir)) files.files[file] = content;
-  auto folder = results::write_run_folder(cfg.results_dir, name, std::move(files));
-  tensorboard::discard_event_files(hooks.tensorboard_dir);
-  print_summary(out.result, folder.string(), files_details);
-  if (interrupted) {
-    spdlog::warn("interrupted by {} after {} of {} steps{}: {} holds what was measured, with status interrupted "
-                 "(hpcbench report shows it and leaves it out of speedups unless --include-interrupted)",
-                 signal_name(sig), out.result.steps, files_details["interrupted"]["steps_planned"].get<int64_t>(),
-                 files_details["interrupted"]["during"] == "evaluation" ? ", during evaluation" : "", folder.string());
-    if (ctx.comm) ctx.comm->barrier();
-    return interrupted_exit(sig);
-  }
-  return 0;
+  return write_results(cfg, name, o, std::move(out), stop, ctx, hooks);
 }
 
 }  // namespace hpcbench::run

@@ -80,11 +80,11 @@ def main():
     print("# network: bench-comm at the same rank count (--comm); error = predicted / measured - 1")
     print("# compute = step - exposed communication: the model takes it from the 1-rank baseline; when it grows")
     print("# at N ranks, the cores were shared (by the ranks, Gloo's threads or other jobs), not the network")
-    print(f"{'ranks':>5}  {'strategy':<8} {'step meas':>10} {'step pred':>10} {'error':>7} {'exposed meas':>13} "
+    print(f"{'ranks':>5}  {'strategy':<18} {'step meas':>10} {'step pred':>10} {'error':>7} {'exposed meas':>13} "
           f"{'exposed pred':>13} {'compute meas':>13} {'compute pred':>13} {'state meas':>11} {'state pred':>11}  note")
     for n, s, ms, ps, em, ep, bm, bp in rows:
         note = f"oversubscribed: {n} ranks on {cores} cores" if cores and n > cores else ""
-        print(f"{n:>5}  {s:<8} {ms:>10.1f} {ps:>10.1f} {ps / ms - 1:>+7.1%} {em:>13.1f} {ep:>13.1f} "
+        print(f"{n:>5}  {s:<18} {ms:>10.1f} {ps:>10.1f} {ps / ms - 1:>+7.1%} {em:>13.1f} {ep:>13.1f} "
               f"{ms - em:>13.1f} {ps - ep:>13.1f} {bm / 2**20:>10.2f}M {bp / 2**20:>10.2f}M  {note}")
 
 

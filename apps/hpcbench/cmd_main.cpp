@@ -71,7 +71,8 @@ Action add_main(CLI::App& app) {
       std::vector<std::string> args;
     };
     // Every strategy at its default options: the reference on one device
-    // with the whole global batch, the others over the ranks.
+    // with the whole global batch, the others over the ranks with the same
+    // global batch (split over their data-parallel replicas).
     std::string n = std::to_string(o->ranks);
     std::vector<Job> jobs;
     for (auto* spec : strategies::specs()) {
@@ -86,7 +87,9 @@ Action add_main(CLI::App& app) {
       if (!traits.devices_option.empty()) {
         c.set(traits.devices_option, n, "main job");
       } else {
-        if (!c.unsupported({1, static_cast<int>(o->ranks)}).empty()) continue;
+        const strategies::Shape shape{1, static_cast<int>(o->ranks)};
+        if (!c.unsupported(shape).empty()) continue;
+        args[1] = std::to_string(per_device * o->ranks / spec->data_parallel_size(c.options(), shape));
         args.push_back("--nproc-per-node");
         args.push_back(n);
       }

@@ -9,7 +9,6 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/pimpl.h>
 
-#include <string>
 #include <vector>
 
 #include "model/bert.h"
@@ -17,20 +16,10 @@
 
 namespace hpcbench::model {
 
-// Encoder layers per stage. With `given` (--stage-layers) those counts, which
-// must be one per stage, each at least 1, summing to `layers`; otherwise the
-// balanced cut numpy.array_split makes (the first layers % P stages one layer
-// more). Throws UserError naming --stages / --stage-layers, e.g. for more
-// stages than layers.
-std::vector<int64_t> stage_layer_counts(int64_t layers, int stages, const std::vector<int64_t>& given = {});
-
-// "4,4,4" -> {4, 4, 4}; throws UserError naming --stage-layers.
-std::vector<int64_t> parse_stage_layers(const std::string& text);
-
 class PipelineStageImpl : public torch::nn::Module {
  public:
   // Stage `stage` of counts.size() stages of `whole` (counts from
-  // stage_layer_counts).
+  // strategies::pipeline::stage_layer_counts, which checks them).
   PipelineStageImpl(BertForQuestionAnsweringImpl& whole, int stage, const std::vector<int64_t>& counts);
 
   // `input`: the input ids on the first stage, the previous stage's hidden

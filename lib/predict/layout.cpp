@@ -13,6 +13,8 @@ Layout model_layout(const model::BertConfig& config, int64_t seq) {
   model::BertForQuestionAnswering m(config);
   Layout l;
   l.model = config.name;
+  l.hidden = config.hidden_size;
+  l.seq = seq;
   auto units = model::sharding_units(*m);
   const double h = static_cast<double>(config.hidden_size), i = static_cast<double>(config.intermediate_size);
   const double s = static_cast<double>(seq);

@@ -13,6 +13,7 @@ std::vector<Task> step_schedule(const Baseline& base, const Layout& l, const str
   in.base = {base.forward_s, base.backward_s, base.other_s, base.optimizer_s};
   in.layout = &l;
   in.shape = shape;
+  in.batch = base.batch;
   in.grad_accum = o.grad_accum;
   in.compute_bytes = o.compute_bytes;
   in.reduce_bytes = o.reduce_bytes;

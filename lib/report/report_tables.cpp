@@ -42,6 +42,25 @@ bool any_sampled(const Comparison& c) {
     if (row.run.utilisation_mean_percent >= 0 || row.run.samples_per_kj > 0) return true;
   return false;
 }
+bool any_bubble(const Comparison& c) {
+  return std::any_of(c.rows.begin(), c.rows.end(), [](auto& r) { return r.run.bubble_fraction >= 0; });
+}
+
+// A pipeline's measured bubble beside its theory, in percent of the step.
+std::string bubble_text(const results::RunResult& r) {
+  if (r.bubble_fraction < 0) return "-";
+  return fmt::format("{:.1f} ({:.1f})", 100 * r.bubble_fraction, 100 * r.bubble_theory);
+}
+
+// The strategy and, where its record names one, its rank layout ("dp2-pp2").
+std::string strategy_text(const results::RunResult& r) {
+  const std::string key = "layout=";
+  auto at = r.strategy_options.find(key);
+  if (at == std::string::npos || (at > 0 && r.strategy_options[at - 1] != ',')) return r.strategy;
+  auto end = r.strategy_options.find(',', at);
+  return r.strategy + " " + r.strategy_options.substr(at + key.size(), end == std::string::npos ? end : end - at - key.size());
+}
+
 std::string sampled(double v, const char* format) { return v >= 0 ? fmt::format(fmt::runtime(format), v) : "-"; }
 // An interval's bound; "" without an interval (one run, not computed).
 std::string bound(const std::optional<stats::Interval>& iv, double stats::Interval::*which) {
@@ -114,7 +133,7 @@ Table comparison_table(const Comparison& c) {
   for (auto& row : c.rows) {
     const results::RunResult& r = row.run;
     bool ok = r.status == "ok";
-    std::vector<std::string> cells = {row_name(row), r.strategy, std::to_string(results::devices(r)),
+    std::vector<std::string> cells = {row_name(row), strategy_text(r), std::to_string(results::devices(r)),
                                       r.global_batch > 0 ? std::to_string(r.global_batch) : "-", r.status};
     if (repeats) cells.push_back(std::to_string(row.repeats.size()));
     for (auto& cell : std::vector<std::string>{
@@ -143,12 +162,14 @@ Table comparison_table(const Comparison& c) {
                                   : "-");
       t.rows.back().push_back(ok ? sampled(r.samples_per_kj, "{:.1f}") : "-");
     }
+    if (any_bubble(c)) t.rows.back().push_back(ok ? bubble_text(r) : "-");
   }
   if (!c.device_baselines.empty()) t.columns.push_back({"base run", "", false});
   if (any_sampled(c)) {
     t.columns.push_back({"utilisation", "%", true});
     t.columns.push_back({"samples/kJ", "seq/kJ", true});
   }
+  if (any_bubble(c)) t.columns.push_back({"bubble (theory)", "%", true});
   drop_empty_columns(t, figures_from);
   return t;
 }

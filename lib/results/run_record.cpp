@@ -84,6 +84,8 @@ const std::vector<Column>& columns() {
       {"comm_untimed", "", &R::comm_untimed},
       {"cpu_cores", "", &R::cpu_cores},
       {"threads_per_rank", "", &R::threads_per_rank},
+      {"bubble_fraction", "", &R::bubble_fraction},
+      {"bubble_theory", "", &R::bubble_theory},
   };
   return cols;
 }

@@ -95,6 +95,12 @@ struct RunResult {
   // node x threads above the cores: the ranks shared them.
   int64_t cpu_cores = -1;
   int64_t threads_per_rank = -1;
+  // A pipeline's bubble (-1: not a pipeline, or a file older than the
+  // fields): the median over the timed steps of the share of its step window
+  // a stage sat idle (mean over the stages), and the textbook figure for its
+  // stages and micro-batches, (P - 1) / (M + P - 1).
+  double bubble_fraction = -1;
+  double bubble_theory = -1;
   // ok, failed, pending, running; interrupted (a stop signal ended the run
   // early: its figures are over the steps done); "unknown" when a file has
   // no status.

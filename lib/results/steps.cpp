@@ -40,6 +40,7 @@ nlohmann::json steps_json(const std::vector<StepRecord>& steps) {
       j[ms_key(p)] = t.phase_ms[p];
       j[exposed_key(p)] = t.phase_exposed_ms[p];
     }
+    if (r.bubble >= 0) j["bubble"] = r.bubble;
     out.push_back(std::move(j));
   }
   return out;
@@ -57,6 +58,7 @@ std::vector<StepRecord> steps_from_json(const nlohmann::json& steps) {
     r.grad_norm = number(j, "grad_norm");
     r.skipped = j.value("skipped", false);
     r.samples = static_cast<int64_t>(number(j, "samples"));
+    r.bubble = j.contains("bubble") && j["bubble"].is_number() ? j["bubble"].get<double>() : -1.0;
     auto& t = r.times;
     t.ms = number(j, "ms");
     t.comm_ms = number(j, "comm_ms");

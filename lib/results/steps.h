@@ -50,6 +50,9 @@ struct StepRecord {
   // short last micro-batch and the sampler's repeats are not samples).
   int64_t samples = 0;
   StepTimes times;
+  // A pipeline's bubble: the share of their step windows its stages sat idle
+  // (mean over the ranks; -1: no pipeline).
+  double bubble = -1;
 };
 
 // run.json's "steps".

@@ -62,7 +62,8 @@ Run build(const train::TrainConfig& cfg, const strategies::Choice& choice, const
   r.strategy_name = choice.name();
   r.strategy = strategies::make_strategy(choice);
   strategies::StrategyContext sctx{r.device, ctx.rank, ctx.world_size, cfg.precision, ctx.comm, ctx.host_list(),
-                                   {cfg.lr, cfg.weight_decay, cfg.adam_beta1, cfg.adam_beta2, cfg.adam_eps}};
+                                   {cfg.lr, cfg.weight_decay, cfg.adam_beta1, cfg.adam_beta2, cfg.adam_eps},
+                                   cfg.batch_size};
   r.topology = r.strategy->setup(r.model, sctx);
   const auto& t = r.topology;
 

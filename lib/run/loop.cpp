@@ -117,6 +117,7 @@ Steps train_steps(Run& run, const train::TrainConfig& cfg, const RunContext& ctx
       timer.mark(Phase::Optimizer);
       results::StepRecord r;
       r.times = timer.end();  // the step's one synchronisation
+      if (auto f = strategy.step_facts(); f.window_ms > 0) r.bubble = f.idle_ms / f.window_ms;
       r.step = ++step;
       r.epoch = epoch;
       // Read after the step's synchronisation: these cost no extra wait.

@@ -23,30 +23,39 @@ namespace {
 using results::Phase;
 using results::kPhases;
 
-// Every step's time becomes the slowest rank's and its loss the mean over the
-// ranks whose loss counts; returns each rank's median step time (empty for
-// one rank).
+// Every step's time becomes the slowest rank's, its loss the mean over the
+// ranks whose loss counts and its bubble the mean over the ranks that
+// measured one (a pipeline's stages); returns each rank's median step time
+// (empty for one rank).
 std::vector<double> combine_steps(std::vector<results::StepRecord>& records, const RunContext& ctx,
                                   bool computes_loss) {
   std::vector<double> rank_median_ms;
   if (!ctx.comm || ctx.world_size <= 1) return rank_median_ms;
   const auto steps = static_cast<int64_t>(records.size());
-  // (step time, loss, whether this rank's loss counts) per step.
-  auto mine = at::empty({steps, 3}, at::kDouble);
+  // (step time, loss, whether this rank's loss counts, bubble, whether this
+  // rank measured one) per step.
+  constexpr int64_t k = 5;
+  auto mine = at::empty({steps, k}, at::kDouble);
   for (int64_t i = 0; i < steps; ++i) {
-    mine[i][0] = records[size_t(i)].times.ms;
-    mine[i][1] = computes_loss ? records[size_t(i)].loss : 0.0;
+    const auto& r = records[size_t(i)];
+    mine[i][0] = r.times.ms;
+    mine[i][1] = computes_loss ? r.loss : 0.0;
     mine[i][2] = computes_loss ? 1.0 : 0.0;
+    mine[i][3] = r.bubble >= 0 ? r.bubble : 0.0;
+    mine[i][4] = r.bubble >= 0 ? 1.0 : 0.0;
   }
   auto local = mine.to(ctx.comm->device());
-  auto all = at::empty({ctx.world_size * steps * 3}, local.options());
+  auto all = at::empty({ctx.world_size * steps * k}, local.options());
   ctx.comm->allgather(all, local.view({-1}));
-  all = all.cpu().view({ctx.world_size, steps, 3});
+  all = all.cpu().view({ctx.world_size, steps, k});
   auto slowest = std::get<0>(all.select(2, 0).max(0));
   auto mean_loss = all.select(2, 1).sum(0) / all.select(2, 2).sum(0).clamp_min(1.0);
+  auto bubble_ranks = all.select(2, 4).sum(0);
+  auto mean_bubble = all.select(2, 3).sum(0) / bubble_ranks.clamp_min(1.0);
   for (int64_t i = 0; i < steps; ++i) {
     records[size_t(i)].times.ms = slowest[i].item<double>();
     records[size_t(i)].loss = mean_loss[i].item<double>();
+    records[size_t(i)].bubble = bubble_ranks[i].item<double>() > 0 ? mean_bubble[i].item<double>() : -1.0;
   }
   for (int r = 0; r < ctx.world_size; ++r) {
     auto v = all[r].select(1, 0);
@@ -162,6 +171,13 @@ TrainOutput summarise(const Run& run, const train::TrainConfig& cfg, const RunCo
   res.comm_ms = median_of(records, from, [](auto& r) { return r.times.comm_ms; });
   res.comm_exposed_ms = median_of(records, from, [](auto& r) { return r.times.comm_exposed_ms; });
   res.comm_untimed = comm_untimed;
+  if (topo.bubble_theory >= 0) {
+    std::vector<double> bubble;
+    for (size_t i = static_cast<size_t>(from); i < records.size(); ++i)
+      if (records[i].bubble >= 0) bubble.push_back(records[i].bubble);
+    res.bubble_fraction = bubble.empty() ? -1 : stats::summarize(bubble).median;
+    res.bubble_theory = topo.bubble_theory;
+  }
   if (comm_untimed > 0)
     spdlog::warn("{} collective(s) of the timed steps could not be timed on rank {} and are missing from comm_ms "
                  "(comm_untimed in the results)", comm_untimed, ctx.rank);

@@ -51,6 +51,7 @@ struct ModelLayout {
   std::vector<double> unit_share;       // fraction of forward/backward compute, sums to 1
   std::vector<int64_t> param_numel;     // model->parameters() order
   std::vector<size_t> param_unit;
+  int64_t hidden = 0, seq = 0;          // what crosses a pipeline stage boundary: seq x hidden per row
 };
 
 // One-device phase times a step is built from: per micro-batch, except the
@@ -64,6 +65,7 @@ struct StepInputs {
   Phases base;
   const ModelLayout* layout = nullptr;
   Shape shape;
+  int64_t batch = 1;         // rows of a micro-step on each data-parallel replica (base's batch)
   int grad_accum = 1;        // micro-steps per optimizer step
   int compute_bytes = 4;     // gathered parameters: 4 (fp32, tf32) or 2 (bf16, fp16)
   int reduce_bytes = 4;      // sharded gradients' reduction dtype, unless the strategy's options say

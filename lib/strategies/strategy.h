@@ -36,6 +36,7 @@ struct StrategyContext {
   // groups of a node's ranks are cut from. Empty: every rank on one node.
   std::vector<std::string> hosts;
   train::OptimizerConfig optimizer;  // what the updater's AdamW is built with
+  int64_t batch_size = 0;            // --batch-size: rows of a micro-step per device (0: not known)
 };
 
 // Where this process sits in the job, as set-up found it. The trainer reads
@@ -59,7 +60,14 @@ struct Topology {
   bool computes_loss = true;
   std::string options;            // strategy_options as the run records them (options resolved, facts)
   double state_theory_bytes = 0;  // the memory model's figure for this rank (docs/memory.md)
+  double bubble_theory = -1;      // a pipeline's (P - 1) / (M + P - 1); -1: no pipeline
   std::unique_ptr<Updater> updater;
+};
+
+// What a step measured beyond the step timer's phases (-1: nothing): a
+// pipeline stage's idle time within its step window (its bubble).
+struct StepFacts {
+  double idle_ms = -1, window_ms = -1;
 };
 
 // Every process one device and a data-parallel replica of the model: the
@@ -85,6 +93,9 @@ class Strategy {
   // job's Comm reports to (train/step_timer.h); strategies only issue and
   // wait.
   virtual void finish_gradients(train::StepTimer& timer) {}
+  // After the step's timer has ended (its synchronisation is done): what the
+  // step measured that the timer does not.
+  virtual StepFacts step_facts() { return {}; }
 };
 
 // The strategy `choice` names, ready for setup.

@@ -82,6 +82,7 @@ std::vector<SweepJob> plan_jobs(const SweepOptions& opts) {
     SweepJob j;
     j.strategy = c.label();
     j.nodes = n;
+    j.replicas = c.spec().data_parallel_size(c.options(), {n, g});
     j.gpus_per_node = g;
     j.name = fmt::format("{}-{}x{}", c.file_name(), n, g);
     j.script = std::filesystem::path("jobs") / (j.name + ".sbatch");
@@ -118,9 +119,9 @@ std::vector<SweepJob> plan_jobs(const SweepOptions& opts) {
   }
   if (opts.global_batch > 0)
     for (const auto& j : jobs)
-      if (opts.global_batch % j.world_size() != 0)
-        fail("--global-batch {}: not divisible by the {} devices of job {}", opts.global_batch, j.world_size(),
-             j.name);
+      if (opts.global_batch % j.replicas != 0)
+        fail("--global-batch {}: not divisible by the {} data-parallel replicas of job {}", opts.global_batch,
+             j.replicas, j.name);
   return jobs;
 }
 

@@ -21,6 +21,7 @@
 #include "model/checkpoint.h"
 #include "model/pipeline_stages.h"
 #include "spawn_ranks.h"
+#include "strategies/pipeline/cut.h"
 #include "strategies/pipeline/runner.h"
 #include "model/model_test_util.h"
 #include "test_env.h"
@@ -111,21 +112,21 @@ TEST_CASE("pipeline worker", "[.][pp_worker]") {
   const int rank = layout.rank, stages = layout.world_size;
   for (const auto& run : runs(stages)) {
     auto whole = whole_model();
-    auto counts = model::stage_layer_counts(whole->config().num_hidden_layers, stages);
+    auto counts = stage_layer_counts(whole->config().num_hidden_layers, stages);
     model::PipelineStage stage(*whole, rank, counts);
     stage->set_activation_checkpointing(run.recompute);
     StageLinks links{&comm, rank > 0 ? rank - 1 : -1, rank + 1 < stages ? rank + 1 : -1};
-    StageRunner runner(stage, links, {parse_schedule(run.schedule), run.micro}, c10::Device(c10::kCPU));
+    StageRunner runner(stage, links, {parse_schedule(run.schedule)}, c10::Device(c10::kCPU));
     auto batch = reference_batch();
     const int64_t rows = batch.size() / run.micro;
     std::vector<train::Batch> micro;
     for (int m = 0; m < run.micro; ++m) micro.push_back(batch.slice(m * rows, (m + 1) * rows));
-    auto loss_sum = runner.step(micro, 1.0);
+    auto loss = runner.step(micro, 1.0);
     Tensors r;
     for (auto& p : stage->named_parameters()) r["grad." + p.key()] = p.value().grad();
     if (stage->last()) {
       r["losses"] = at::stack(runner.micro_losses());
-      r["loss_sum"] = loss_sum.reshape({1});
+      r["loss"] = loss.reshape({1});
     }
     auto t = runner.timeline();
     r["window_ms"] = at::tensor({t.end - t.begin}, at::kDouble);
@@ -181,7 +182,7 @@ TEST_CASE("pipeline over 2 and 4 stages, GPipe and 1F1B: torch.distributed.pipel
           if (k.starts_with("grad.")) all_grads[k] = g;
         if (rank == stages - 1) {
           CHECK(test::rel_diff(got.at("losses"), want.at("losses")) < 1e-6);
-          CHECK(std::abs(got.at("loss_sum").item<double>() / run.micro - whole_loss) < 1e-6 * whole_loss);
+          CHECK(std::abs(got.at("loss").item<double>() - whole_loss) < 1e-6 * whole_loss);
         }
         // The measured bubble is a part of the step: 2M computations, busy
         // within the window, and some idle time on every stage of a pipeline.
@@ -202,16 +203,18 @@ TEST_CASE("pipeline over 2 and 4 stages, GPipe and 1F1B: torch.distributed.pipel
 }
 
 TEST_CASE("pipeline cuts: balanced by default, explicit counts, and the cuts that cannot be made") {
-  CHECK(model::stage_layer_counts(12, 3) == std::vector<int64_t>{4, 4, 4});
-  CHECK(model::stage_layer_counts(12, 5) == std::vector<int64_t>{3, 3, 2, 2, 2});
-  CHECK(model::stage_layer_counts(12, 3, {2, 6, 4}) == std::vector<int64_t>{2, 6, 4});
-  CHECK(model::parse_stage_layers("4,4,4") == std::vector<int64_t>{4, 4, 4});
-  CHECK_THROWS_WITH(model::stage_layer_counts(2, 4),
+  CHECK(stage_layer_counts(12, 3) == std::vector<int64_t>{4, 4, 4});
+  CHECK(stage_layer_counts(12, 5) == std::vector<int64_t>{3, 3, 2, 2, 2});
+  CHECK(stage_layer_counts(12, 3, {2, 6, 4}) == std::vector<int64_t>{2, 6, 4});
+  CHECK(parse_stage_layers("4,4,4") == std::vector<int64_t>{4, 4, 4});
+  CHECK(parse_stage_layers("3/1") == std::vector<int64_t>{3, 1});  // as run records write it
+  CHECK(parse_stage_layers("").empty());
+  CHECK_THROWS_WITH(stage_layer_counts(2, 4),
                     Catch::Contains("--stages 4") && Catch::Contains("2 encoder layers"));
-  CHECK_THROWS_WITH(model::stage_layer_counts(12, 3, {4, 4}), Catch::Contains("2 counts for 3 stages"));
-  CHECK_THROWS_WITH(model::stage_layer_counts(12, 3, {4, 4, 5}), Catch::Contains("add up to 13"));
-  CHECK_THROWS_WITH(model::stage_layer_counts(12, 3, {6, 6, 0}), Catch::Contains("at least one encoder layer"));
-  CHECK_THROWS_WITH(model::parse_stage_layers("4,x,4"), Catch::Contains("\"x\" is not a whole number"));
+  CHECK_THROWS_WITH(stage_layer_counts(12, 3, {4, 4}), Catch::Contains("2 counts for 3 stages"));
+  CHECK_THROWS_WITH(stage_layer_counts(12, 3, {4, 4, 5}), Catch::Contains("add up to 13"));
+  CHECK_THROWS_WITH(stage_layer_counts(12, 3, {6, 6, 0}), Catch::Contains("at least one encoder layer"));
+  CHECK_THROWS_WITH(parse_stage_layers("4,x,4"), Catch::Contains("\"x\" is not a whole number"));
   // A stage holds the whole model's own modules, named as in a checkpoint.
   auto cfg = model::BertConfig::preset("bert-tiny");
   model::BertForQuestionAnswering whole(cfg);

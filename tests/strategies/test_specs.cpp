@@ -9,6 +9,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "strategies/pipeline/schedule.h"
 #include "strategies/registry.h"
 
 using namespace hpcbench;
@@ -119,5 +120,80 @@ TEST_CASE("traits and shapes come from the specs") {
   CHECK(parse_label("fsdp:sharding=hybrid,shard-group=2", "t").unsupported({1, 4}) == "");
   int communicating = 0;
   for (auto* s : specs()) communicating += s->traits().needs_comm;
-  CHECK(communicating == 3);
+  CHECK(communicating == 4);
+}
+
+TEST_CASE("pipeline: its layouts, the checks naming the flag, memory per stage and the bubble predict replays") {
+  auto label = [](const std::string& l) { return parse_label(l, "t"); };
+  // Layouts: stages default to the world (or world / dp-size, or the cut's
+  // counts), dp-size to world / stages.
+  const Spec* found = find_spec("pipeline");
+  REQUIRE(found);
+  const Spec& spec = *found;
+  CHECK(label("pipeline").unsupported({1, 4}) == "");
+  CHECK(spec.data_parallel_size(label("pipeline").options(), {1, 4}) == 1);
+  CHECK(spec.data_parallel_size(label("pipeline:stages=2").options(), {1, 4}) == 2);
+  CHECK(spec.data_parallel_size(label("pipeline:dp-size=2").options(), {1, 4}) == 2);
+  CHECK(spec.data_parallel_size(label("pipeline:stage-layers=3/1").options(), {1, 4}) == 2);
+  CHECK_THAT(label("pipeline:stages=3").unsupported({1, 4}), Catch::Contains("--stages 3"));
+  CHECK_THAT(label("pipeline:stages=2,dp-size=3").unsupported({1, 4}),
+             Catch::Contains("--stages 2 x --dp-size 3 is 6 ranks") && Catch::Contains("the job has 4"));
+  CHECK_THAT(label("pipeline:stages=3,stage-layers=2/2").unsupported({1, 3}), Catch::Contains("2 counts for 3"));
+  // Options that cannot run at any size.
+  CHECK_THROWS_WITH(label("pipeline:micro-batches=0").validate(""), Catch::Contains("--micro-batches 0"));
+  CHECK_THROWS_WITH(label("pipeline:schedule=zb").validate(""), Catch::Contains("--schedule"));
+  CHECK_THROWS_WITH(label("pipeline:stage-layers=2/x").validate(""), Catch::Contains("\"x\" is not a whole number"));
+  CHECK_THROWS_WITH(label("pipeline:stage-layers=2/0").validate(""), Catch::Contains("at least one encoder layer"));
+  CHECK_THROWS_WITH(label("pipeline:stages=-1").validate(""), Catch::Contains("--stages -1"));
+  CHECK_NOTHROW(label("pipeline:stages=2,micro-batches=8,schedule=gpipe").validate("bf16"));
+
+  // Memory: the largest stage's parameters at 16 bytes (embeddings on the
+  // first stage, the head on the last).
+  MemoryInputs in;
+  in.units = {1000, 10, 10, 10, 10, 2};
+  in.shape = {1, 2};
+  CHECK(label("pipeline").memory(in).total() == 16.0 * (1000 + 20));
+  in.shape = {1, 4};
+  CHECK(label("pipeline:stages=2").memory(in).persistent == 16.0 * (1000 + 20));
+  CHECK(label("pipeline:stage-layers=1/3").memory(in).persistent == 16.0 * (1000 + 10));
+  // With replicas, the flat buffer a stage's gradients are all-reduced in.
+  CHECK(label("pipeline:stage-layers=1/3").memory(in).working_set == 4.0 * (1000 + 10));
+
+  // predict's step for 4 equal stages: the stage's idle time is the
+  // textbook bubble (P-1)/(M+P-1) of its pipeline, and 2(P-1) transfers of
+  // a micro-batch's hidden states are on the critical path.
+  ModelLayout l;
+  l.unit_numel = {0, 10, 10, 10, 10, 0};
+  l.unit_share = {0, 0.25, 0.25, 0.25, 0.25, 0};
+  l.param_numel = {10, 10, 10, 10};
+  l.param_unit = {1, 2, 3, 4};
+  l.hidden = 8;
+  l.seq = 16;
+  for (std::string schedule : {"gpipe", "1f1b"})
+    for (int m : {1, 4, 8}) {
+      StepInputs si;
+      si.base = {0.4, 0.8, 0, 0};
+      si.layout = &l;
+      si.shape = {1, 4};
+      si.batch = 8;
+      StepBuilder b;
+      auto c = label(fmt::format("pipeline:micro-batches={},schedule={}", m, schedule));
+      c.spec().schedule(c.options(), si, b);
+      double busy = 0, idle = 0, bytes = 0;
+      int transfers = 0;
+      for (auto& t : b.take()) {
+        if (t.kind == "forward" || t.kind == "backward") busy += t.seconds;
+        if (t.kind == "bubble") idle += t.seconds;
+        if (t.kind == "broadcast") {
+          ++transfers;
+          bytes = t.bytes;
+          CHECK(t.group.ranks() == 2);
+        }
+      }
+      INFO(schedule << " M=" << m);
+      CHECK(busy == Approx(0.3));  // a quarter of forward + backward
+      CHECK(idle / (busy + idle) == Approx(pipeline::theoretical_bubble(4, m)));
+      CHECK(transfers == 6);
+      CHECK(bytes == Approx(8.0 / m * 16 * 8 * 4));
+    }
 }

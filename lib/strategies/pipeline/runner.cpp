@@ -66,9 +66,13 @@ void StageRunner::wait_sends() {
 
 at::Tensor StageRunner::step(const std::vector<train::Batch>& micro, double scale, train::StepTimer* timer) {
   const int m_count = static_cast<int>(micro.size());
-  if (m_count != opts_.micro_batches)
-    fail("internal: the pipeline step got {} micro-batches, its schedule {}", m_count, opts_.micro_batches);
-  const double scale_each = scale / m_count;
+  if (m_count < 1) fail("internal: a pipeline step without micro-batches");
+  int64_t rows = 0;
+  for (auto& b : micro) rows += b.size();
+  // Each micro-batch's loss is a mean over its rows: weighted by its share of
+  // the rows, their sum is the mean over the whole batch, however it was cut.
+  std::vector<double> share;
+  for (auto& b : micro) share.push_back(static_cast<double>(b.size()) / static_cast<double>(rows));
   inputs_.assign(size_t(m_count), at::Tensor());
   outputs_.assign(size_t(m_count), at::Tensor());
   losses_.assign(size_t(m_count), at::Tensor());
@@ -77,10 +81,10 @@ at::Tensor StageRunner::step(const std::vector<train::Batch>& micro, double scal
   begin_ = stamp();
   for (const auto& a : stage_order(opts_.schedule, stage_->stage(), stage_->stages(), m_count)) {
     if (a.type == Action::Forward) {
-      forward(a.micro, micro[size_t(a.micro)], scale_each);
+      forward(a.micro, micro[size_t(a.micro)]);
       if (timer) timer->mark(train::Phase::Forward);
     } else {
-      backward(a.micro, scale_each);
+      backward(a.micro, scale * share[size_t(a.micro)]);
       if (timer) timer->mark(train::Phase::Backward);
     }
     ran_.push_back(a);
@@ -90,12 +94,15 @@ at::Tensor StageRunner::step(const std::vector<train::Batch>& micro, double scal
   wait_sends();
   end_ = stamp();
   if (!stage_->last()) return {};
-  at::Tensor sum;
-  for (auto& l : losses_) sum = sum.defined() ? sum + l : l;
-  return sum;
+  at::Tensor mean;
+  for (size_t m = 0; m < losses_.size(); ++m) {
+    auto l = losses_[m] * share[m];
+    mean = mean.defined() ? mean + l : l;
+  }
+  return mean;
 }
 
-void StageRunner::forward(int m, const train::Batch& b, double scale_each) {
+void StageRunner::forward(int m, const train::Batch& b) {
   auto& stage = *stage_;
   at::Tensor input;
   if (stage.first()) {
@@ -128,7 +135,7 @@ void StageRunner::forward(int m, const train::Batch& b, double scale_each) {
   outputs_[size_t(m)] = stage.last() ? at::Tensor() : out;
 }
 
-void StageRunner::backward(int m, double scale_each) {
+void StageRunner::backward(int m, double loss_scale) {
   auto& stage = *stage_;
   at::Tensor grad;
   if (!stage.last()) {
@@ -139,7 +146,7 @@ void StageRunner::backward(int m, double scale_each) {
   }
   auto t0 = stamp();
   if (stage.last()) {
-    (losses_[size_t(m)] * scale_each).backward();
+    (losses_[size_t(m)] * loss_scale).backward();
     losses_[size_t(m)] = losses_[size_t(m)].detach();
   } else {
     torch::autograd::backward({outputs_[size_t(m)]}, {grad});

@@ -34,7 +34,6 @@ struct StageLinks {
 
 struct RunnerOptions {
   ScheduleKind schedule = ScheduleKind::GPipe;
-  int micro_batches = 1;
   std::string precision = "fp32";  // autocast around each forward, as every strategy
   // What crosses between stages. Activations leave a stage in this dtype
   // (the cast is part of the graph, so their gradients come back in it).
@@ -48,14 +47,15 @@ class StageRunner {
   StageRunner(const StageRunner&) = delete;
   StageRunner& operator=(const StageRunner&) = delete;
 
-  // Forward and backward of `micro` (options.micro_batches batches, on the
-  // device, every stage given the same ones: the first reads the ids, every
-  // stage the attention mask, the last the answer positions). Each
-  // micro-batch's loss is multiplied by scale / micro.size() before its
-  // backward, so the gradients are those of the mean loss times `scale`.
-  // Returns the sum of the micro-batches' losses on the last stage (a tensor
-  // on the device; nothing waits for it), undefined on the others. `timer`
-  // (may be null) gets a Forward / Backward mark after each action.
+  // Forward and backward of `micro` (M >= 1 batches, on the device, every
+  // stage given the same ones: the first reads the ids, every stage the
+  // attention mask, the last the answer positions), in the schedule's order
+  // for M. Each micro-batch's loss is multiplied by scale x its share of the
+  // rows before its backward, so the gradients are those of the mean loss
+  // over all the rows times `scale`, equal micro-batches or not. Returns that
+  // mean loss on the last stage (a tensor on the device; nothing waits for
+  // it), undefined on the others. `timer` (may be null) gets a Forward /
+  // Backward mark after each action.
   at::Tensor step(const std::vector<train::Batch>& micro, double scale, train::StepTimer* timer = nullptr);
 
   // The last step's busy spans and window, in ms from its start (waits for
@@ -75,8 +75,8 @@ class StageRunner {
   };
   Stamp stamp();
   double ms_between(const Stamp& from, const Stamp& to);
-  void forward(int m, const train::Batch& b, double scale_each);
-  void backward(int m, double scale_each);
+  void forward(int m, const train::Batch& b);
+  void backward(int m, double loss_scale);
   void wait_sends();
 
   model::PipelineStage stage_;

@@ -1,0 +1,39 @@
+#pragma once
+#include <string>
+
+#include "strategies/spec.h"
+
+namespace hpcbench::strategies::pipeline {
+
+struct PipelineOptions final : OptionsOf<PipelineOptions> {
+  int64_t stages = 0;         // 0: the number of --stage-layers counts, else world / --dp-size
+  std::string stage_layers;   // "": the balanced cut
+  int64_t micro_batches = 4;  // per optimizer micro-step of each data-parallel replica
+  std::string schedule = "1f1b";
+  int64_t dp_size = 0;  // 0: world / stages
+  std::vector<Setting> settings() override {
+    return {{"stages", "--stages",
+             "pipeline stages, one rank each (default: every rank of a data-parallel replica)", &stages},
+            {"stage-layers", "--stage-layers",
+             "encoder layers per stage, e.g. 4,4,4 (default: a balanced cut)", &stage_layers},
+            {"micro-batches", "--micro-batches",
+             "micro-batches M that each --batch-size batch is cut into and pipelined (rows split as evenly as "
+             "torch.tensor_split splits them; M <= --batch-size)",
+             &micro_batches},
+            {"schedule", "--schedule", "gpipe or 1f1b", &schedule},
+            {"dp-size", "--dp-size",
+             "data-parallel replicas of the pipeline (their gradients all-reduced); --stages x --dp-size = the "
+             "world (default: world / --stages)",
+             &dp_size}};
+  }
+};
+
+// The job's dp x pp layout for these options on `world` ranks; throws
+// UserError naming --stages, --dp-size or --stage-layers when they cannot
+// make one.
+struct Layout {
+  int stages = 1, dp = 1;
+};
+Layout layout_of(const PipelineOptions& o, int world);
+
+}  // namespace hpcbench::strategies::pipeline

@@ -1,0 +1,213 @@
+#include "strategies/pipeline/pipeline.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/grad_mode.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+#include <set>
+
+#include "core/error.h"
+#include "model/pipeline_stages.h"
+#include "strategies/mesh.h"
+#include "strategies/pipeline/cut.h"
+#include "train/optimizer.h"
+#include "train/setup.h"
+
+namespace hpcbench::strategies {
+
+namespace {
+
+// Steps one stage's parameters; the gradient norm and the fp16 verdict are
+// the whole pipeline's (the stage's replicas hold the same gradients after
+// their all-reduce, so the pipeline's ranks decide for them).
+class StageUpdater final : public Updater {
+ public:
+  StageUpdater(model::BertForQuestionAnswering whole, std::vector<int64_t> counts, int stage, dist::Comm* pp,
+               const train::OptimizerConfig& cfg)
+      : whole_(std::move(whole)), counts_(std::move(counts)), stage_(stage), pp_(pp) {
+    model::PipelineStage mine(*whole_, stage_, counts_);
+    params_ = mine->parameters();
+    optimizer_ = train::make_adamw(*mine, cfg);
+    // What other stages hold is freed here: a rank keeps its stage only.
+    std::set<const void*> kept;
+    for (auto& p : params_) kept.insert(p.unsafeGetTensorImpl());
+    at::NoGradGuard no_grad;
+    for (auto& p : whole_->parameters()) {
+      if (kept.count(p.unsafeGetTensorImpl())) continue;
+      freed_.push_back({p, p.sizes().vec()});
+      p.set_data(at::empty({0}, p.options()));
+    }
+  }
+  torch::optim::Optimizer& optimizer() override { return *optimizer_; }
+  std::vector<at::Tensor> params() const override { return params_; }
+  at::Tensor clip(double max_norm) override {
+    std::vector<at::Tensor> grads;
+    for (const auto& p : params_)
+      if (p.grad().defined()) grads.push_back(p.grad());
+    at::NoGradGuard no_grad;
+    auto sq = grads.empty() ? at::zeros({1}, params_.front().options().dtype(at::kFloat))
+                            : at::stack(at::_foreach_norm(grads, 2)).to(at::kFloat).pow(2).sum().reshape({1});
+    if (pp_->size() > 1) pp_->allreduce(sq, false, "pipeline gradient norm");
+    auto total = sq.sqrt().reshape({});
+    auto coef = (max_norm / (total + 1e-6)).clamp_max(1.0);
+    if (!grads.empty()) at::_foreach_mul_(grads, coef);
+    return total;
+  }
+  bool all_finite(bool local_finite) override {
+    if (pp_->size() == 1) return local_finite;
+    auto bad = at::full({1}, local_finite ? 0.0 : 1.0, params_.front().options().dtype(at::kFloat));
+    pp_->allreduce(bad, false, "pipeline overflow check");
+    return bad.item<double>() == 0;
+  }
+  void step() override { optimizer_->step(); }
+  void zero_grad() override { optimizer_->zero_grad(/*set_to_none=*/true); }
+  // Every stage's parameters broadcast from its rank in the pipeline (a
+  // stage's replicas hold the same ones).
+  void gather_whole() override {
+    at::NoGradGuard no_grad;
+    for (auto& [p, sizes] : freed_) p.set_data(at::empty(sizes, p.options()));
+    freed_.clear();
+    if (pp_->size() == 1) return;
+    for (int s = 0; s < static_cast<int>(counts_.size()); ++s) {
+      model::PipelineStage stage(*whole_, s, counts_);
+      for (auto& p : stage->parameters()) {
+        auto t = p.detach();
+        pp_->broadcast(t, s);
+      }
+    }
+  }
+  size_t state_bytes() const override { return train::model_state_bytes(params_, *optimizer_); }
+
+ private:
+  struct Freed {
+    at::Tensor param;
+    std::vector<int64_t> sizes;
+  };
+  model::BertForQuestionAnswering whole_;
+  std::vector<int64_t> counts_;
+  int stage_;
+  dist::Comm* pp_;
+  std::vector<at::Tensor> params_;
+  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  std::vector<Freed> freed_;
+};
+
+// The options as the run resolved them, in a form labels can carry (a comma
+// separates a label's options: stage layers are written 4/4/4).
+std::string resolved_text(const Choice& choice, const pipeline::Layout& l, const std::vector<int64_t>& counts,
+                          const Mesh& mesh) {
+  Choice c = choice;
+  c.set("stages", std::to_string(l.stages), "pipeline");
+  c.set("dp-size", std::to_string(l.dp), "pipeline");
+  if (!choice.as<pipeline::PipelineOptions>().stage_layers.empty())
+    c.set("stage-layers", fmt::format("{}", fmt::join(counts, "/")), "pipeline");
+  return c.options_text() + ",layout=" + mesh.label();
+}
+
+}  // namespace
+
+Pipeline::Pipeline(const Choice& choice) : choice_(choice), opts_(choice.as<pipeline::PipelineOptions>()) {}
+
+Pipeline::~Pipeline() = default;
+
+Topology Pipeline::setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) {
+  ctx_ = ctx;
+  if (!ctx.comm) fail("--strategy pipeline needs the job's communicator (internal: none was created)");
+  const auto l = pipeline::layout_of(opts_, ctx.world_size);
+  const auto counts = pipeline::stage_layer_counts(model->config().num_hidden_layers, l.stages,
+                                                   pipeline::parse_stage_layers(opts_.stage_layers));
+  if (ctx.batch_size > 0 && opts_.micro_batches > ctx.batch_size)
+    fail("--micro-batches {} with --batch-size {}: a micro-batch needs at least one row; use --micro-batches {} or "
+         "less (each data-parallel replica's --batch-size rows are cut into the micro-batches)",
+         opts_.micro_batches, ctx.batch_size, ctx.batch_size);
+  const Mesh mesh(ctx.world_size, {l.dp, l.stages, 1});
+  const auto me = mesh.coord_of(ctx.rank);
+  if (l.dp == 1) {
+    pp_comm_ = ctx.comm.get();
+  } else {
+    pp_owned_ = ctx.comm->subgroup(fmt::format("pp.{}", me.dp), mesh.pp_group(ctx.rank));
+    pp_comm_ = pp_owned_.get();
+  }
+  if (l.dp > 1) {
+    if (l.stages == 1) {
+      dp_comm_ = ctx.comm.get();
+    } else {
+      dp_owned_ = ctx.comm->subgroup(fmt::format("dp.{}", me.pp), mesh.dp_group(ctx.rank));
+      dp_comm_ = dp_owned_.get();
+    }
+  }
+  const int s = me.pp;
+  model::PipelineStage stage(*model, s, counts);
+  pipeline::StageLinks links{pp_comm_, s > 0 ? s - 1 : -1, s + 1 < l.stages ? s + 1 : -1};
+  pipeline::RunnerOptions ro;
+  ro.schedule = pipeline::parse_schedule(opts_.schedule);
+  ro.precision = ctx.precision;
+  runner_ = std::make_unique<pipeline::StageRunner>(stage, links, ro, ctx.device);
+  params_ = stage->parameters();
+
+  Topology t;
+  t.replicas = l.dp;
+  t.data_ranks = l.dp;
+  t.data_rank = me.dp;
+  // Every stage reads the micro-batch's rows (the first its ids, each the
+  // attention mask, the last the answers); the last alone has a loss.
+  t.reads_batches = true;
+  t.computes_loss = stage->last();
+  t.options = resolved_text(choice_, l, counts, mesh);
+  // The largest stage's figure, as the run reports the largest rank's state.
+  int64_t most = 0;
+  for (int k = 0; k < l.stages; ++k) {
+    int64_t n = 0;
+    for (auto& p : model::PipelineStage(*model, k, counts)->parameters()) n += p.numel();
+    most = std::max(most, n);
+  }
+  t.state_theory_bytes = replicated_state_bytes(most);
+  t.bubble_theory = pipeline::theoretical_bubble(l.stages, static_cast<int>(opts_.micro_batches));
+  t.updater = std::make_unique<StageUpdater>(model, counts, s, pp_comm_, ctx.optimizer);
+  return t;
+}
+
+at::Tensor Pipeline::forward_backward(model::BertForQuestionAnswering&, const train::Batch& batch, double scale,
+                                      bool, train::StepTimer& timer) {
+  // Rows cut as torch.tensor_split cuts them (the first rows % M one more);
+  // a last batch of an epoch shorter than M rows runs as fewer micro-batches.
+  const int64_t rows = batch.size();
+  const int64_t m = std::min<int64_t>(opts_.micro_batches, rows);
+  std::vector<train::Batch> micro;
+  for (int64_t k = 0, begin = 0; k < m; ++k) {
+    const int64_t n = rows / m + (k < rows % m ? 1 : 0);
+    micro.push_back(batch.slice(begin, begin + n));
+    begin += n;
+  }
+  return runner_->step(micro, scale, &timer);
+}
+
+void Pipeline::finish_gradients(train::StepTimer&) {
+  if (!dp_comm_) return;
+  at::NoGradGuard no_grad;
+  std::vector<at::Tensor> flat;
+  for (auto& p : params_) flat.push_back(p.grad().defined() ? p.grad().reshape({-1}) : at::zeros({p.numel()}, p.options()));
+  auto all = at::cat(flat);
+  dp_comm_->allreduce(all, /*average=*/true, "pipeline data-parallel all_reduce");
+  int64_t off = 0;
+  for (auto& p : params_) {
+    auto part = all.narrow(0, off, p.numel()).view(p.sizes());
+    if (p.grad().defined()) p.mutable_grad().copy_(part);
+    else p.mutable_grad() = part.clone();
+    off += p.numel();
+  }
+}
+
+StepFacts Pipeline::step_facts() {
+  auto b = runner_->bubble();
+  return {b.idle(), b.window};
+}
+
+namespace pipeline {
+std::unique_ptr<Strategy> make(const Choice& choice) { return std::make_unique<Pipeline>(choice); }
+}  // namespace pipeline
+
+}  // namespace hpcbench::strategies

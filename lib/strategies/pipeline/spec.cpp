@@ -1,0 +1,172 @@
+// Pipeline parallelism (pipeline.h): the spec, torch-free.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/error.h"
+#include "strategies/pipeline/cut.h"
+#include "strategies/pipeline/options.h"
+#include "strategies/pipeline/schedule.h"
+#include "strategies/pipeline/timeline.h"
+
+namespace hpcbench::strategies::pipeline {
+
+Layout layout_of(const PipelineOptions& o, int world) {
+  const auto given = parse_stage_layers(o.stage_layers);
+  Layout l;
+  if (o.stages > 0) l.stages = static_cast<int>(o.stages);
+  else if (!given.empty()) l.stages = static_cast<int>(given.size());
+  else l.stages = o.dp_size > 0 ? world / static_cast<int>(o.dp_size) : world;
+  l.dp = o.dp_size > 0 ? static_cast<int>(o.dp_size) : (l.stages > 0 ? world / l.stages : 0);
+  if (!given.empty() && static_cast<int>(given.size()) != l.stages)
+    fail("--stage-layers {}: {} counts for {} stages (--stages); give one count per stage", o.stage_layers,
+         given.size(), l.stages);
+  if (l.stages < 1 || l.dp < 1 || l.stages * l.dp != world) {
+    if (o.dp_size > 0)
+      fail("--stages {} x --dp-size {} is {} ranks, but the job has {}; their product must be the world size",
+           l.stages, o.dp_size, int64_t(l.stages) * o.dp_size, world);
+    fail("--stages {}: the job's {} ranks do not split into pipelines of {} stages; use a divisor of the world "
+         "size, or --dp-size",
+         l.stages, world, l.stages);
+  }
+  return l;
+}
+
+namespace {
+
+// Parameters on each stage: its layers' units, the embeddings on the first,
+// the head on the last. `units` as the model lists them (embeddings, each
+// layer, head).
+std::vector<double> stage_sums(const std::vector<double>& units, const std::vector<int64_t>& counts) {
+  std::vector<double> out(counts.size(), 0);
+  size_t u = 1;
+  for (size_t s = 0; s < counts.size(); ++s)
+    for (int64_t i = 0; i < counts[s]; ++i) out[s] += units[u++];
+  out.front() += units.front();
+  out.back() += units.back();
+  return out;
+}
+
+std::vector<int64_t> cut_of(const PipelineOptions& o, const Layout& l, size_t units) {
+  if (units < 3) fail("internal: the pipeline's memory needs the model's units (embeddings, layers, head)");
+  return stage_layer_counts(static_cast<int64_t>(units) - 2, l.stages, parse_stage_layers(o.stage_layers));
+}
+
+class PipelineSpec final : public Spec {
+ public:
+  std::string name() const override { return "pipeline"; }
+  std::string summary() const override {
+    return "pipeline parallelism: encoder layers cut into stages over ranks, micro-batches pipelined "
+           "(GPipe or 1F1B), composable with data parallelism";
+  }
+  Traits traits() const override {
+    Traits t;
+    t.needs_comm = true;
+    return t;
+  }
+  std::unique_ptr<Options> defaults() const override { return std::make_unique<PipelineOptions>(); }
+  std::vector<std::string> always_shown() const override { return {"stages", "micro-batches", "schedule"}; }
+  std::vector<std::string> facts() const override { return {"layout"}; }
+  void validate(const Options& opts, const std::string&) const override {
+    const auto& o = options_as<PipelineOptions>(opts);
+    if (o.stages < 0) fail("--stages {}: must be at least 1 (or 0: every rank of a replica)", o.stages);
+    if (o.dp_size < 0) fail("--dp-size {}: must be at least 1 (or 0: world / --stages)", o.dp_size);
+    if (o.micro_batches < 1) fail("--micro-batches {}: must be at least 1", o.micro_batches);
+    parse_schedule(o.schedule);
+    auto given = parse_stage_layers(o.stage_layers);
+    if (!given.empty() && o.stages > 0 && static_cast<int64_t>(given.size()) != o.stages)
+      fail("--stage-layers {}: {} counts for {} stages (--stages); give one count per stage", o.stage_layers,
+           given.size(), o.stages);
+    for (auto n : given)
+      if (n < 1) fail("--stage-layers {}: every stage needs at least one encoder layer", o.stage_layers);
+  }
+  std::string unsupported(const Options& opts, const Shape& shape) const override {
+    try {
+      layout_of(options_as<PipelineOptions>(opts), shape.world());
+    } catch (const UserError& e) {
+      return e.what();
+    }
+    return "";
+  }
+  int data_parallel_size(const Options& opts, const Shape& shape) const override {
+    return layout_of(options_as<PipelineOptions>(opts), shape.world()).dp;
+  }
+  // The largest stage's model state (16 bytes a parameter, as a replica's);
+  // with data parallelism, the flat buffer its gradients are all-reduced in.
+  StateBytes memory(const Options& opts, const MemoryInputs& in) const override {
+    const auto& o = options_as<PipelineOptions>(opts);
+    const auto l = layout_of(o, in.shape.world());
+    std::vector<double> units(in.units.begin(), in.units.end());
+    auto per_stage = stage_sums(units, cut_of(o, l, units.size()));
+    const double most = *std::max_element(per_stage.begin(), per_stage.end());
+    return {16 * most, l.dp > 1 ? 4 * most : 0};
+  }
+  // The step of the stage that computes most (the pipeline's pace), as the
+  // schedule simulated on per-stage times (timeline.h) leaves it: its
+  // forwards, its backwards and its idle time ("bubble", compute-stream
+  // time), then the point-to-point transfers on the critical path (one
+  // activation and one gradient per stage boundary, costed as a two-rank
+  // broadcast), the data-parallel all-reduce of its gradients and its share
+  // of the optimizer.
+  void schedule(const Options& opts, const StepInputs& in, StepBuilder& b) const override {
+    const auto& o = options_as<PipelineOptions>(opts);
+    const auto& lay = *in.layout;
+    const auto l = layout_of(o, in.shape.world());
+    const auto counts = cut_of(o, l, lay.unit_share.size());
+    const auto share = stage_sums(lay.unit_share, counts);
+    std::vector<double> numel(lay.unit_numel.begin(), lay.unit_numel.end());
+    const auto params = stage_sums(numel, counts);
+    const int m = static_cast<int>(std::min<int64_t>(o.micro_batches, std::max<int64_t>(in.batch, 1)));
+    SimulationInput sim{parse_schedule(o.schedule), m, {}, {}, 0};
+    for (double s : share) {
+      sim.forward.push_back(in.base.forward_s * s / m);
+      sim.backward.push_back(in.base.backward_s * s / m);
+    }
+    const auto run = simulate(sim);
+    size_t busiest = 0;
+    for (size_t s = 0; s < share.size(); ++s)
+      if (share[s] > share[busiest]) busiest = s;
+    const double fwd = m * sim.forward[busiest], bwd = m * sim.backward[busiest];
+    // A boundary crosses nodes when the pipeline's stages are spread over them
+    // (Megatron's order puts a pipeline's stages dp ranks apart).
+    const int per_node = std::max(1, in.shape.gpus_per_node / l.dp);
+    const int crossing = std::min(l.stages - 1, std::max(0, (l.stages + per_node - 1) / per_node - 1));
+    const double act = static_cast<double>(in.batch) / m * static_cast<double>(lay.seq * lay.hidden) *
+                       in.compute_bytes;
+    const Group dp_group = l.dp <= in.shape.gpus_per_node ? Group{1, l.dp} : Group{l.dp / in.shape.gpus_per_node,
+                                                                                   in.shape.gpus_per_node};
+    for (int a = 0; a < in.grad_accum; ++a) {
+      b.compute(in.base.other_s, "other");
+      b.compute(fwd, "forward");
+      b.compute(bwd, "backward");
+      b.compute(std::max(0.0, run.makespan - fwd - bwd), "bubble");
+      for (int k = 0; k < 2 * (l.stages - 1); ++k) {
+        b.collective("broadcast", act, k / 2 < crossing ? Group{2, 1} : Group{1, 2});
+        b.wait_all("p2p");
+      }
+    }
+    if (l.dp > 1) {
+      b.collective("all_reduce", in.param_grad_bytes * params[busiest], dp_group);
+      b.wait_all("wait");
+    }
+    const double total = std::accumulate(params.begin(), params.end(), 0.0);
+    b.compute(in.base.optimizer_s * (total > 0 ? params[busiest] / total : 1.0), "optimizer");
+  }
+  Advice advice(const Options& opts) const override {
+    const auto& o = options_as<PipelineOptions>(opts);
+    return {fmt::format("the pipeline's bubble is (P-1)/(M+P-1) of a step: more micro-batches (--micro-batches, now "
+                        "{}) shrink it, as do fewer stages",
+                        o.micro_batches),
+            ""};
+  }
+};
+
+}  // namespace
+
+const Spec& spec() {
+  static const PipelineSpec s;
+  return s;
+}
+
+}  // namespace hpcbench::strategies::pipeline

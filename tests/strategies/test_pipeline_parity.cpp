@@ -1,0 +1,104 @@
+// The pipeline strategy through `hpcbench run` trains the baseline's model:
+// with dropout off and the same global batch, GPipe and 1F1B over 2 and 4
+// stages, several micro-batch counts (one that does not divide the batch),
+// an uneven cut, gradient accumulation and a dp2 x pp2 layout end with the
+// baseline's weights and losses at the ddp test's tolerance. Layouts that
+// cannot be made are refused before anything runs, naming the flag.
+#include "test_catch.h"
+#include <nlohmann/json.hpp>
+
+#include "parity.h"
+#include "test_env.h"
+
+using namespace hpcbench;
+using namespace hpcbench::test::parity;
+
+namespace {
+
+// bert-mini has the 4 encoder layers 4 stages need; a short sequence and
+// three steps keep it cheap.
+const std::string kMini = " --model bert-mini --max-seq-length 32 --max-steps 3";
+
+}  // namespace
+
+TEST_CASE("pipeline over 2 stages (bert-tiny) equals the baseline, both schedules, several micro-batch counts") {
+  test::TempDir dir;
+  auto base = run(dir.path, "base4", "--strategy baseline --batch-size 4");
+  for (std::string s : {"--schedule gpipe --micro-batches 2", "--schedule 1f1b --micro-batches 4",
+                        "--schedule 1f1b --micro-batches 3", "--schedule gpipe --micro-batches 1"}) {
+    auto name = "pp2-" + std::to_string(std::hash<std::string>{}(s) % 100000);
+    auto r = run(dir.path, name, "--strategy pipeline --nproc-per-node 2 --batch-size 4 " + s);
+    require_same(r, base, "pipeline 2 stages, " + s);
+    CHECK(r.json["result"]["global_batch"] == 4);
+    CHECK(r.json["result"]["world_size"] == 2);
+    CHECK(r.json["result"]["strategy_options"].get<std::string>().find("layout=pp2") != std::string::npos);
+    // Sends and receives are timed as every collective is; the bubble is
+    // measured beside its theory, (P-1)/(M+P-1).
+    const auto& res = r.json["result"];
+    const int m = s.back() - '0';
+    CHECK(res["comm_ms"].get<double>() > 0);
+    CHECK(res["comm_exposed_ms"].get<double>() > 0);
+    CHECK(res["bubble_theory"].get<double>() == Approx(1.0 / (m + 1)));
+    CHECK(res["bubble_fraction"].get<double>() > 0);
+    CHECK(res["bubble_fraction"].get<double>() < 1);
+    for (auto& step : r.json["steps"]) CHECK(step.contains("bubble"));
+  }
+  CHECK(base.json["result"]["bubble_fraction"].get<double>() == -1);
+  // With accumulation: two micro-steps, each pipelined, then one update.
+  require_same(run(dir.path, "pp2-acc", "--strategy pipeline --nproc-per-node 2 --batch-size 2 --grad-accum 2 "
+                                        "--micro-batches 2"),
+               base, "pipeline 2 stages, accumulation 2");
+}
+
+TEST_CASE("pipeline over 4 stages and an uneven cut (bert-mini) equal the baseline") {
+  test::TempDir dir;
+  auto base = run(dir.path, "base4m", "--strategy baseline --batch-size 4" + kMini);
+  require_same(run(dir.path, "pp4g", "--strategy pipeline --nproc-per-node 4 --batch-size 4 --schedule gpipe "
+                                     "--micro-batches 4" + kMini),
+               base, "pipeline 4 stages, gpipe, M=4");
+  require_same(run(dir.path, "pp4f", "--strategy pipeline --nproc-per-node 4 --batch-size 4 --schedule 1f1b "
+                                     "--micro-batches 2" + kMini),
+               base, "pipeline 4 stages, 1f1b, M=2");
+  auto cut = run(dir.path, "pp2c", "--strategy pipeline --nproc-per-node 2 --batch-size 4 --stage-layers 3,1 "
+                                   "--micro-batches 4" + kMini);
+  require_same(cut, base, "pipeline 2 stages cut 3,1");
+  CHECK(cut.json["result"]["strategy_options"].get<std::string>().find("stage-layers=3/1") != std::string::npos);
+}
+
+TEST_CASE("dp2 x pp2 on 4 ranks equals the baseline with the two replicas' batch") {
+  test::TempDir dir;
+  auto base = run(dir.path, "base4", "--strategy baseline --batch-size 4");
+  auto r = run(dir.path, "dp2pp2", "--strategy pipeline --nproc-per-node 4 --stages 2 --dp-size 2 --batch-size 2 "
+                                   "--micro-batches 2");
+  require_same(r, base, "pipeline dp2 x pp2");
+  CHECK(r.json["result"]["global_batch"] == 4);
+  CHECK(r.json["result"]["strategy_options"].get<std::string>().find("layout=dp2-pp2") != std::string::npos);
+}
+
+TEST_CASE("pipeline layouts that cannot be made are refused before training, naming the flag") {
+  test::TempDir dir;
+  auto results = dir.path / "results";
+  auto refused = [&](const std::string& args) {
+    auto r = test::run_command(bin() + " run" + kCommon + " --max-steps 2 --strategy pipeline " + args +
+                               " --results-dir " + results.string());
+    INFO(args << "\n" << r.output);
+    CHECK(r.exit_code != 0);
+    CHECK(test::entries(results) == 0);
+    return r.output;
+  };
+  // More stages than bert-tiny's 2 layers.
+  CHECK_THAT(refused("--nproc-per-node 4 --batch-size 4"), Catch::Contains("--stages 4") &&
+                                                                Catch::Contains("2 encoder layers"));
+  // Stages that do not divide the world, or do not multiply with --dp-size to it.
+  CHECK_THAT(refused("--nproc-per-node 2 --stages 3"), Catch::Contains("--stages 3"));
+  CHECK_THAT(refused("--nproc-per-node 4 --stages 2 --dp-size 3"),
+             Catch::Contains("--stages 2 x --dp-size 3") && Catch::Contains("the job has 4"));
+  // Counts that do not add up to the layers, or one per stage.
+  CHECK_THAT(refused("--nproc-per-node 2 --stage-layers 2,1"), Catch::Contains("add up to 3") &&
+                                                                    Catch::Contains("2 encoder layers"));
+  CHECK_THAT(refused("--nproc-per-node 2 --stages 2 --stage-layers 1,1,1"), Catch::Contains("3 counts for 2 stages"));
+  CHECK_THAT(refused("--nproc-per-node 2 --micro-batches 0"), Catch::Contains("--micro-batches 0"));
+  CHECK_THAT(refused("--nproc-per-node 2 --batch-size 2 --micro-batches 4"),
+             Catch::Contains("--micro-batches 4 with --batch-size 2"));
+  CHECK_THAT(refused("--nproc-per-node 2 --schedule interleaved"), Catch::Contains("--schedule interleaved"));
+}

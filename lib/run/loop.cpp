@@ -134,7 +134,10 @@ Steps train_steps(Run& run, const train::TrainConfig& cfg, const RunContext& ctx
       if (tb.enabled())
         tb.step({r.step, r.loss, r.lr, r.grad_norm, r.times.ms, r.times.comm_ms, r.times.comm_exposed_ms,
                  static_cast<int64_t>(peak_memory_bytes(device)), r.samples});
-      progress.update(step, LoopProgress::Clock::now(), fmt::format("loss {:.4f}, {:.1f} ms/step", r.loss, r.times.ms));
+      // A rank without a loss of its own (a pipeline's first stages) shows
+      // none rather than 0; the run's loss is combined at the end.
+      const std::string loss_text = topo.computes_loss ? fmt::format("{:.4f}", r.loss) : "-";
+      progress.update(step, LoopProgress::Clock::now(), fmt::format("loss {}, {:.1f} ms/step", loss_text, r.times.ms));
       if (hooks.after_step) hooks.after_step(step);
       if (leader && (step % cfg.log_every == 0 || step == run.total_steps)) {
         const double sps = 1000.0 * static_cast<double>(r.samples) / r.times.ms;
@@ -142,8 +145,8 @@ Steps train_steps(Run& run, const train::TrainConfig& cfg, const RunContext& ctx
         const double mfu =
             peak > 0 ? sps * run.flops_per_sample / static_cast<double>(run.devices_total(ctx)) / (peak * 1e12) : 0;
         progress.finish();
-        spdlog::info("step {:>6}/{}  loss {:.4f}  lr {:.3e}  {:8.1f} ms  {:9.1f} samples/s  MFU {}", step,
-                     run.total_steps, r.loss, lr, r.times.ms, sps,
+        spdlog::info("step {:>6}/{}  loss {}  lr {:.3e}  {:8.1f} ms  {:9.1f} samples/s  MFU {}", step,
+                     run.total_steps, loss_text, lr, r.times.ms, sps,
                      peak > 0 ? fmt::format("{:.1f}%", 100 * mfu) : "n/a");
       }
     }

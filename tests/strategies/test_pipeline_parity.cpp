@@ -102,3 +102,40 @@ TEST_CASE("pipeline layouts that cannot be made are refused before training, nam
              Catch::Contains("--micro-batches 4 with --batch-size 2"));
   CHECK_THAT(refused("--nproc-per-node 2 --schedule interleaved"), Catch::Contains("--schedule interleaved"));
 }
+
+TEST_CASE("a pipeline run evaluates the whole model it trained: the baseline's loss and answers") {
+  // Every stage broadcast from its rank before evaluation; the ranks then
+  // split the dev set as every strategy does.
+  test::TempDir dir;
+  const std::string eval = " --max-steps 3 --doc-stride 16 --vocab " + test::vocab_file() + " --eval-data " +
+                           test::squad_file("dev-v1.1-sample.json") + " --eval-batch-size 4";
+  auto base = run(dir.path, "base", "--strategy baseline --batch-size 4" + eval);
+  auto pp = run(dir.path, "pp2", "--strategy pipeline --nproc-per-node 2 --batch-size 4 --micro-batches 2" + eval);
+  require_same(pp, base, "pipeline 2 stages with evaluation");
+  const double want = base.json["result"]["val_loss"].get<double>(), got = pp.json["result"]["val_loss"].get<double>();
+  CHECK(want > 0);
+  CHECK(std::abs(got - want) <= 1e-5 * want);
+  CHECK(pp.json["result"]["exact_match"] == base.json["result"]["exact_match"]);
+  CHECK(pp.json["result"]["f1"] == base.json["result"]["f1"]);
+}
+
+TEST_CASE("sweep writes pipeline jobs whose global batch is split over the replicas, not the devices") {
+  test::TempDir dir;
+  auto out = dir.path / "sweep";
+  auto r = test::run_command(bin() + " sweep --strategies pipeline:stages=2 --nodes 1 --gpus-per-node 4 --cpu "
+                                     "--global-batch 16 --out " + out.string());
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  std::string script;
+  for (auto& f : fs::directory_iterator(out / "jobs"))
+    if (f.path().filename().string().starts_with("pipeline")) script = test::slurp(f.path());
+  INFO(script);
+  CHECK(script.find("--strategy pipeline:stages=2") != std::string::npos);
+  CHECK(script.find("--batch-size 8") != std::string::npos);  // 16 over dp 2 (4 ranks, 2 stages)
+  // A layout the job's ranks cannot make is refused when the sweep is written.
+  auto bad = test::run_command(bin() + " sweep --strategies pipeline:stages=3 --nodes 1 --gpus-per-node 4 --cpu --out " +
+                               (dir.path / "bad").string());
+  INFO(bad.output);
+  CHECK(bad.exit_code != 0);
+  CHECK(bad.output.find("--stages 3") != std::string::npos);
+}

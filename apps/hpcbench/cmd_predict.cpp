@@ -137,7 +137,16 @@ int run_predict(const PredictOptions& o) {
                  o.global_batch / per, replicas);
           so.grad_accum = static_cast<int>(o.global_batch / per);
         }
-        auto p = predict::predict_step(base, layout, choice, shape, *comm, so);
+        // What only the model can rule out (more pipeline stages than it has
+        // layers) is a row left out with its reason, as a shape the strategy
+        // cannot run is.
+        predict::Prediction p;
+        try {
+          p = predict::predict_step(base, layout, choice, shape, *comm, so);
+        } catch (const UserError& e) {
+          fmt::print("# {} at {} x {}: not predicted: {}\n", label, n, g, e.what());
+          continue;
+        }
         fmt::print("{:<24} {:>5} {:>4} {:>5} {:>5} {:>10.2f} {:>10.2f} {:>9.2f} {:>9.2f} {:>11.2f} {:>8.3f} {:>6.3f} "
                    "{:>10.3f}  {}\n",
                    label, n, g, shape.world(), so.grad_accum, p.step_s * 1000, (p.compute_s + p.other_s) * 1000,

@@ -107,8 +107,8 @@ class PipelineSpec final : public Spec {
   // forwards, its backwards and its idle time ("bubble", compute-stream
   // time), then the point-to-point transfers on the critical path (one
   // activation and one gradient per stage boundary, costed as a two-rank
-  // broadcast), the data-parallel all-reduce of its gradients and its share
-  // of the optimizer.
+  // broadcast), then the largest stage's data-parallel all-reduce and
+  // optimizer step.
   void schedule(const Options& opts, const StepInputs& in, StepBuilder& b) const override {
     const auto& o = options_as<PipelineOptions>(opts);
     const auto& lay = *in.layout;
@@ -146,12 +146,15 @@ class PipelineSpec final : public Spec {
         b.wait_all("p2p");
       }
     }
+    // After the pipeline, every stage reduces and steps its own parameters at
+    // once: the stage holding most (the embeddings') sets the pace.
+    const double most = *std::max_element(params.begin(), params.end());
     if (l.dp > 1) {
-      b.collective("all_reduce", in.param_grad_bytes * params[busiest], dp_group);
+      b.collective("all_reduce", in.param_grad_bytes * most, dp_group);
       b.wait_all("wait");
     }
     const double total = std::accumulate(params.begin(), params.end(), 0.0);
-    b.compute(in.base.optimizer_s * (total > 0 ? params[busiest] / total : 1.0), "optimizer");
+    b.compute(in.base.optimizer_s * (total > 0 ? most / total : 1.0), "optimizer");
   }
   Advice advice(const Options& opts) const override {
     const auto& o = options_as<PipelineOptions>(opts);

@@ -5,6 +5,7 @@
 // baseline's weights and losses at the ddp test's tolerance. Layouts that
 // cannot be made are refused before anything runs, naming the flag.
 #include "test_catch.h"
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "parity.h"
@@ -73,6 +74,26 @@ TEST_CASE("dp2 x pp2 on 4 ranks equals the baseline with the two replicas' batch
   require_same(r, base, "pipeline dp2 x pp2");
   CHECK(r.json["result"]["global_batch"] == 4);
   CHECK(r.json["result"]["strategy_options"].get<std::string>().find("layout=dp2-pp2") != std::string::npos);
+
+  // predict from the baseline: the layout's memory is the run's own memory
+  // model, and a layout the model cannot be cut into is a row left out with
+  // its reason.
+  auto csv = dir.path / "predict.csv";
+  auto p = test::run_command(bin() + " predict --baseline " + (dir.path / "results-base4" / "base4").string() +
+                             " --system " + (test::source_dir() / "configs" / "systems" / "dgx-a100.toml").string() +
+                             " --allow-device-mismatch --strategies pipeline:stages=2,dp-size=2,micro-batches=2,"
+                             "pipeline --gpus-per-node 4 --csv " + csv.string());
+  INFO(p.output);
+  REQUIRE(p.exit_code == 0);
+  CHECK(p.output.find("not predicted: --stages 4: the model has 2 encoder layers") != std::string::npos);
+  auto rows = test::slurp(csv);
+  INFO(rows);
+  REQUIRE(rows.find("pipeline:stages=2") != std::string::npos);
+  auto line = rows.substr(rows.find("pipeline:stages=2"));
+  line = line.substr(0, line.find('\n'));
+  CHECK(line.find(",1,4,4,1,") != std::string::npos);  // nodes, gpus per node, world, accumulation
+  CHECK(line.find(fmt::format(",{:.0f},", r.json["result"]["model_state_theory_bytes"].get<double>())) !=
+        std::string::npos);  // memory_persistent_bytes
 }
 
 TEST_CASE("pipeline layouts that cannot be made are refused before training, naming the flag") {

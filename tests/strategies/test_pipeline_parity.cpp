@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "model/checkpoint.h"
 #include "parity.h"
 #include "test_env.h"
 
@@ -159,4 +160,37 @@ TEST_CASE("sweep writes pipeline jobs whose global batch is split over the repli
   INFO(bad.output);
   CHECK(bad.exit_code != 0);
   CHECK(bad.output.find("--stages 3") != std::string::npos);
+}
+
+TEST_CASE("a pipeline run equals torch.distributed.pipelining training the same weights on the same data") {
+  // tests/reference/pipeline_run_reference.py: Schedule1F1B and ScheduleGPipe
+  // over 2 Gloo ranks, five steps from this binary's initial weights, its
+  // sample order, AdamW per stage and clipping by the pipeline's norm.
+  auto ref = test::reference_dir() / "pipeline_run";
+  test::TempDir dir;
+  for (std::string schedule : {"1f1b", "gpipe"}) {
+    auto meta = nlohmann::json::parse(test::slurp(ref / ("torch_" + schedule + ".json")));
+    Run torch_run;
+    for (int r = 0; r < meta["stages"].get<int>(); ++r)
+      for (auto& [k, v] : model::read_safetensors(ref / fmt::format("torch_{}_rank{}.safetensors", schedule, r)))
+        torch_run.params[k] = v;
+    for (auto& l : meta["losses"]) torch_run.losses.push_back(l.get<double>());
+    auto ours = run(dir.path, "ours-" + schedule,
+                    "--strategy pipeline --nproc-per-node " + std::to_string(meta["stages"].get<int>()) +
+                        " --schedule " + schedule + " " + meta["flags"].get<std::string>() + " --checkpoint " +
+                        (ref / "initial" / "model.safetensors").string());
+    // Every trained parameter, each from the stage that holds it.
+    CHECK(torch_run.params.size() >= 39);  // bert-tiny's parameters
+    std::map<std::string, at::Tensor> common;
+    for (auto& [k, v] : torch_run.params) {
+      REQUIRE(ours.params.count(k));
+      common[k] = ours.params.at(k);
+    }
+    ours.params = common;
+    require_same(ours, torch_run, "hpcbench pipeline vs torch.distributed.pipelining, " + schedule);
+    auto initial = model::read_safetensors(ref / "initial" / "model.safetensors");
+    std::map<std::string, at::Tensor> init_common;
+    for (auto& [k, v] : torch_run.params) init_common[k] = initial.at(k);
+    CHECK(compare(init_common, torch_run.params).global_rel > 1e-4);  // training moved the weights
+  }
 }

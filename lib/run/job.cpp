@@ -133,7 +133,11 @@ void print_summary(const results::RunResult& r, const std::string& folder, const
              r.samples_per_s, r.tokens_per_s, r.samples_per_s_per_device);
   fmt::print("  Phases (median): data {:.2f} ms, forward {:.2f} ms, backward {:.2f} ms, optimizer {:.2f} ms\n",
              r.data_ms, r.forward_ms, r.backward_ms, r.optimizer_ms);
-  if (r.mfu > 0) fmt::print("  MFU {:.1f}% of {} TFLOP/s\n", 100 * r.mfu, r.peak_tflops);
+  if (r.mfu > 0)
+    fmt::print("  MFU {:.1f}%{} of {} TFLOP/s\n", 100 * r.mfu,
+               r.activation_checkpointing ? fmt::format(" (HFU {:.1f}%, the recomputed forward counted)", 100 * r.hfu)
+                                          : "",
+               r.peak_tflops);
   fmt::print("  Peak memory {:.1f} MiB, model state {:.1f} MiB (memory model {:.1f} MiB); final loss {:.4f}\n",
              r.peak_memory_bytes / 1048576.0, r.model_state_bytes / 1048576.0,
              r.model_state_theory_bytes / 1048576.0, r.final_train_loss);

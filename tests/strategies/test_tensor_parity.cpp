@@ -81,5 +81,5 @@ TEST_CASE("tensor refuses layouts that cannot run, naming the flag, before writi
   fails("--strategy tensor --tp-size 4 --nproc-per-node 4", kCommon, {"--tp-size 4", "bert-tiny", "2 attention heads"});
   fails("--strategy tensor --tp-size 2 --dp-size 3 --nproc-per-node 4", kCommon,
         {"--dp-size 3", "--tp-size 2", "4 ranks"});
-  fails("--strategy tensor --tp-size 3 --nproc-per-node 4", kCommon, {"--tp-size 3", "does not divide"});
+  fails("--strategy tensor --tp-size 3 --nproc-per-node 4", kCommon, {"--tp-size 3: does not divide the job's 4 ranks"});
 }

@@ -1,6 +1,7 @@
 #pragma once
 #include <algorithm>
 
+#include "core/error.h"
 #include "strategies/mesh.h"
 #include "strategies/spec.h"
 
@@ -25,6 +26,9 @@ struct TensorOptions final : OptionsOf<TensorOptions> {
 inline Mesh tensor_mesh(const TensorOptions& o, int world, int per_node) {
   int tp = static_cast<int>(o.tp_size);
   if (tp == 0) tp = o.dp_size > 0 ? std::max(1, world / static_cast<int>(o.dp_size)) : (per_node > 0 ? per_node : world);
+  if (tp > 0 && o.dp_size == 0 && world % tp != 0)
+    fail("--tp-size {}: does not divide the job's {} ranks (the data-parallel replicas are the ranks / --tp-size)",
+         tp, world);
   return Mesh(world, {static_cast<int>(o.dp_size), 1, tp}, per_node);
 }
 

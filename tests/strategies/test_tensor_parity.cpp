@@ -64,6 +64,13 @@ TEST_CASE("tensor over 2 and 4 ranks and dp2 x tp2 equal the baseline with the s
   require_same(dp2tp2, base8, "tensor, dp 2 x tp 2");
   CHECK(result(dp2tp2)["strategy_options"] == "tp-size=2,dp-size=2,layout=dp2-tp2");
   CHECK(result(dp2tp2)["global_batch"] == 8);
+
+  // Accumulation: the group's gradients summed over micro-steps, reduced
+  // across groups once.
+  require_same(run(dir.path, "dp2tp2-acc",
+                   "--strategy tensor --dp-size 2 --tp-size 2 --nproc-per-node 4 --batch-size 2 --grad-accum 2", common),
+               run(dir.path, "base-acc", "--strategy baseline --batch-size 4 --grad-accum 2", common),
+               "tensor, dp 2 x tp 2, accumulation 2");
 }
 
 TEST_CASE("tensor refuses layouts that cannot run, naming the flag, before writing anything") {

@@ -61,6 +61,22 @@ class TensorSpec final : public Spec {
     }
     return "";
   }
+  std::string unsupported_model(const Options& opts, const Shape& shape, const ModelShape& m) const override {
+    int tp = 1;
+    try {
+      tp = mesh_of(opts, shape).tp();
+    } catch (const UserError&) {
+      return "";  // unsupported() says why
+    }
+    if (m.heads % tp != 0)
+      return fmt::format("--tp-size {}: the model has {} attention heads, which do not divide among {} "
+                         "tensor-parallel ranks (each rank computes whole heads; choose a --tp-size that divides {})",
+                         tp, m.heads, tp, m.heads);
+    if (m.intermediate % tp != 0)
+      return fmt::format("--tp-size {}: the model's MLP of {} columns does not divide among {} tensor-parallel ranks",
+                         tp, m.intermediate, tp);
+    return "";
+  }
   int data_parallel_size(const Options& opts, const Shape& shape) const override { return mesh_of(opts, shape).dp(); }
   // Each rank steps its shard: 16 bytes a parameter it holds.
   StateBytes memory(const Options& opts, const MemoryInputs& in) const override {

@@ -193,10 +193,10 @@ TEST_CASE("a sweep of baseline, ddp, fsdp (hybrid) and zero on 2 nodes x 1 rank 
     return;
   }
   auto dir = tmp.path / "sweep";
-  auto r = test::sh(bin + " sweep --strategies baseline,ddp,fsdp,zero --nodes 2 --gpus-per-node 1 --cpu --submit --time 2"
+  auto r = test::sh(bin + " sweep --strategies baseline,ddp,fsdp:sharding=hybrid,zero --nodes 2 --gpus-per-node 1 --cpu --submit --time 2"
                     " --global-batch 8 --out " + dir.string() +
                     " -- --max-steps 5 --synthetic-samples 64 --max-seq-length 64 --doc-stride 16"
-                    " --timing-warmup-steps 1 --sharding hybrid");
+                    " --timing-warmup-steps 1");
   INFO(r.out);
   REQUIRE(r.status == 0);
   auto manifest = nlohmann::json::parse(test::slurp(dir / "sweep.json"));
@@ -237,13 +237,13 @@ TEST_CASE("a sweep of baseline, ddp, fsdp (hybrid) and zero on 2 nodes x 1 rank 
   // fsdp's hybrid sharding takes its shard groups from SLURM's nodes: one
   // rank per node here, so each node holds a whole replica.
   {
-    auto run = nlohmann::json::parse(test::slurp(dir / jobs["fsdp-2x1"]["run_dir"].get<std::string>() / "run.json"));
+    auto run = nlohmann::json::parse(test::slurp(dir / jobs["fsdp-hybrid-2x1"]["run_dir"].get<std::string>() / "run.json"));
     CHECK(run["result"]["strategy_options"] == "sharding=hybrid,shard-group=1");
   }
 
   auto rows = report_rows(bin, dir);
   REQUIRE(rows.size() == 4);
-  for (std::string name : {"fsdp-2x1", "zero-2x1"}) {
+  for (std::string name : {"fsdp-hybrid-2x1", "zero-2x1"}) {
     INFO(name);
     CHECK(rows[name]["status"] == "ok");
     CHECK(rows[name]["global_batch"] == "8");

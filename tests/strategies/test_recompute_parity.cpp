@@ -38,15 +38,16 @@ TEST_CASE("every strategy with activation checkpointing equals the baseline with
   CHECK(r["hardware_flops_per_sample"].get<double>() > r["flops_per_sample"].get<double>());
   CHECK(r["flops_per_sample"] == base.json["result"]["flops_per_sample"]);
 
-  // Two ranks and a global batch of 4: two replicas of 2, or one
+  // Two devices and a global batch of 4: two replicas of 2, or one
   // tensor-parallel group reading 4.
+  const std::string two = " --nproc-per-node 2";
   const std::vector<std::pair<std::string, std::string>> runs = {
-      {"ddp", "--strategy ddp --batch-size 2"},
-      {"zero1", "--strategy zero --zero-stage 1 --batch-size 2"},
-      {"zero3", "--strategy zero --zero-stage 3 --batch-size 2"},
-      {"fsdp", "--strategy fsdp --batch-size 2"},
-      {"tp2", "--strategy tensor --tp-size 2 --batch-size 4"}};
+      {"dp", "--strategy dp --dp-replicas 2 --batch-size 2"},
+      {"ddp", "--strategy ddp --batch-size 2" + two},
+      {"zero1", "--strategy zero --zero-stage 1 --batch-size 2" + two},
+      {"zero3", "--strategy zero --zero-stage 3 --batch-size 2" + two},
+      {"fsdp", "--strategy fsdp --batch-size 2" + two},
+      {"tp2", "--strategy tensor --tp-size 2 --batch-size 4" + two}};
   for (auto& [name, args] : runs)
-    require_same(run(dir.path, "ac-" + name, args + " --nproc-per-node 2" + ac, common), base,
-                 name + " with recomputation");
+    require_same(run(dir.path, "ac-" + name, args + ac, common), base, name + " with recomputation");
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The scaling model on this machine: predictions for ddp, zero-2, zero-3 and
-fsdp at 2 and 4 CPU ranks, from a 1-rank baseline run and a bench-comm run at
+"""The scaling model on this machine: predictions for ddp, zero-2, zero-3,
+fsdp and tensor (one group of all ranks; at 4 ranks also dp2 x tp2) at 2 and 4 CPU ranks, from a 1-rank baseline run and a bench-comm run at
 the same rank count, beside the measured runs. Prints each prediction's error
 (timings are not pass/fail: the machine is shared and noisy).
 
@@ -21,6 +21,12 @@ import tempfile
 
 # Each strategy's label: what `run --strategy` and `predict --strategies` take.
 STRATEGIES = ["ddp", "zero:stage=2", "zero:stage=3", "fsdp:sharding=full"]
+
+
+def strategies_at(n):
+    """The labels at n ranks: tensor's group is every rank (its default at one
+    node), and at 4 ranks dp2 x tp2 too."""
+    return STRATEGIES + ["tensor"] + (["tensor:tp-size=2"] if n >= 4 else [])
 
 
 def sh(cmd):
@@ -60,13 +66,13 @@ def main():
                 "--output", comm])
             pred_csv = os.path.join(tmp, f"pred-{n}.csv")
             sh([a.bin, "predict", "--baseline", os.path.join(tmp, "baseline"), "--comm", comm,
-                "--strategies", ",".join(STRATEGIES), "--nodes", "1", "--gpus-per-node", str(n),
+                "--strategies", ",".join(strategies_at(n)), "--nodes", "1", "--gpus-per-node", str(n),
                 "--csv", pred_csv])
             with open(pred_csv) as f:
                 pred = {r["strategy"]: r for r in csv.DictReader(f)}
             # predict names each configuration by its canonical label (options
             # at their defaults left out): in the same order as asked.
-            for name, p in zip(STRATEGIES, pred.values()):
+            for name, p in zip(strategies_at(n), pred.values()):
                 m = run(f"{name.replace(':', '-').replace('=', '')}-{n}", n, ["--strategy", name])
                 rows.append((n, name, m["step_ms_median"], float(p["step_ms"]), m["comm_exposed_ms"],
                              float(p["comm_exposed_ms"]), m["model_state_bytes"], float(p["memory_bytes"])))

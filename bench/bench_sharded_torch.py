@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The PyTorch reference for bench_sharded.py: one strategy, N CPU ranks (Gloo,
+"""The PyTorch reference for bench_sharded.py and bench_tensor.py: one strategy, N CPU ranks (Gloo,
 one intra-op thread each), Hugging Face BertForQuestionAnswering built from a
 config (no download) on synthetic batches, AdamW (fused when the CPU build has
 it), gradient clipping; the same work as `hpcbench run` with bench_sharded.py's
@@ -25,6 +25,13 @@ Strategies and what they are in PyTorch:
   fsdp-hybrid   fully_shard over a 2-D DeviceMesh ("replicate", "shard") of
                 shape (N/g, g), g = max(N // 2, 1) (HSDP; shard groups are
                 consecutive ranks, as hpcbench's --shard-group-size)
+  tensor        DTensor tensor parallelism over all N ranks: parallelize_module
+                on each BertLayer with Megatron's plan (query, key, value and
+                intermediate.dense ColwiseParallel, attention.output.dense and
+                output.dense RowwiseParallel), embeddings and QA head
+                replicated, every rank reading the same batch; the global norm
+                for clipping summed over the shards' squares (as hpcbench).
+                --recompute: Hugging Face's gradient_checkpointing_enable()
   zero-2        not available: PyTorch has no native stage 2 (gradients
                 reduce-scattered, parameters kept replicated). DDP all-reduces
                 whole gradients and ZeroRedundancyOptimizer shards only the
@@ -77,7 +84,9 @@ MODELS = {
     "bert-medium": (8, 512, 8, 2048),
     "bert-base-uncased": (12, 768, 12, 3072),
 }
-STRATEGIES = ["ddp", "zero-1", "zero-2", "zero-3", "fsdp-full", "fsdp-grad-op", "fsdp-hybrid"]
+STRATEGIES = ["ddp", "zero-1", "zero-2", "zero-3", "fsdp-full", "fsdp-grad-op", "fsdp-hybrid", "tensor"]
+PLAN_COLWISE = ("attention.self.query", "attention.self.key", "attention.self.value", "intermediate.dense")
+PLAN_ROWWISE = ("attention.output.dense", "output.dense")
 UNAVAILABLE = {"zero-2": "PyTorch has no native ZeRO stage 2 (replicated parameters, sharded gradients)"}
 
 
@@ -120,6 +129,8 @@ def build(args, rank, n):
     torch.manual_seed(args.seed)  # every rank starts from the same weights
     model = BertForQuestionAnswering(cfg)
     model.train()
+    if args.recompute:
+        (getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable)()
     s = args.strategy
     kw = dict(lr=args.lr, betas=(0.9, 0.999), eps=1e-8, **adamw_kwargs())
     if s in ("ddp", "zero-1"):
@@ -136,6 +147,19 @@ def build(args, rank, n):
         return model, wrapped, opt
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
+    if s == "tensor":
+        from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+        mesh = init_device_mesh("cpu", (n,))
+        plan = {name: ColwiseParallel() for name in PLAN_COLWISE}
+        plan.update({name: RowwiseParallel() for name in PLAN_ROWWISE})
+        for layer in model.bert.encoder.layer:
+            parallelize_module(layer, mesh, plan)
+        # The fused kernel takes a group's tensors together: DTensors and
+        # plain tensors in groups of their own.
+        groups = [{"params": [p for p in g["params"] if hasattr(p, "to_local") == split],
+                   "weight_decay": g["weight_decay"]}
+                  for g in param_groups(model, args.weight_decay) for split in (True, False)]
+        return model, model, torch.optim.AdamW([g for g in groups if g["params"]], **kw)
     if s == "fsdp-hybrid":
         g = max(n // 2, 1)
         mesh = init_device_mesh("cpu", (n // g, g), mesh_dim_names=("replicate", "shard"))
@@ -163,11 +187,27 @@ def state_bytes(model, opt, strategy):
     return total
 
 
+def clip_tensor_parallel(model, max_norm):
+    """clip_grad_norm_ over a model whose split parameters are DTensors: their
+    local shards' squares summed over the ranks, the replicated ones once."""
+    split, whole = [], []
+    for p in model.parameters():
+        if p.grad is not None:
+            (split if hasattr(p.grad, "to_local") else whole).append(p.grad)
+    sq = torch.stack([local(g).norm() ** 2 for g in split]).sum() if split else torch.zeros(())
+    dist.all_reduce(sq)
+    total = (sq + sum(g.norm() ** 2 for g in whole)).sqrt()
+    coef = (max_norm / (total + 1e-6)).clamp(max=1.0)
+    for g in split + whole:
+        local(g).mul_(coef)
+
+
 def worker(rank, n, port, args, out):
     torch.set_num_threads(args.threads)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=n)
     model, wrapped, opt = build(args, rank, n)
-    g = torch.Generator().manual_seed(args.seed + rank)
+    # A tensor-parallel group reads one batch; replicas read their own.
+    g = torch.Generator().manual_seed(args.seed + (0 if args.strategy == "tensor" else rank))
     b, s = args.batch, args.seq
     batches = [dict(input_ids=torch.randint(1000, 30000, (b, s), generator=g),
                     token_type_ids=torch.randint(0, 2, (b, s), generator=g),
@@ -182,7 +222,9 @@ def worker(rank, n, port, args, out):
         t0 = time.perf_counter()
         loss = wrapped(**batch).loss
         loss.backward()
-        if args.max_grad_norm > 0:
+        if args.max_grad_norm > 0 and args.strategy == "tensor":
+            clip_tensor_parallel(model, args.max_grad_norm)
+        elif args.max_grad_norm > 0:
             torch.nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
         opt.step()
         if step == 0:
@@ -217,6 +259,7 @@ def main():
     ap.add_argument("--weight-decay", type=float, default=0.01)
     ap.add_argument("--max-grad-norm", type=float, default=1.0, help="<= 0: no clipping")
     ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--recompute", action="store_true", help="activation checkpointing of every encoder layer")
     args = ap.parse_args()
     if args.steps <= args.warmup:
         sys.exit("--steps must exceed --warmup")

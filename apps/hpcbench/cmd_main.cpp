@@ -17,7 +17,9 @@
 #include "core/self_exec.h"
 #include "core/time.h"
 #include "device/device.h"
+#include "model/bert.h"
 #include "strategies/registry.h"
+#include "train/setup.h"
 
 namespace hpcbench::cli {
 
@@ -61,7 +63,9 @@ Action add_main(CLI::App& app) {
     // Strong scaling: every run trains on the same global batch, so that the
     // report can divide times. On CPU each rank gets one thread, the
     // baseline too: one core plays one device.
-    std::vector<std::string> common = {"--model", "bert-tiny", "--train-data", "synthetic",
+    const std::string model = "bert-tiny";
+    const auto shape = train::model_shape(model::BertConfig::preset(model));
+    std::vector<std::string> common = {"--model", model, "--train-data", "synthetic",
                                        "--synthetic-samples", "1024", "--max-seq-length", "128",
                                        "--max-steps", std::to_string(o->steps), "--timing-warmup-steps", "5",
                                        "--log-every", "20", "--threads", "1", "--results-dir", runs.string(),
@@ -71,8 +75,7 @@ Action add_main(CLI::App& app) {
       std::vector<std::string> args;
     };
     // Every strategy at its default options: the reference on one device
-    // with the whole global batch, the others over the ranks with the same
-    // global batch (split over their data-parallel replicas).
+    // with the whole global batch, the others over the ranks.
     std::string n = std::to_string(o->ranks);
     std::vector<Job> jobs;
     for (auto* spec : strategies::specs()) {
@@ -83,13 +86,18 @@ Action add_main(CLI::App& app) {
                                        "--run-name", spec->name() + "-1x"}});
         continue;
       }
-      std::vector<std::string> args{"--batch-size", std::to_string(per_device), "--run-name", spec->name() + "-" + n + "x"};
+      const strategies::Shape ranks{1, static_cast<int>(o->ranks)};
+      int64_t batch = per_device;
+      if (traits.devices_option.empty()) {
+        if (!c.unsupported(ranks).empty() || !c.unsupported_model(ranks, shape).empty()) continue;
+        // The global batch splits over the data-parallel replicas: ranks
+        // that hold parts of one model read the same rows.
+        batch = per_device * o->ranks / spec->data_parallel_size(c.options(), ranks);
+      }
+      std::vector<std::string> args{"--batch-size", std::to_string(batch), "--run-name", spec->name() + "-" + n + "x"};
       if (!traits.devices_option.empty()) {
         c.set(traits.devices_option, n, "main job");
       } else {
-        const strategies::Shape shape{1, static_cast<int>(o->ranks)};
-        if (!c.unsupported(shape).empty()) continue;
-        args[1] = std::to_string(per_device * o->ranks / spec->data_parallel_size(c.options(), shape));
         args.push_back("--nproc-per-node");
         args.push_back(n);
       }

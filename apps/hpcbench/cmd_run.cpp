@@ -82,7 +82,13 @@ Action add_run(CLI::App& app) {
     // Flags are collected as text and applied after the TOML file, so that
     // the command line always wins, whatever the order of the arguments.
     // A setting given twice takes its last value, so that a job script's
-    // defaults can be overridden by appending flags.
+    // defaults can be overridden by appending flags. A bool is a switch.
+    if (type_name(s).empty()) {
+      sub->add_flag_function(
+          s.flag, [values, flag = s.flag, v = switch_value(s) ? "on" : "off"](int64_t) { (*values)[flag] = v; },
+          s.help + " [" + s.key + "]");
+      continue;
+    }
     sub->add_option_function<std::string>(
            s.flag, [values, flag = s.flag](const std::string& v) { (*values)[flag] = v; },
            s.help + " [" + s.key + "]")

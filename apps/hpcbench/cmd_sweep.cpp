@@ -123,9 +123,9 @@ Action add_sweep(CLI::App& app) {
   sub->add_option("--gres-type", a->opts.gres_type, "GPU type in --gres=gpu:<type>:N (e.g. a100)");
   sub->add_option("--cpus-per-task", a->opts.cpus_per_task, "sbatch --cpus-per-task (threads per rank)");
   sub->add_option("--global-batch", a->opts.global_batch,
-                  "Sequences per optimizer step for every job (--batch-size = this / the job's data-parallel "
-                  "replicas: its devices, fewer where devices hold parts of one model), so that the report can "
-                  "give speedups; must divide by every job's replica count");
+                  "Sequences per optimizer step for every job (--batch-size = this / data-parallel replicas: the "
+                  "devices, or the groups that hold one model between them), so that the report can give speedups; "
+                  "must divide by every job's replicas");
   sub->add_flag("--cpu", a->opts.cpu, "CPU cluster: no --gres, one rank per slot, Gloo, --device cpu");
   sub->add_option("--hpcbench", a->hpcbench,
                   "The binary the jobs run, on a file system the nodes share (default: this one)");

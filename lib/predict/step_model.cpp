@@ -15,6 +15,8 @@ std::vector<Task> step_schedule(const Baseline& base, const Layout& l, const str
   in.shape = shape;
   in.batch = base.batch;
   in.grad_accum = o.grad_accum;
+  in.rows = base.batch;
+  in.seq = base.seq;
   in.compute_bytes = o.compute_bytes;
   in.reduce_bytes = o.reduce_bytes;
   in.param_grad_bytes = o.param_grad_bytes;

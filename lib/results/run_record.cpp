@@ -84,6 +84,9 @@ const std::vector<Column>& columns() {
       {"comm_untimed", "", &R::comm_untimed},
       {"cpu_cores", "", &R::cpu_cores},
       {"threads_per_rank", "", &R::threads_per_rank},
+      {"activation_checkpointing", "", &R::activation_checkpointing},
+      {"hardware_flops_per_sample", "FLOP", &R::hardware_flops_per_sample},
+      {"hfu", "", &R::hfu},
       {"bubble_fraction", "", &R::bubble_fraction},
       {"bubble_theory", "", &R::bubble_theory},
   };

@@ -61,6 +61,12 @@ struct RunResult {
   double tflops_per_device = 0;
   double peak_tflops = 0;  // 0: unknown device, no MFU
   double mfu = 0;          // fraction, 0 when unknown
+  // With activation checkpointing the recomputed forward: FLOPs the hardware
+  // ran per sample, and their utilisation (HFU); equal to the model's FLOPs
+  // and MFU without it. 0 in files older than the fields.
+  double hardware_flops_per_sample = 0;
+  double hfu = 0;
+  int64_t activation_checkpointing = 0;  // 1: every encoder layer recomputed in backward
   int64_t peak_memory_bytes = 0;
   int64_t model_state_bytes = 0;  // parameters + gradients + optimizer states, the largest rank's
   int64_t model_state_theory_bytes = 0;  // what the memory model says (docs/memory.md); 0: not recorded

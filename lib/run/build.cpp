@@ -9,6 +9,7 @@
 #include "core/hostinfo.h"
 #include "core/time.h"
 #include "distributed/process_group.h"
+#include "model/bert_modules.h"
 #include "model/checkpoint.h"
 #include "train/amp.h"
 #include "train/flops.h"
@@ -58,6 +59,7 @@ Run build(const train::TrainConfig& cfg, const strategies::Choice& choice, const
   if (!cfg.checkpoint.empty()) model::load_hf_checkpoint(*r.model, cfg.checkpoint);
   r.model->to(r.device);
   r.model->train();
+  r.model->bert()->set_activation_checkpointing(cfg.activation_checkpointing);
 
   r.strategy_name = choice.name();
   r.strategy = strategies::make_strategy(choice);
@@ -78,6 +80,8 @@ Run build(const train::TrainConfig& cfg, const strategies::Choice& choice, const
   r.total_steps = cfg.max_steps > 0 ? cfg.max_steps : cfg.epochs * r.steps_per_epoch;
   r.global_batch = cfg.batch_size * cfg.grad_accum * t.replicas;
   r.flops_per_sample = train::training_flops_per_sequence(r.model_config, cfg.max_seq_length);
+  r.hardware_flops_per_sample =
+      train::hardware_flops_per_sequence(r.model_config, cfg.max_seq_length, cfg.activation_checkpointing);
   r.peak_tflops = cfg.peak_tflops > 0 ? cfg.peak_tflops : train::peak_tflops(r.device_description.name, cfg.precision);
   if (ctx.rank == 0) log_header(r, cfg, ctx, n);
   return r;

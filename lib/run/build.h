@@ -34,6 +34,7 @@ struct Run {
   int64_t total_steps = 0;
   int64_t global_batch = 0;       // sequences per optimizer step over the job
   double flops_per_sample = 0;    // train/flops.h
+  double hardware_flops_per_sample = 0;  // with the recomputed forward (activation checkpointing)
   double peak_tflops = 0;         // 0: unknown, no MFU
 
   int64_t devices_total(const RunContext& ctx) const { return topology.devices * ctx.world_size; }

@@ -30,6 +30,7 @@
 #include "run/trainer.h"
 #include "strategies/registry.h"
 #include "tensorboard/run_log.h"
+#include "train/setup.h"
 
 namespace hpcbench::run {
 
@@ -133,7 +134,11 @@ void print_summary(const results::RunResult& r, const std::string& folder, const
              r.samples_per_s, r.tokens_per_s, r.samples_per_s_per_device);
   fmt::print("  Phases (median): data {:.2f} ms, forward {:.2f} ms, backward {:.2f} ms, optimizer {:.2f} ms\n",
              r.data_ms, r.forward_ms, r.backward_ms, r.optimizer_ms);
-  if (r.mfu > 0) fmt::print("  MFU {:.1f}% of {} TFLOP/s\n", 100 * r.mfu, r.peak_tflops);
+  if (r.mfu > 0)
+    fmt::print("  MFU {:.1f}%{} of {} TFLOP/s\n", 100 * r.mfu,
+               r.activation_checkpointing ? fmt::format(" (HFU {:.1f}%, the recomputed forward counted)", 100 * r.hfu)
+                                          : "",
+               r.peak_tflops);
   fmt::print("  Peak memory {:.1f} MiB, model state {:.1f} MiB (memory model {:.1f} MiB); final loss {:.4f}\n",
              r.peak_memory_bytes / 1048576.0, r.model_state_bytes / 1048576.0,
              r.model_state_theory_bytes / 1048576.0, r.final_train_loss);
@@ -193,7 +198,8 @@ int run_repeats(const train::TrainConfig& cfg, const strategies::Choice& choice,
 
 // Whether the job's processes can run the strategy: one that drives several
 // devices from one process runs as one process; the others are asked.
-void check_processes(const strategies::Choice& choice, const strategies::Shape& processes) {
+void check_processes(const train::TrainConfig& cfg, const strategies::Choice& choice,
+                     const strategies::Shape& processes) {
   if (processes.world() <= 1) return;
   const auto devices_option = choice.spec().traits().devices_option;
   if (!devices_option.empty()) {
@@ -206,6 +212,9 @@ void check_processes(const strategies::Choice& choice, const strategies::Shape& 
   }
   if (auto why = choice.unsupported(processes); !why.empty())
     fail("--strategy {} on {} ranks: {}", choice.label(), processes.world(), why);
+  const auto model = train::model_config(cfg);
+  if (auto why = choice.unsupported_model(processes, train::model_shape(model)); !why.empty())
+    fail("--strategy {} on {} ranks with model {}: {}", choice.label(), processes.world(), model.name, why);
 }
 
 // What the job's flags decide, checked before anything starts.
@@ -227,7 +236,7 @@ void check_options(const train::TrainConfig& cfg, const strategies::Choice& choi
   if (o.allow_shared_gpu && o.backend != "gloo")
     fail("--allow-shared-gpu needs --backend gloo: NCCL refuses two ranks on one GPU (\"duplicate GPU\"), while "
          "Gloo stages CUDA tensors through host memory and lets ranks share it");
-  if (o.nproc_per_node > 0) check_processes(choice, {1, o.nproc_per_node});
+  if (o.nproc_per_node > 0) check_processes(cfg, choice, {1, o.nproc_per_node});
   // What would otherwise fail only when the results are written, after the
   // whole run: the name, and a results folder that can take it.
   if (!cfg.run_name.empty()) results::check_run_name(cfg.run_name);
@@ -376,7 +385,7 @@ int run_job(const train::TrainConfig& cfg, const strategies::Choice& choice, con
                               .visible_devices = accelerator_count(),
                               .bound_by_visible_devices = dist::one_visible_device_named(dist::current_environment()),
                               .shared_devices = o.allow_shared_gpu});
-  check_processes(choice, {static_cast<int>(layout.num_nodes),
+  check_processes(cfg, choice, {static_cast<int>(layout.num_nodes),
                            static_cast<int>(layout.world_size / std::max<int64_t>(layout.num_nodes, 1))});
   RunContext ctx = rank_context(layout, cfg, choice, o);
   if (auto device = ctx.comm ? ctx.comm->device() : resolve_device(cfg.device, layout.local_rank); !device.is_cpu()) {

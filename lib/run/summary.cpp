@@ -185,6 +185,11 @@ TrainOutput summarise(const Run& run, const train::TrainConfig& cfg, const RunCo
   res.tflops_per_device = res.samples_per_s_per_device * run.flops_per_sample / 1e12;
   res.peak_tflops = run.peak_tflops;
   res.mfu = run.peak_tflops > 0 ? res.tflops_per_device / run.peak_tflops : 0;
+  res.activation_checkpointing = cfg.activation_checkpointing ? 1 : 0;
+  res.hardware_flops_per_sample = run.hardware_flops_per_sample;
+  res.hfu = run.peak_tflops > 0
+                ? res.samples_per_s_per_device * run.hardware_flops_per_sample / 1e12 / run.peak_tflops
+                : 0;
   res.peak_memory_bytes = *std::max_element(job.rank_peak_bytes.begin(), job.rank_peak_bytes.end());
   res.model_state_bytes = *std::max_element(job.rank_state_bytes.begin(), job.rank_state_bytes.end());
   res.model_state_theory_bytes = static_cast<int64_t>(topo.state_theory_bytes);

@@ -67,6 +67,7 @@ struct StepInputs {
   Shape shape;
   int64_t batch = 1;         // rows of a micro-step on each data-parallel replica (base's batch)
   int grad_accum = 1;        // micro-steps per optimizer step
+  int64_t rows = 1, seq = 128;  // one micro-batch on one device: sequences, tokens each (activations' size)
   int compute_bytes = 4;     // gathered parameters: 4 (fp32, tf32) or 2 (bf16, fp16)
   int reduce_bytes = 4;      // sharded gradients' reduction dtype, unless the strategy's options say
   int param_grad_bytes = 4;  // gradients of the fp32 parameters autocast computes with (4; 2 with an fp16 hook)

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/settings.h"
+#include "strategies/model_shape.h"
 #include "strategies/schedule.h"
 
 namespace hpcbench::strategies {
@@ -93,6 +94,11 @@ class Spec {
   virtual void validate(const Options& options, const std::string& precision) const {}
   // Why a job of `shape` devices cannot run it ("" when it can).
   virtual std::string unsupported(const Options& options, const Shape& shape) const { return ""; }
+  // Why a model of `model`'s shape cannot be split as these options split it
+  // on `shape` ("" when it can): heads that do not divide among the ranks.
+  virtual std::string unsupported_model(const Options& options, const Shape& shape, const ModelShape& model) const {
+    return "";
+  }
   // Data-parallel replicas in a job of `shape` (every device, unless devices
   // hold parts of one model).
   virtual int data_parallel_size(const Options& options, const Shape& shape) const { return shape.world(); }
@@ -140,6 +146,9 @@ class Choice {
 
   void validate(const std::string& precision) const { spec_->validate(*options_, precision); }
   std::string unsupported(const Shape& shape) const { return spec_->unsupported(*options_, shape); }
+  std::string unsupported_model(const Shape& shape, const ModelShape& model) const {
+    return spec_->unsupported_model(*options_, shape, model);
+  }
   StateBytes memory(const MemoryInputs& in) const { return spec_->memory(*options_, in); }
 
   // Sets option `key` from text; UserError naming `what` and the keys known.

@@ -5,7 +5,6 @@
 
 #include "core/error.h"
 #include "distributed/process_group.h"
-#include "train/amp.h"
 
 namespace hpcbench::strategies {
 
@@ -20,15 +19,7 @@ struct GradReadyHook final : torch::autograd::PostAccumulateGradHook {
 
 at::Tensor forward_backward_step(model::BertForQuestionAnswering& model, const train::Batch& b, double scale,
                                  c10::DeviceType device, const std::string& precision, train::StepTimer& timer) {
-  model::QAOutput out;
-  {
-    train::AutocastGuard autocast(device, precision);
-    out = model->forward(b.input_ids, b.token_type_ids, b.attention_mask, b.start_positions, b.end_positions);
-  }
-  timer.mark(train::Phase::Forward);
-  (out.loss * scale).backward();
-  timer.mark(train::Phase::Backward);
-  return out.loss.detach();
+  return forward_backward_of(model, b, scale, device, precision, timer);
 }
 
 void install_grad_ready_hooks(const std::vector<at::Tensor>& params, std::function<void(size_t)> ready) {

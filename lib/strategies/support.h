@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "model/bert.h"
+#include "train/amp.h"
 #include "train/batch.h"
 #include "train/step_timer.h"
 
@@ -23,7 +24,21 @@ namespace hpcbench::strategies {
 
 // Forward under autocast (`precision` bf16/fp16, nothing otherwise), then
 // backward of `scale` x the loss, the two phases marked on `timer`; returns
-// the unscaled loss, detached (nothing waits for it).
+// the unscaled loss, detached (nothing waits for it). `Model`: any module
+// holder whose forward is BertForQuestionAnswering's (the tensor-parallel one).
+template <typename Model>
+at::Tensor forward_backward_of(Model& model, const train::Batch& b, double scale, c10::DeviceType device,
+                               const std::string& precision, train::StepTimer& timer) {
+  model::QAOutput out;
+  {
+    train::AutocastGuard autocast(device, precision);
+    out = model->forward(b.input_ids, b.token_type_ids, b.attention_mask, b.start_positions, b.end_positions);
+  }
+  timer.mark(train::Phase::Forward);
+  (out.loss * scale).backward();
+  timer.mark(train::Phase::Backward);
+  return out.loss.detach();
+}
 at::Tensor forward_backward_step(model::BertForQuestionAnswering& model, const train::Batch& batch, double scale,
                                  c10::DeviceType device, const std::string& precision, train::StepTimer& timer);
 

@@ -82,7 +82,7 @@ std::string render_job_script(const SweepOptions& opts, const SweepJob& job,
   }
   if (opts.global_batch > 0) {
     cmd.push_back("--batch-size");
-    cmd.push_back(std::to_string(opts.global_batch / job.replicas));
+    cmd.push_back(std::to_string(opts.global_batch / job.replicas()));
   }
   cmd.insert(cmd.end(), opts.run_args.begin(), opts.run_args.end());
   std::string joined;

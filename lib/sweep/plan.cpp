@@ -11,6 +11,11 @@
 
 namespace hpcbench::sweep {
 
+int SweepJob::replicas() const {
+  auto c = strategies::parse_label(strategy, "--strategies");
+  return c.spec().data_parallel_size(c.options(), {nodes, gpus_per_node});
+}
+
 namespace {
 
 // Flags that the sweep sets for every job; repeating them would make the run
@@ -82,7 +87,6 @@ std::vector<SweepJob> plan_jobs(const SweepOptions& opts) {
     SweepJob j;
     j.strategy = c.label();
     j.nodes = n;
-    j.replicas = c.spec().data_parallel_size(c.options(), {n, g});
     j.gpus_per_node = g;
     j.name = fmt::format("{}-{}x{}", c.file_name(), n, g);
     j.script = std::filesystem::path("jobs") / (j.name + ".sbatch");
@@ -119,9 +123,9 @@ std::vector<SweepJob> plan_jobs(const SweepOptions& opts) {
   }
   if (opts.global_batch > 0)
     for (const auto& j : jobs)
-      if (opts.global_batch % j.replicas != 0)
+      if (opts.global_batch % j.replicas() != 0)
         fail("--global-batch {}: not divisible by the {} data-parallel replicas of job {}", opts.global_batch,
-             j.replicas, j.name);
+             j.replicas(), j.name);
   return jobs;
 }
 

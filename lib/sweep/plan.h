@@ -38,9 +38,9 @@ struct SweepJob {
   int nodes = 1;
   int gpus_per_node = 1;
   int world_size() const { return nodes * gpus_per_node; }
-  // Data-parallel replicas of the model in the job (the world, unless ranks
-  // hold parts of one model): --global-batch is split over them.
-  int replicas = 1;
+  // The data-parallel replicas the global batch splits over (every device,
+  // unless devices hold parts of one model: the spec's data_parallel_size).
+  int replicas() const;
   std::string repeat_group;  // the configuration's name when repeated, else ""
   int repeat_index = 0;      // 1..N when repeated
   // Relative to the sweep folder.

@@ -41,6 +41,7 @@ struct TrainConfig {
   double max_grad_norm = 1.0;  // <= 0 disables clipping
   int64_t seed = 42;
   std::string precision = "fp32";  // fp32, tf32, fp16, bf16
+  bool activation_checkpointing = false;  // each encoder layer's forward recomputed in backward
   double dropout = -1;             // < 0: the model configuration's
   // [timing]
   int64_t timing_warmup_steps = 3;  // excluded from the figures

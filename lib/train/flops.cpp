@@ -20,6 +20,14 @@ double training_flops_per_sequence(const model::BertConfig& c, int64_t seq) {
          12.0 * static_cast<double>(c.num_hidden_layers) * static_cast<double>(c.hidden_size) * s * s;
 }
 
+double hardware_flops_per_sequence(const model::BertConfig& c, int64_t seq, bool recompute) {
+  const double model = training_flops_per_sequence(c, seq);
+  if (!recompute) return model;
+  const double s = static_cast<double>(seq), h = static_cast<double>(c.hidden_size),
+               i = static_cast<double>(c.intermediate_size), layers = static_cast<double>(c.num_hidden_layers);
+  return model + 2.0 * layers * (4.0 * h * h + 2.0 * h * i) * s + 4.0 * layers * h * s * s;
+}
+
 namespace {
 struct Peak {
   std::string_view name;          // exact CUDA device name

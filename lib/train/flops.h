@@ -47,6 +47,13 @@ namespace hpcbench::train {
 int64_t matmul_weights(const model::BertConfig& config);
 double training_flops_per_sequence(const model::BertConfig& config, int64_t seq);
 
+// What the hardware computes: with activation checkpointing every encoder
+// layer's forward runs twice (once more in backward), adding the layers'
+// forward, a third of their training count: 2·L·(4·h² + 2·h·i)·s +
+// 4·L·h·s². MFU counts the model's FLOPs (above) and stays comparable
+// across runs; HFU (hardware FLOPs utilisation) counts these.
+double hardware_flops_per_sequence(const model::BertConfig& config, int64_t seq, bool recompute);
+
 // Dense (no 2:4 sparsity) peak TFLOP/s of a device for a precision ("fp32",
 // "tf32", "bf16", "fp16"), looked up by the exact CUDA device name
 // (cuDeviceGetName, as torch.cuda.get_device_name() prints it). 0 when the

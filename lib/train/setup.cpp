@@ -16,6 +16,13 @@
 
 namespace hpcbench::train {
 
+strategies::ModelShape model_shape(const model::BertConfig& c) {
+  return {c.vocab_size,        c.hidden_size,
+          c.num_hidden_layers, c.num_attention_heads,
+          c.intermediate_size, c.max_position_embeddings,
+          c.type_vocab_size};
+}
+
 model::BertConfig model_config(const TrainConfig& cfg) {
   namespace fs = std::filesystem;
   bool is_file = cfg.model.ends_with(".json") || fs::is_regular_file(cfg.model);

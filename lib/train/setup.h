@@ -11,6 +11,7 @@
 
 #include "data/features.h"
 #include "model/bert.h"
+#include "strategies/model_shape.h"
 #include "train/config.h"
 
 namespace torch::optim {
@@ -22,6 +23,8 @@ namespace hpcbench::train {
 // A preset name or a config.json; checks the sequence length against the
 // position table and applies --dropout.
 model::BertConfig model_config(const TrainConfig& cfg);
+// The sizes the strategies' torch-free formulas and checks take.
+strategies::ModelShape model_shape(const model::BertConfig& config);
 
 data::FeatureConfig feature_config(const TrainConfig& cfg);
 

@@ -3,13 +3,17 @@
 
 #include "test_catch.h"
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 #include "results/bench_comm_file.h"
 #include "model/bert.h"
 #include "predict/layout.h"
 #include "predict/step_model.h"
 #include "strategies/ddp/buckets.h"
+#include "strategies/model_shape.h"
 #include "strategies/registry.h"
+#include "strategies/tensor/cost.h"
 
 using namespace hpcbench;
 using namespace hpcbench::predict;
@@ -139,4 +143,54 @@ TEST_CASE("layout: units and parameters come from the model's code") {
   CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
   CHECK(buckets.size() > 2);
   CHECK(l.param_unit[buckets.front().front()] == l.unit_names.size() - 1);
+}
+
+// The tensor strategy's schedule, replayed, is the closed form
+// strategies/tensor/cost.h gives (every all-reduce exposed, the layers'
+// compute / T, the replicated rest whole, the shard's share of the
+// optimizer); with dp groups the shard's gradients add one all-reduce across
+// them. Its memory is the shard's model state (ModelShape's count).
+TEST_CASE("tensor: the schedule replays to the closed-form tensor cost, and the memory is the shard's") {
+  const auto cfg = model::BertConfig::preset("bert-mini");
+  const int64_t seq = 64;
+  auto l = model_layout(cfg, seq);
+  Baseline b = toy_baseline();
+  Linear comm;
+  const strategies::ModelShape shape{cfg.vocab_size, cfg.hidden_size, cfg.num_hidden_layers, cfg.num_attention_heads,
+                                     cfg.intermediate_size, cfg.max_position_embeddings, cfg.type_vocab_size};
+  b.seq = seq;
+  for (int tp : {1, 2, 4}) {
+    INFO("tp " << tp);
+    strategies::tensor::ShardMemoryInput mi;
+    mi.model = shape;
+    mi.tp = tp;
+    const auto shard = strategies::tensor::shard_memory(mi);
+    strategies::tensor::TensorCostInput in;
+    in.tp = tp;
+    in.layers = static_cast<int>(cfg.num_hidden_layers);
+    double layer_share = 0;
+    for (size_t u = 1; u + 1 < l.unit_share.size(); ++u) layer_share += l.unit_share[u];
+    in.layer_forward_s = b.forward_s * layer_share / in.layers;
+    in.layer_backward_s = b.backward_s * layer_share / in.layers;
+    in.other_forward_s = b.forward_s * (1 - layer_share);
+    in.other_backward_s = b.backward_s * (1 - layer_share);
+    in.allreduce_bytes = static_cast<double>(b.batch * seq * cfg.hidden_size * 4);
+    in.allreduce_s = [&](double bytes) { return comm.seconds("all_reduce", bytes, {1, tp}); };
+    in.optimizer_s = b.optimizer_s;
+    in.optimizer_share = static_cast<double>(shard.params) / static_cast<double>(l.parameters);
+    auto want = strategies::tensor::tensor_cost(in);
+
+    auto p = predict_step(b, l, label(fmt::format("tensor:tp-size={}", tp)), {1, tp}, comm, {});
+    CHECK(p.step_s == Approx(want.step_s).epsilon(1e-12));
+    CHECK(p.exposed_s == Approx(want.comm_exposed_s).margin(1e-12));
+    CHECK(p.memory_bytes == Approx(shard.state).epsilon(1e-12));
+    CHECK(p.speedup == Approx(b.step_s / p.step_s).epsilon(1e-12));  // one replica: the same batch a step
+
+    // Two groups: the same step plus the shard's gradients all-reduced
+    // across them, twice the samples.
+    auto d = predict_step(b, l, label(fmt::format("tensor:tp-size={},dp-size=2", tp)), {1, 2 * tp}, comm, {});
+    const double grads = comm.seconds("all_reduce", 4.0 * static_cast<double>(shard.params), {1, 2});
+    CHECK(d.step_s == Approx(want.step_s + grads).epsilon(1e-12));
+    CHECK(d.samples_per_s == Approx(2 * b.batch / d.step_s).epsilon(1e-12));
+  }
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -500,4 +501,28 @@ TEST_CASE("a job a time limit interrupted is said so, and resume leaves its resu
   CHECK(plan.kept[0].progress == "interrupted");
   // Not among the jobs without results: the report reads its folder.
   for (auto& u : sweep::unfinished_jobs(back)) CHECK(u.run_id != "ddp-1x2");
+}
+
+TEST_CASE("tensor jobs: their layouts, and --global-batch split over the data-parallel replicas alone", "[sweep]") {
+  test::TempDir tmp;
+  auto o = options(tmp.path / "s");
+  o.strategies = {"ddp", "tensor:tp-size=2", "tensor:tp-size=4"};
+  o.nodes = {1, 2};
+  o.gpus_per_node = {4};
+  o.global_batch = 32;
+  auto s = sweep::write_sweep(o);
+  std::map<std::string, std::string> srun;
+  for (auto& j : s.jobs) srun[j.name] = srun_line(test::slurp(s.dir / j.script));
+  REQUIRE(srun.count("tensor-tp-size2-2x4"));
+  // 8 ranks in groups of 2: 4 replicas of 8 sequences; ddp's 8 replicas of 4.
+  CHECK(srun["tensor-tp-size2-2x4"].find("--strategy tensor:tp-size=2 ") != std::string::npos);
+  CHECK(srun["tensor-tp-size2-2x4"].find("--batch-size 8") != std::string::npos);
+  CHECK(srun["tensor-tp-size4-1x4"].find("--batch-size 32") != std::string::npos);
+  CHECK(srun["ddp-2x4"].find("--batch-size 4") != std::string::npos);
+  // Sizes that do not fit the job, and a group that would span nodes, are
+  // refused naming the flag.
+  o.strategies = {"tensor:tp-size=8"};
+  REQUIRE_THROWS_WITH(sweep::write_sweep(o), Catch::Contains("--tp-size 8: does not divide the job's 4 ranks"));
+  o.nodes = {2};
+  REQUIRE_THROWS_WITH(sweep::write_sweep(o), Catch::Contains("--tp-size 8") && Catch::Contains("one node"));
 }

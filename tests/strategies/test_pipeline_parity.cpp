@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/checkpoint.h"
-#include "parity.h"
+#include "cli_parity.h"
 #include "test_env.h"
 
 using namespace hpcbench;
@@ -46,6 +46,10 @@ TEST_CASE("pipeline over 2 stages (bert-tiny) equals the baseline, both schedule
     for (auto& step : r.json["steps"]) CHECK(step.contains("bubble"));
   }
   CHECK(base.json["result"]["bubble_fraction"].get<double>() == -1);
+  // With recomputation: each stage's layers run their forward again in backward.
+  require_same(run(dir.path, "pp2-ckpt", "--strategy pipeline --nproc-per-node 2 --batch-size 4 --micro-batches 2 "
+                                         "--activation-checkpointing"),
+               base, "pipeline 2 stages, activation checkpointing");
   // With accumulation: two micro-steps, each pipelined, then one update.
   require_same(run(dir.path, "pp2-acc", "--strategy pipeline --nproc-per-node 2 --batch-size 2 --grad-accum 2 "
                                         "--micro-batches 2"),

@@ -120,7 +120,33 @@ TEST_CASE("traits and shapes come from the specs") {
   CHECK(parse_label("fsdp:sharding=hybrid,shard-group=2", "t").unsupported({1, 4}) == "");
   int communicating = 0;
   for (auto* s : specs()) communicating += s->traits().needs_comm;
-  CHECK(communicating == 4);
+  CHECK(communicating == 5);  // ddp, fsdp, zero, pipeline, tensor
+}
+
+TEST_CASE("tensor: the dp x tp layout from its sizes and the job's shape, refused with the flag named") {
+  auto dp_of = [](const std::string& label, Shape shape) {
+    auto c = parse_label(label, "t");
+    REQUIRE(c.unsupported(shape) == "");
+    return c.spec().data_parallel_size(c.options(), shape);
+  };
+  CHECK(dp_of("tensor", {1, 4}) == 1);                    // the ranks of a node
+  CHECK(dp_of("tensor", {2, 4}) == 2);                    // a group per node
+  CHECK(dp_of("tensor:tp-size=2", {1, 4}) == 2);
+  CHECK(dp_of("tensor:dp-size=2", {1, 4}) == 2);          // tp: what dp leaves
+  CHECK(dp_of("tensor:tp-size=2,dp-size=2", {1, 4}) == 2);
+  CHECK_THAT(parse_label("tensor:tp-size=3", "t").unsupported({1, 4}),
+             Catch::Contains("--tp-size 3: does not divide the job's 4 ranks"));
+  CHECK_THAT(parse_label("tensor:tp-size=2,dp-size=3", "t").unsupported({1, 4}),
+             Catch::Contains("--dp-size 3") && Catch::Contains("must multiply to the world size"));
+  CHECK_THAT(parse_label("tensor:tp-size=8", "t").unsupported({2, 4}), Catch::Contains("inside one node"));
+  ModelShape tiny{30522, 128, 2, 2, 512, 512, 2};
+  CHECK(parse_label("tensor:tp-size=2", "t").unsupported_model({1, 2}, tiny) == "");
+  CHECK_THAT(parse_label("tensor:tp-size=4", "t").unsupported_model({1, 4}, tiny),
+             Catch::Contains("--tp-size 4: the model has 2 attention heads"));
+  CHECK(parse_label("ddp", "t").unsupported_model({1, 4}, tiny) == "");
+  CHECK_THROWS_WITH(parse_label("tensor:tp-size=-1", "t").validate(""), Catch::Contains("--tp-size -1"));
+  // The record names the layout as a fact: it reads back as the options.
+  CHECK(parse_record("tensor", "tp-size=2,dp-size=2,layout=dp2-tp2").label() == "tensor:tp-size=2,dp-size=2");
 }
 
 TEST_CASE("pipeline: its layouts, the checks naming the flag, memory per stage and the bubble predict replays") {

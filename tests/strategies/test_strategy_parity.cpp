@@ -11,14 +11,19 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli_parity.h"
 #include "model/checkpoint.h"
-#include "parity.h"
 #include "test_env.h"
 
 using namespace hpcbench;
 namespace fs = std::filesystem;
 
-using namespace hpcbench::test::parity;
+using test::parity::bin;
+using test::parity::compare;
+using test::parity::kCommon;
+using test::parity::require_same;
+using test::parity::run;
+using test::parity::Run;
 
 TEST_CASE("ddp over 2 and 4 ranks equals the baseline with 2x and 4x the batch, overlapped or not") {
   test::TempDir dir;

@@ -65,6 +65,21 @@ TEST_CASE("the training FLOP formula matches a count over the model's own layers
   }
 }
 
+TEST_CASE("with recomputation the hardware FLOPs add the encoder layers' forward once more") {
+  // The walk's count less the QA head (not recomputed) is the layers'
+  // training count, three times their forward.
+  model::BertConfig odd = model::BertConfig::preset("bert-tiny");
+  odd.intermediate_size = 200;
+  odd.num_hidden_layers = 3;
+  for (int64_t s : {7, 128}) {
+    INFO("seq " << s);
+    const double all = flops_by_walking_the_model(odd, s);
+    const double head = 6.0 * 2.0 * static_cast<double>(odd.hidden_size * s);
+    CHECK(train::hardware_flops_per_sequence(odd, s, false) == train::training_flops_per_sequence(odd, s));
+    CHECK(train::hardware_flops_per_sequence(odd, s, true) == all + (all - head) / 3);
+  }
+}
+
 TEST_CASE("peak rates are looked up by the exact CUDA device name") {
   // Transcribed again from the datasheets (dense: half the "with sparsity"
   // figures), so that a swapped column or a mistyped name in the table fails.

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "device/device.h"
+#include "model/bert_modules.h"
 #include "train/amp.h"
 
 namespace hpcbench::strategies {
@@ -97,6 +98,8 @@ void Dp::place(model::BertForQuestionAnswering& model, const StrategyContext& ct
     model::BertForQuestionAnswering r(model->config());
     r->to(devices_[i]);
     r->train(model->is_training());
+    // Each replica recomputes as the model does (--activation-checkpointing).
+    r->bert()->set_activation_checkpointing(model->bert()->activation_checkpointing());
     replica_params_.push_back(r->parameters());
     replicas_.push_back(std::move(r));
   }

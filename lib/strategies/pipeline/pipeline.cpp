@@ -141,6 +141,8 @@ Topology Pipeline::setup(model::BertForQuestionAnswering& model, const StrategyC
   }
   const int s = me.pp;
   model::PipelineStage stage(*model, s, counts);
+  // --activation-checkpointing, as the trainer set it on the whole model.
+  stage->set_activation_checkpointing(model->bert()->activation_checkpointing());
   pipeline::StageLinks links{pp_comm_, s > 0 ? s - 1 : -1, s + 1 < l.stages ? s + 1 : -1};
   pipeline::RunnerOptions ro;
   ro.schedule = pipeline::parse_schedule(opts_.schedule);

@@ -89,6 +89,16 @@ class PipelineSpec final : public Spec {
     }
     return "";
   }
+  // More stages than the model has layers, or a cut that is not the model's.
+  std::string unsupported_model(const Options& opts, const Shape& shape, const ModelShape& model) const override {
+    try {
+      const auto& o = options_as<PipelineOptions>(opts);
+      stage_layer_counts(model.layers, layout_of(o, shape.world()).stages, parse_stage_layers(o.stage_layers));
+    } catch (const UserError& e) {
+      return e.what();
+    }
+    return "";
+  }
   int data_parallel_size(const Options& opts, const Shape& shape) const override {
     return layout_of(options_as<PipelineOptions>(opts), shape.world()).dp;
   }

@@ -1,8 +1,7 @@
 #pragma once
-// `hpcbench run` as the strategies' parity tests drive it: one run into its
-// own results folder, its final weights (the checkpoint it saves) and
-// per-step losses, and the comparison against another run at the ddp test's
-// tolerance.
+// Strategies against the baseline through the real binary: one `hpcbench run`
+// into its own results folder, its final weights and per-step losses, and the
+// comparison every parity test uses (the ddp test's tolerance).
 #include "test_catch.h"
 #include <nlohmann/json.hpp>
 
@@ -37,11 +36,13 @@ struct Run {
 };
 
 // One `hpcbench run` into its own results folder; its final weights and its
-// per-step losses (the mean over ranks).
-inline Run run(const fs::path& dir, const std::string& name, const std::string& args) {
+// per-step losses (the mean over ranks). `common`: the settings every run of
+// a comparison shares.
+inline Run run(const fs::path& dir, const std::string& name, const std::string& args,
+               const std::string& common = kCommon) {
   auto ckpt = dir / (name + ".safetensors");
   auto results = dir / ("results-" + name);
-  auto r = test::run_command(bin() + " run" + kCommon + " --max-steps 5 " + args + " --run-name " + name + " --results-dir " +
+  auto r = test::run_command(bin() + " run" + common + " --max-steps 5 " + args + " --run-name " + name + " --results-dir " +
                              results.string() + " --save-checkpoint " + ckpt.string());
   INFO(args << "\n" << r.output);
   REQUIRE(r.exit_code == 0);

@@ -133,7 +133,7 @@ Steps train_steps(Run& run, const train::TrainConfig& cfg, const RunContext& ctx
       }
       if (tb.enabled())
         tb.step({r.step, r.loss, r.lr, r.grad_norm, r.times.ms, r.times.comm_ms, r.times.comm_exposed_ms,
-                 static_cast<int64_t>(peak_memory_bytes(device)), r.samples});
+                 static_cast<int64_t>(peak_memory_bytes(device)), r.samples, topo.computes_loss});
       // A rank without a loss of its own (a pipeline's first stages) shows
       // none rather than 0; the run's loss is combined at the end.
       const std::string loss_text = topo.computes_loss ? fmt::format("{:.4f}", r.loss) : "-";

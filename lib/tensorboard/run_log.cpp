@@ -33,13 +33,14 @@ std::string settings_markdown(const std::vector<std::pair<std::string, std::stri
 
 std::vector<Scalar> step_scalars(const StepValues& v, int64_t global_batch, bool with_memory) {
   const double samples = static_cast<double>(v.samples > 0 ? v.samples : global_batch);
-  std::vector<Scalar> out{{"train/loss", v.loss},
-                          {"train/lr", v.lr},
+  std::vector<Scalar> out;
+  if (v.has_loss) out.push_back({"train/loss", v.loss});
+  out.insert(out.end(), {{"train/lr", v.lr},
                           {"train/grad_norm", v.grad_norm},
                           {"perf/step_ms", v.ms},
                           {"perf/samples_per_s", v.ms > 0 ? 1000.0 * samples / v.ms : 0.0},
                           {"perf/comm_ms", v.comm_ms},
-                          {"perf/comm_exposed_ms", v.comm_exposed_ms}};
+                          {"perf/comm_exposed_ms", v.comm_exposed_ms}});
   if (with_memory) out.push_back({"perf/peak_memory_bytes", static_cast<double>(v.peak_memory_bytes)});
   return out;
 }

@@ -50,6 +50,10 @@ struct StepValues {
   double loss = 0, lr = 0, grad_norm = 0, ms = 0, comm_ms = 0, comm_exposed_ms = 0;
   int64_t peak_memory_bytes = 0;
   int64_t samples = 0;  // rows the step trained on (train/samples.h); 0: the global batch
+  // False on a rank with no loss of its own (a pipeline's first stages): the
+  // live file then shows no train/loss rather than a 0, until finish()
+  // writes the job's.
+  bool has_loss = true;
 };
 
 class RunLog {

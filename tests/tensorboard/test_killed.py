@@ -1,6 +1,9 @@
 """A run killed mid-way (SIGKILL, a long --max-steps) leaves its live event
 file readable up to its last flush: steps 1..n, each with its loss, in
-<results>/.running/<name>/. Usage: test_killed.py WORK"""
+<results>/.running/<name>/. A pipeline's rank 0 (the first stage) computes no
+loss: its live file has no train/loss rather than zeros, and the finished
+run's file has the job's loss. Usage: test_killed.py WORK"""
+import json
 import math
 import os
 import shutil
@@ -9,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from tbread import BIN, RUN_ARGS, check, event_files, read_run
+from tbread import BIN, RUN_ARGS, check, event_files, read_run, sh
 
 work = sys.argv[1]
 shutil.rmtree(work, ignore_errors=True)
@@ -50,3 +53,40 @@ for tag in ("train/lr", "perf/step_ms", "perf/samples_per_s"):
 check(plugins["run/settings"] == "text", "settings")
 check(not os.path.exists(os.path.join(results, "long")), "a killed run has no results folder")
 print(f"OK: {len(steps)} steps readable after SIGKILL ({seen} seen before it)")
+
+# A two-stage pipeline, killed once its live file has 3 steps.
+pipeline = ["--strategy", "pipeline", "--stages", "2", "--micro-batches", "2", "--nproc-per-node", "2",
+            "--batch-size", "2"]
+live = os.path.join(results, ".running", "pipe")
+p = subprocess.Popen(args[:1] + RUN_ARGS + pipeline + ["--results-dir", results, "--max-steps", "1000000",
+                                                        "--run-name", "pipe"],
+                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+seen = 0
+try:
+    deadline = time.time() + 120
+    while time.time() < deadline and p.poll() is None:
+        time.sleep(0.5)
+        if os.path.isdir(live) and event_files(live):
+            series, _, _ = read_run(live)
+            seen = len(series.get("perf/step_ms", []))
+            if seen >= 3:
+                break
+    check(seen >= 3, f"pipeline: no 3 steps in the live file within 120 s (saw {seen}); see {work}/run.log")
+finally:
+    if p.poll() is None:
+        os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+series, _, _ = read_run(live)
+check("train/loss" not in series, f"pipeline: rank 0 wrote a loss it does not compute: {series.get('train/loss')}")
+check(len(series["perf/step_ms"]) >= 3, "pipeline: step times")
+
+# Finished, the file holds the job's loss (the last stage's), as run.json does.
+sh([BIN] + RUN_ARGS + pipeline + ["--results-dir", results, "--max-steps", "3", "--run-name", "pipe-done"])
+with open(os.path.join(results, "pipe-done", "run.json")) as f:
+    want = [(s["step"], s["loss"]) for s in json.load(f)["steps"]]
+series, _, _ = read_run(os.path.join(results, "pipe-done"))
+got = [(st, v) for st, v, _ in series["train/loss"]]
+check([st for st, _ in got] == [st for st, _ in want] and
+      all(math.isclose(a, b, rel_tol=1e-6) and b > 0 for (_, a), (_, b) in zip(got, want)),
+      f"pipeline: train/loss {got} != run.json {want}")
+print(f"OK: a pipeline's live file has no loss from its first stage; finished, the job's {len(got)} losses")

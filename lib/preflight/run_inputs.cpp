@@ -6,9 +6,11 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <vector>
 
 #include "core/error.h"
+#include "data/features.h"
 #include "data/squad.h"
 #include "data/tokenizer.h"
 #include "train/setup.h"
@@ -123,10 +125,20 @@ void check_eval_set(const train::TrainConfig& cfg) {
   if (squad.examples.empty())
     fail("--eval-data {}: no questions in it; an empty evaluation set would be scored EM 0 and F1 0", cfg.eval_data);
   if (!cfg.vocab.empty()) {
+    std::unique_ptr<data::WordPieceTokenizer> tok;
     try {
-      (void)data::WordPieceTokenizer::from_file(cfg.vocab);
+      tok = std::make_unique<data::WordPieceTokenizer>(data::WordPieceTokenizer::from_file(cfg.vocab));
     } catch (const UserError& e) {
       fail("--vocab (for --eval-data): {}", e.what());
+    }
+    // The evaluation's windows, built now rather than after training: a
+    // --doc-stride or --max-seq-length that some question leaves no room for
+    // would otherwise fail once the allocation is spent (a dev set builds in
+    // well under a second).
+    try {
+      (void)data::build_features(squad.examples, *tok, train::feature_config(cfg), /*train=*/false);
+    } catch (const UserError& e) {
+      fail("--eval-data {}: {}", cfg.eval_data, e.what());
     }
   }
 }

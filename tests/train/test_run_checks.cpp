@@ -204,6 +204,10 @@ TEST_CASE("evaluation data and outputs that cannot work fail before the first st
            " is not a folder"},
       {"--save-checkpoint " + (dir.path / "file").string(), "a file is there, where the checkpoint folder would go"},
       {"--dump-data " + dir.path.string(), "a folder is there, where the file would go"},
+      // A stride the questions leave no room for failed in evaluation, after
+      // training.
+      {"--max-seq-length 64 --doc-stride 60 --eval-data " + test::squad_file("dev-v1.1-sample.json"),
+       "doc_stride 60 must be smaller than the"},
   };
   for (auto& c : cases) {
     INFO(c.args);

@@ -165,6 +165,13 @@ TEST_CASE("pipeline: its layouts, the checks naming the flag, memory per stage a
   CHECK_THAT(label("pipeline:stages=2,dp-size=3").unsupported({1, 4}),
              Catch::Contains("--stages 2 x --dp-size 3 is 6 ranks") && Catch::Contains("the job has 4"));
   CHECK_THAT(label("pipeline:stages=3,stage-layers=2/2").unsupported({1, 3}), Catch::Contains("2 counts for 3"));
+  // --pp-size is --stages by the layout's name: dp x pp = the world.
+  CHECK(spec.data_parallel_size(label("pipeline:pp-size=2").options(), {1, 4}) == 2);
+  CHECK(spec.data_parallel_size(label("pipeline:pp-size=4").options(), {1, 4}) == 1);
+  CHECK(label("pipeline:pp-size=2,dp-size=2").unsupported({1, 4}) == "");
+  CHECK_THAT(label("pipeline:pp-size=2,dp-size=3").unsupported({1, 4}), Catch::Contains("is 6 ranks"));
+  CHECK_THROWS_WITH(label("pipeline:stages=2,pp-size=4").validate(""),
+                    Catch::Contains("--stages 2 and --pp-size 4"));
   // Options that cannot run at any size.
   CHECK_THROWS_WITH(label("pipeline:micro-batches=0").validate(""), Catch::Contains("--micro-batches 0"));
   CHECK_THROWS_WITH(label("pipeline:schedule=zb").validate(""), Catch::Contains("--schedule"));

@@ -11,6 +11,7 @@ struct PipelineOptions final : OptionsOf<PipelineOptions> {
   int64_t micro_batches = 4;  // per optimizer micro-step of each data-parallel replica
   std::string schedule = "1f1b";
   int64_t dp_size = 0;  // 0: world / stages
+  int64_t pp_size = 0;  // --stages by the name the dp x pp x tp layouts use
   std::vector<Setting> settings() override {
     return {{"stages", "--stages",
              "pipeline stages, one rank each (default: every rank of a data-parallel replica)", &stages},
@@ -24,7 +25,9 @@ struct PipelineOptions final : OptionsOf<PipelineOptions> {
             {"dp-size", "--dp-size",
              "data-parallel replicas of the pipeline (their gradients all-reduced); --stages x --dp-size = the "
              "world (default: world / --stages)",
-             &dp_size}};
+             &dp_size},
+            {"pp-size", "--pp-size", "the same as --stages, by the name of the layout's dimension (dp x pp)",
+             &pp_size}};
   }
 };
 
@@ -34,6 +37,9 @@ struct PipelineOptions final : OptionsOf<PipelineOptions> {
 struct Layout {
   int stages = 1, dp = 1;
 };
+// --stages or --pp-size, whichever is given (0: neither); throws UserError
+// when both are, differently.
+int64_t stages_given(const PipelineOptions& o);
 Layout layout_of(const PipelineOptions& o, int world);
 
 }  // namespace hpcbench::strategies::pipeline

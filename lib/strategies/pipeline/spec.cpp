@@ -12,10 +12,18 @@
 
 namespace hpcbench::strategies::pipeline {
 
+int64_t stages_given(const PipelineOptions& o) {
+  if (o.stages > 0 && o.pp_size > 0 && o.stages != o.pp_size)
+    fail("--stages {} and --pp-size {}: two names for the number of pipeline stages, given different values",
+         o.stages, o.pp_size);
+  return o.stages > 0 ? o.stages : o.pp_size;
+}
+
 Layout layout_of(const PipelineOptions& o, int world) {
   const auto given = parse_stage_layers(o.stage_layers);
+  const int64_t stages = stages_given(o);
   Layout l;
-  if (o.stages > 0) l.stages = static_cast<int>(o.stages);
+  if (stages > 0) l.stages = static_cast<int>(stages);
   else if (!given.empty()) l.stages = static_cast<int>(given.size());
   else l.stages = o.dp_size > 0 ? world / static_cast<int>(o.dp_size) : world;
   l.dp = o.dp_size > 0 ? static_cast<int>(o.dp_size) : (l.stages > 0 ? world / l.stages : 0);
@@ -71,13 +79,15 @@ class PipelineSpec final : public Spec {
   void validate(const Options& opts, const std::string&) const override {
     const auto& o = options_as<PipelineOptions>(opts);
     if (o.stages < 0) fail("--stages {}: must be at least 1 (or 0: every rank of a replica)", o.stages);
+    if (o.pp_size < 0) fail("--pp-size {}: must be at least 1 (or 0: every rank of a replica)", o.pp_size);
+    const int64_t stages = stages_given(o);
     if (o.dp_size < 0) fail("--dp-size {}: must be at least 1 (or 0: world / --stages)", o.dp_size);
     if (o.micro_batches < 1) fail("--micro-batches {}: must be at least 1", o.micro_batches);
     parse_schedule(o.schedule);
     auto given = parse_stage_layers(o.stage_layers);
-    if (!given.empty() && o.stages > 0 && static_cast<int64_t>(given.size()) != o.stages)
+    if (!given.empty() && stages > 0 && static_cast<int64_t>(given.size()) != stages)
       fail("--stage-layers {}: {} counts for {} stages (--stages); give one count per stage", o.stage_layers,
-           given.size(), o.stages);
+           given.size(), stages);
     for (auto n : given)
       if (n < 1) fail("--stage-layers {}: every stage needs at least one encoder layer", o.stage_layers);
   }

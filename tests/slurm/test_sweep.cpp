@@ -57,8 +57,8 @@ TEST_CASE("list flags parse and reject bad entries", "[sweep]") {
   CHECK_THROWS_AS(sweep::parse_int_list("0", "--nodes"), UserError);
   CHECK_THROWS_AS(sweep::parse_int_list("1,,2", "--nodes"), UserError);
   auto o = options("/tmp/x");
-  o.strategies = {"ddp", "pipeline"};
-  CHECK_THROWS_WITH(sweep::plan_jobs(o), Catch::Contains("pipeline"));
+  o.strategies = {"ddp", "pipedream"};
+  CHECK_THROWS_WITH(sweep::plan_jobs(o), Catch::Contains("pipedream"));
   o = options("/tmp/x");
   o.run_args = {"--max-steps", "5", "--results-dir=/elsewhere"};
   CHECK_THROWS_WITH(sweep::plan_jobs(o), Catch::Contains("--results-dir"));

@@ -14,6 +14,7 @@
 #include "model/bert.h"
 #include "model/bert_modules.h"
 #include "strategies/model_shape.h"
+#include "train/setup.h"
 
 using namespace hpcbench;
 
@@ -46,25 +47,13 @@ Kept forward_bytes(const model::BertConfig& cfg, int64_t rows, int64_t seq, bool
   return k;
 }
 
-strategies::ModelShape shape_of(const model::BertConfig& c) {
-  strategies::ModelShape s;
-  s.vocab = c.vocab_size;
-  s.hidden = c.hidden_size;
-  s.layers = c.num_hidden_layers;
-  s.heads = c.num_attention_heads;
-  s.intermediate = c.intermediate_size;
-  s.positions = c.max_position_embeddings;
-  s.type_vocab = c.type_vocab_size;
-  return s;
-}
-
 }  // namespace
 
 TEST_CASE("recomputation keeps only each layer's input: the bytes forward leaves for backward against the memory model") {
   auto cfg = model::BertConfig::preset("bert-tiny");
   cfg.hidden_dropout_prob = cfg.attention_probs_dropout_prob = 0;  // no masks: the formula's d = 0
   const int64_t b = 4, s = 128, e = 4;                               // fp32
-  const auto m = shape_of(cfg);
+  const auto m = train::model_shape(cfg);
   const double input = static_cast<double>(e * s * b * cfg.hidden_size);
   for (bool padded : {false, true}) {
     // SDPA runs its fused CPU kernel (flash attention) with a padding mask

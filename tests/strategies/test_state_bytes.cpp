@@ -7,16 +7,11 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
-#include <c10/core/CPUAllocator.h>
-#include <c10/core/impl/alloc_cpu.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cmath>
-#include <cstring>
-#include <mutex>
-#include <unordered_map>
 
+#include "counting_allocator.h"
 #include "distributed/process_group.h"
 #include "strategies/registry.h"
 #include "strategies/strategy.h"
@@ -27,50 +22,6 @@
 using namespace hpcbench;
 
 namespace {
-
-// A CPU allocator that counts the bytes alive. Its data pointer is its own
-// context, as c10's raw_allocate requires, so sizes are kept in a table.
-struct CountingAllocator final : c10::Allocator {
-  static CountingAllocator& get() {
-    static CountingAllocator a;
-    return a;
-  }
-  static void release(void* ptr) {
-    auto& a = get();
-    {
-      std::lock_guard<std::mutex> lock(a.mutex);
-      auto it = a.sizes.find(ptr);
-      if (it != a.sizes.end()) {
-        a.live -= static_cast<int64_t>(it->second);
-        a.sizes.erase(it);
-      }
-    }
-    c10::free_cpu(ptr);
-  }
-  c10::DataPtr allocate(size_t n) override {
-    void* ptr = c10::alloc_cpu(n);
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      sizes[ptr] = n;
-      live += static_cast<int64_t>(n);
-    }
-    return c10::DataPtr(ptr, ptr, &release, c10::Device(c10::kCPU));
-  }
-  c10::DeleterFnPtr raw_deleter() const override { return &release; }
-  void copy_data(void* dest, const void* src, std::size_t count) const override { std::memcpy(dest, src, count); }
-  std::mutex mutex;
-  std::unordered_map<void*, size_t> sizes;
-  std::atomic<int64_t> live{0};
-};
-
-CountingAllocator& counting() {
-  static bool installed = [] {
-    c10::SetCPUAllocator(&CountingAllocator::get(), /*priority=*/255);
-    return true;
-  }();
-  (void)installed;
-  return CountingAllocator::get();
-}
 
 model::BertConfig small() {
   model::BertConfig c;
@@ -106,9 +57,9 @@ struct Measured {
 // optimizer step, before the gradients are released.
 Measured one_step(const std::string& name) {
   at::set_num_threads(1);
-  auto& alloc = counting();
+  auto& alloc = test::counting();
   auto b = batch();
-  const int64_t before = alloc.live.load();
+  const int64_t before = alloc.now();
   Measured m{};
   {
     torch::manual_seed(1);
@@ -129,7 +80,7 @@ Measured one_step(const std::string& name) {
     strategy->forward_backward(model, b, 1.0, true, timer);
     strategy->finish_gradients(timer);
     topo.updater->step();
-    m.held = alloc.live.load() - before;
+    m.held = alloc.now() - before;
     m.counted = topo.updater->state_bytes();
     m.theory = topo.state_theory_bytes;
   }

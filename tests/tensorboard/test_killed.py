@@ -18,28 +18,37 @@ work = sys.argv[1]
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
 results = os.path.join(work, "results")
-live = os.path.join(results, ".running", "long")
-args = [BIN] + RUN_ARGS + ["--results-dir", results, "--max-steps", "1000000", "--batch-size", "2",
-                           "--run-name", "long", "--sample-ms", "50"]
 log = open(os.path.join(work, "run.log"), "w")
-p = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-seen = 0
-try:
-    deadline = time.time() + 120
-    while time.time() < deadline and p.poll() is None:
-        time.sleep(0.5)
-        if os.path.isdir(live) and event_files(live):
-            series, _, _ = read_run(live)
-            seen = len(series.get("train/loss", []))
-            if seen >= 3:
-                break
-    check(p.poll() is None, f"the run ended by itself (exit {p.returncode}); see {work}/run.log")
-    check(seen >= 3, f"no 3 steps in the live file within 120 s (saw {seen})")
-finally:
-    if p.poll() is None:
-        os.killpg(p.pid, signal.SIGKILL)
-    p.wait()
-check(p.returncode == -signal.SIGKILL, f"exit {p.returncode}")
+
+
+def kill_after(name, extra, tag, steps=3):
+    """Starts a long run, SIGKILLs it once its live file holds `steps` steps
+    of `tag`; returns the live folder, the steps seen and the exit status."""
+    live = os.path.join(results, ".running", name)
+    p = subprocess.Popen([BIN] + RUN_ARGS + extra + ["--results-dir", results, "--max-steps", "1000000",
+                                                     "--run-name", name],
+                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    seen = 0
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and p.poll() is None:
+            time.sleep(0.5)
+            if os.path.isdir(live) and event_files(live):
+                series, _, _ = read_run(live)
+                seen = len(series.get(tag, []))
+                if seen >= steps:
+                    break
+        check(p.poll() is None, f"{name}: the run ended by itself (exit {p.returncode}); see {work}/run.log")
+        check(seen >= steps, f"{name}: no {steps} steps in the live file within 120 s (saw {seen})")
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+    return live, seen, p.returncode
+
+
+live, seen, status = kill_after("long", ["--batch-size", "2", "--sample-ms", "50"], "train/loss")
+check(status == -signal.SIGKILL, f"exit {status}")
 
 files = event_files(live)
 check(len(files) == 1, f"live files {files}")
@@ -57,25 +66,7 @@ print(f"OK: {len(steps)} steps readable after SIGKILL ({seen} seen before it)")
 # A two-stage pipeline, killed once its live file has 3 steps.
 pipeline = ["--strategy", "pipeline", "--stages", "2", "--micro-batches", "2", "--nproc-per-node", "2",
             "--batch-size", "2"]
-live = os.path.join(results, ".running", "pipe")
-p = subprocess.Popen(args[:1] + RUN_ARGS + pipeline + ["--results-dir", results, "--max-steps", "1000000",
-                                                        "--run-name", "pipe"],
-                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-seen = 0
-try:
-    deadline = time.time() + 120
-    while time.time() < deadline and p.poll() is None:
-        time.sleep(0.5)
-        if os.path.isdir(live) and event_files(live):
-            series, _, _ = read_run(live)
-            seen = len(series.get("perf/step_ms", []))
-            if seen >= 3:
-                break
-    check(seen >= 3, f"pipeline: no 3 steps in the live file within 120 s (saw {seen}); see {work}/run.log")
-finally:
-    if p.poll() is None:
-        os.killpg(p.pid, signal.SIGKILL)
-    p.wait()
+live, _, _ = kill_after("pipe", pipeline, "perf/step_ms")
 series, _, _ = read_run(live)
 check("train/loss" not in series, f"pipeline: rank 0 wrote a loss it does not compute: {series.get('train/loss')}")
 check(len(series["perf/step_ms"]) >= 3, "pipeline: step times")

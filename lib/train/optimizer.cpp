@@ -24,6 +24,11 @@ std::unique_ptr<torch::optim::AdamW> make_adamw(torch::nn::Module& model, const 
     if (!p.value().requires_grad()) continue;
     (decays(p.key()) ? decay : no_decay).push_back(p.value());
   }
+  return make_adamw(std::move(decay), std::move(no_decay), cfg);
+}
+
+std::unique_ptr<FusedAdamW> make_adamw(std::vector<at::Tensor> decay, std::vector<at::Tensor> no_decay,
+                                       const OptimizerConfig& cfg) {
   auto options = [&](double wd) {
     return torch::optim::AdamWOptions(cfg.lr).betas({cfg.beta1, cfg.beta2}).eps(cfg.eps).weight_decay(wd);
   };

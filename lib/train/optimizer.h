@@ -43,6 +43,10 @@ class FusedAdamW : public torch::optim::AdamW {
 // FusedAdamW with group 0 = decayed parameters (weight_decay), group 1 = the
 // rest (0); an empty group is left out.
 std::unique_ptr<torch::optim::AdamW> make_adamw(torch::nn::Module& model, const OptimizerConfig& cfg);
+// The same two groups from tensors already split by decays() (flat shards
+// that each hold parameters of one kind).
+std::unique_ptr<FusedAdamW> make_adamw(std::vector<at::Tensor> decay, std::vector<at::Tensor> no_decay,
+                                       const OptimizerConfig& cfg);
 
 // get_linear_schedule_with_warmup: the lr factor rises linearly from 0 to 1
 // over warmup_steps, then falls linearly to 0 at total_steps. Like LambdaLR,

@@ -12,14 +12,7 @@ ShardedUpdater::ShardedUpdater(ShardState& state, const train::OptimizerConfig& 
   // fused kernel steps them.
   std::vector<at::Tensor> decay, no_decay;
   for (auto& f : s_.flats) (f.decay ? decay : no_decay).push_back(f.shard);
-  auto options = [&](double wd) {
-    return torch::optim::AdamWOptions(cfg.lr).betas({cfg.beta1, cfg.beta2}).eps(cfg.eps).weight_decay(wd);
-  };
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  if (!decay.empty())
-    groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(options(cfg.weight_decay)));
-  if (!no_decay.empty()) groups.emplace_back(no_decay, std::make_unique<torch::optim::AdamWOptions>(options(0.0)));
-  optimizer_ = std::make_unique<train::FusedAdamW>(groups, options(cfg.weight_decay));
+  optimizer_ = train::make_adamw(std::move(decay), std::move(no_decay), cfg);
   s_.optimizer = optimizer_.get();
 }
 

@@ -170,8 +170,10 @@ TEST_CASE("the parts add up to the measured step for every strategy") {
 // all of its communication, and the decomposition must put that time in the
 // exposed part (or, where a rank arrived late, in waiting), not in compute or
 // the optimizer. Where `a`'s overlap hid a fifth of its communication or more
-// and the step grew by 10 % or more, the exposed part must take that growth
-// (the part that grew most, by half to twice the step's growth). Overlap
+// and the step grew by 10 % or more, the exposed part and waiting together
+// must take that growth (half to twice the step's growth): which of the two
+// takes it, and how much compute grows beside it, moves with the other
+// jobs' load between the two runs. Overlap
 // hides communication only when a core is free to run it: on this shared
 // 2-core machine under other jobs' load it often hides nothing, and then a
 // step's growth is the load's, which no part can be asked to take; the test
@@ -187,10 +189,10 @@ void check_exposed_takes_the_growth(const Paired& p, bool b_overlaps_nothing) {
                         << " ms: too little to attribute on this machine now");
     return;
   }
-  auto [most, g] = growth(a, b);
-  CHECK(most == Part::Exposed);
-  CHECK(g[size_t(Part::Exposed)] > 0.5 * dstep);
-  CHECK(g[size_t(Part::Exposed)] < 2 * dstep);
+  const auto g = growth(a, b).second;
+  const double communication = g[size_t(Part::Exposed)] + g[size_t(Part::Waiting)];
+  CHECK(communication > 0.5 * dstep);
+  CHECK(communication < 2 * dstep);
 }
 
 TEST_CASE("ddp without overlap: the exposed communication grows by the step's growth") {

@@ -13,12 +13,12 @@ Gloo on CPU, one intra-op thread per rank; 4 ranks on fewer cores take
 turns on them (a note says so), which neither side's figure hides.
 """
 import argparse
-import csv
 import json
 import os
-import subprocess
 import sys
 import tempfile
+
+import cpu_runs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -31,13 +31,6 @@ LAYOUTS = [
     (4, "pipeline:stages=4,micro-batches=8,schedule=gpipe", ["--stages", "4", "--micro", "8", "--schedule", "gpipe"]),
     (4, "pipeline:stages=2,dp-size=2,micro-batches=4", None),
 ]
-
-
-def sh(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
-    if p.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} failed:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
-    return p.stdout
 
 
 def main():
@@ -53,28 +46,13 @@ def main():
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         def run(name, n, args):
-            sh([a.bin, "run", "--model", a.model, "--synthetic-samples", str(a.batch * 4 * (a.steps + 2)),
-                "--max-seq-length", str(a.seq), "--batch-size", str(a.batch), "--max-steps", str(a.steps),
-                "--timing-warmup-steps", "3", "--threads", "1", "--device", "cpu", "--cache-dir", "none",
-                "--log-every", "1000", "--results-dir", tmp, "--run-name", name, "--precision", "fp32",
-                "--dropout", "0"] + (["--nproc-per-node", str(n)] if n > 1 else []) + args)
-            with open(os.path.join(tmp, name, "run.json")) as f:
-                return json.load(f)
+            return cpu_runs.run(a, tmp, name, n, a.batch * 4 * (a.steps + 2), args + ["--dropout", "0"])
 
         base = run("baseline", 1, ["--strategy", "baseline"])["result"]
         predicted = {}
         for n in sorted({n for n, _, _ in LAYOUTS}):
-            comm = os.path.join(tmp, f"comm-{n}.txt")
-            sh([a.bin, "bench-comm", "--nproc-per-node", str(n), "--device", "cpu", "--op", "all",
-                "--min-bytes", "1K", "--max-bytes", "16M", "--factor", "4", "--iters", "5", "--warmup-iters", "2",
-                "--output", comm])
             labels = [l for m, l, _ in LAYOUTS if m == n]
-            pred_csv = os.path.join(tmp, f"pred-{n}.csv")
-            sh([a.bin, "predict", "--baseline", os.path.join(tmp, "baseline"), "--comm", comm, "--strategies",
-                ",".join(labels), "--nodes", "1", "--gpus-per-node", str(n), "--csv", pred_csv])
-            with open(pred_csv) as f:
-                for label, r in zip(labels, csv.DictReader(f)):  # in the order asked
-                    predicted[label] = r
+            predicted.update(zip(labels, cpu_runs.predicted(a, tmp, n, labels, "16M")))
         for i, (n, label, torch_args) in enumerate(LAYOUTS):
             j = run(f"pp{i}", n, ["--strategy", label])
             m = j["result"]
@@ -82,9 +60,9 @@ def main():
             p = predicted[label]
             ref = None
             if torch_args and not a.no_reference:
-                out = sh([sys.executable, os.path.join(HERE, "bench_pipeline_torch.py"), "--model", a.model,
-                          "--batch", str(a.batch), "--seq", str(a.seq), "--steps", str(a.steps), "--warmup", "3"]
-                         + torch_args)
+                out = cpu_runs.sh([sys.executable, os.path.join(HERE, "bench_pipeline_torch.py"), "--model",
+                                   a.model, "--batch", str(a.batch), "--seq", str(a.seq), "--steps", str(a.steps),
+                                   "--warmup", "3"] + torch_args)
                 ref = json.loads(out.strip().splitlines()[-1])
             rows.append((n, layout, label.split(":")[1], m, float(p["step_ms"]), float(p["memory_bytes"]),
                          max(j["rank_model_state_bytes"]), ref))

@@ -12,12 +12,10 @@ and Gloo's threads compete with it, which the model (compute as the baseline
 measured it) does not know; the errors there measure that oversubscription.
 """
 import argparse
-import csv
-import json
 import os
-import subprocess
-import sys
 import tempfile
+
+import cpu_runs
 
 # Each strategy's label: what `run --strategy` and `predict --strategies` take.
 STRATEGIES = ["ddp", "zero:stage=2", "zero:stage=3", "fsdp:sharding=full"]
@@ -27,13 +25,6 @@ def strategies_at(n):
     """The labels at n ranks: tensor's group is every rank (its default at one
     node), and at 4 ranks dp2 x tp2 too."""
     return STRATEGIES + ["tensor"] + (["tensor:tp-size=2"] if n >= 4 else [])
-
-
-def sh(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
-    if p.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} failed:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
-    return p.stdout
 
 
 def main():
@@ -49,30 +40,15 @@ def main():
     load0 = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         def run(name, n, args):
-            sh([a.bin, "run", "--model", a.model, "--synthetic-samples", str(a.batch * max(ranks) * (a.steps + 2)),
-                "--max-seq-length", str(a.seq), "--batch-size", str(a.batch), "--max-steps", str(a.steps),
-                "--timing-warmup-steps", "3", "--threads", "1", "--device", "cpu", "--cache-dir", "none",
-                "--log-every", "1000", "--results-dir", tmp, "--run-name", name, "--precision", "fp32"]
-               + (["--nproc-per-node", str(n)] if n > 1 else []) + args)
-            with open(os.path.join(tmp, name, "run.json")) as f:
-                return json.load(f)["result"]
+            return cpu_runs.run(a, tmp, name, n, a.batch * max(ranks) * (a.steps + 2), args)["result"]
 
         base = run("baseline", 1, ["--strategy", "baseline"])
         rows = []
         for n in ranks:
-            comm = os.path.join(tmp, f"comm-{n}.txt")
-            sh([a.bin, "bench-comm", "--nproc-per-node", str(n), "--device", "cpu", "--op", "all",
-                "--min-bytes", "1K", "--max-bytes", "64M", "--factor", "4", "--iters", "5", "--warmup-iters", "2",
-                "--output", comm])
-            pred_csv = os.path.join(tmp, f"pred-{n}.csv")
-            sh([a.bin, "predict", "--baseline", os.path.join(tmp, "baseline"), "--comm", comm,
-                "--strategies", ",".join(strategies_at(n)), "--nodes", "1", "--gpus-per-node", str(n),
-                "--csv", pred_csv])
-            with open(pred_csv) as f:
-                pred = {r["strategy"]: r for r in csv.DictReader(f)}
+            pred = cpu_runs.predicted(a, tmp, n, strategies_at(n), "64M")
             # predict names each configuration by its canonical label (options
             # at their defaults left out): in the same order as asked.
-            for name, p in zip(strategies_at(n), pred.values()):
+            for name, p in zip(strategies_at(n), pred):
                 m = run(f"{name.replace(':', '-').replace('=', '')}-{n}", n, ["--strategy", name])
                 rows.append((n, name, m["step_ms_median"], float(p["step_ms"]), m["comm_exposed_ms"],
                              float(p["comm_exposed_ms"]), m["model_state_bytes"], float(p["memory_bytes"])))

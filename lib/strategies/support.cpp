@@ -1,6 +1,8 @@
 #include "strategies/support.h"
 
+#include <ATen/ATen.h>
 #include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/grad_mode.h>
 #include <torch/csrc/autograd/variable.h>
 
 #include "core/error.h"
@@ -38,6 +40,23 @@ void check_same_model(dist::Comm& comm, const std::string& strategy, const std::
     if (all[r] != all[0])
       fail("{}: rank {} has a different model ({}) from rank 0 ({}): every rank must use the same --model", strategy,
            r, all[r], all[0]);
+}
+
+void allreduce_gradients(const std::vector<at::Tensor>& params, dist::Comm& comm, const std::string& what) {
+  at::NoGradGuard no_grad;
+  std::vector<at::Tensor> flat;
+  flat.reserve(params.size());
+  for (const auto& p : params)
+    flat.push_back(p.grad().defined() ? p.grad().reshape({-1}) : at::zeros({p.numel()}, p.options()));
+  auto all = at::cat(flat);
+  comm.allreduce(all, /*average=*/true, what);
+  int64_t off = 0;
+  for (auto p : params) {
+    auto part = all.narrow(0, off, p.numel()).view(p.sizes());
+    if (p.grad().defined()) p.mutable_grad().copy_(part);
+    else p.mutable_grad() = part.clone();
+    off += p.numel();
+  }
 }
 
 }  // namespace hpcbench::strategies

@@ -51,4 +51,11 @@ void clear_grad_hooks(const std::vector<at::Tensor>& params);
 // their model (tensor counts, sizes) differ.
 void check_same_model(dist::Comm& comm, const std::string& strategy, const std::string& identity);
 
+// Averages `params`' gradients over `comm` in one flat all-reduce (a
+// parameter without a gradient contributes zeros and receives the mean).
+// For the data-parallel dimension of a pipeline or tensor-parallel layout,
+// whose ranks each hold a part of the model that ddp's buckets, hooked on the
+// whole model, do not cover.
+void allreduce_gradients(const std::vector<at::Tensor>& params, dist::Comm& comm, const std::string& what);
+
 }  // namespace hpcbench::strategies

@@ -13,6 +13,7 @@
 #include "model/pipeline_stages.h"
 #include "strategies/mesh.h"
 #include "strategies/pipeline/cut.h"
+#include "strategies/support.h"
 #include "train/optimizer.h"
 #include "train/setup.h"
 
@@ -187,20 +188,9 @@ at::Tensor Pipeline::forward_backward(model::BertForQuestionAnswering&, const tr
   return runner_->step(micro, scale, &timer);
 }
 
-void Pipeline::finish_gradients(train::StepTimer&) {
-  if (!dp_comm_) return;
-  at::NoGradGuard no_grad;
-  std::vector<at::Tensor> flat;
-  for (auto& p : params_) flat.push_back(p.grad().defined() ? p.grad().reshape({-1}) : at::zeros({p.numel()}, p.options()));
-  auto all = at::cat(flat);
-  dp_comm_->allreduce(all, /*average=*/true, "pipeline data-parallel all_reduce");
-  int64_t off = 0;
-  for (auto& p : params_) {
-    auto part = all.narrow(0, off, p.numel()).view(p.sizes());
-    if (p.grad().defined()) p.mutable_grad().copy_(part);
-    else p.mutable_grad() = part.clone();
-    off += p.numel();
-  }
+void Pipeline::finish_gradients(train::StepTimer& timer) {
+  if (dp_comm_) allreduce_gradients(params_, *dp_comm_, "pipeline data-parallel all_reduce");
+  timer.mark(train::Phase::GradSync);
 }
 
 StepFacts Pipeline::step_facts() {

@@ -208,21 +208,9 @@ class TensorParallel final : public Strategy {
   }
 
   void finish_gradients(train::StepTimer& timer) override {
-    if (dp_group_) {
-      at::NoGradGuard no_grad;
-      std::vector<at::Tensor> grads;
-      for (auto& p : shard_->parameters()) {
-        if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
-        grads.push_back(p.grad().reshape({-1}));
-      }
-      auto flat = at::cat(grads);
-      dp_group_->allreduce(flat, /*average=*/true, "tensor data-parallel all_reduce of the shard's gradients");
-      int64_t off = 0;
-      for (auto& p : shard_->parameters()) {
-        p.mutable_grad().copy_(flat.narrow(0, off, p.numel()).view(p.sizes()));
-        off += p.numel();
-      }
-    }
+    if (dp_group_)
+      allreduce_gradients(shard_->parameters(), *dp_group_,
+                          "tensor data-parallel all_reduce of the shard's gradients");
     timer.mark(train::Phase::GradSync);
   }
 

@@ -40,6 +40,12 @@ std::vector<Setting> settings_of(TrainConfig& c) {
       {"train.activation_checkpointing", "--activation-checkpointing",
        "Recompute each encoder layer's forward in its backward (keeps only the layer's input; every strategy)",
        &c.activation_checkpointing},
+      {"train.cuda_graph", "--cuda-graph",
+       "Capture the whole optimizer step in one CUDA graph and replay it (on a CPU: the same graph-ready step, "
+       "not captured)", &c.cuda_graph},
+      {"train.fused", "--fused",
+       "Fused model: one QKV GEMM, fused bias-GELU and dropout-residual-LayerNorm kernels, bf16-resident weights "
+       "with fp32 master weights in the optimizer", &c.fused},
       {"train.dropout", "--dropout", "Dropout probability (< 0: the model configuration's)", &c.dropout},
       {"timing.warmup_steps", "--timing-warmup-steps", "Steps excluded from the timing figures", &c.timing_warmup_steps},
       {"timing.log_every", "--log-every", "Log a line every N optimizer steps", &c.log_every},

@@ -43,6 +43,13 @@ struct TrainConfig {
   std::string precision = "fp32";  // fp32, tf32, fp16, bf16
   bool activation_checkpointing = false;  // each encoder layer's forward recomputed in backward
   double dropout = -1;             // < 0: the model configuration's
+  // The fast engine (docs/gpu.md): the whole optimizer step captured once in
+  // a CUDA graph and replayed; and the fused model (one QKV GEMM, fused
+  // bias-GELU and dropout-residual-LayerNorm kernels, bf16-resident weights
+  // with fp32 masters). Off by default until a GPU run shows them equal and
+  // faster; the eager path stays as the like-for-like comparison.
+  bool cuda_graph = false;
+  bool fused = false;
   // [timing]
   int64_t timing_warmup_steps = 3;  // excluded from the figures
   int64_t log_every = 10;

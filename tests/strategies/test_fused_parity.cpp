@@ -64,12 +64,12 @@ TEST_CASE("--fused in bf16: bf16-resident weights with fp32 masters track the au
   // Autocast keeps the residual stream, LayerNorm and softmax in fp32, where
   // the resident model rounds its activations to bf16 (8 bits of mantissa,
   // 2^-9 relative) at every op; the optimizer steps fp32 masters in both, so
-  // the difference does not compound through the weights. Measured: under
-  // 1e-3 relative on the loss over ten steps; 1e-2 leaves room for other
-  // CPUs' summation orders while a missing update (masters not copied back),
-  // a bf16 optimizer or a broken kernel moves the loss by more within a few
-  // steps (the loss falls by ~2 % over the ten).
-  check_losses_close(fused, autocast, 1e-2, "baseline --fused bf16 against autocast bf16");
+  // the difference does not compound through the weights. Measured: at most
+  // 4.6e-4 relative on the loss over ten steps (3.3e-4 on the weights);
+  // 3e-3 leaves room for other CPUs' summation orders while a missing update
+  // (masters not copied back) or a broken kernel moves the loss by more
+  // within a few steps (it falls by 7 % over the ten).
+  check_losses_close(fused, autocast, 3e-3, "baseline --fused bf16 against autocast bf16");
   // The saved weights are the fp32 masters, close to autocast's.
   auto d = compare(fused.params, autocast.params);
   INFO("global relative difference of the weights " << d.global_rel);
@@ -85,15 +85,15 @@ TEST_CASE("--fused in bf16: bf16-resident weights with fp32 masters track the au
 
   // ddp on two ranks averages bf16 gradients (its buckets take the
   // parameters' dtype): one more bf16 rounding of each gradient than the
-  // baseline's, well inside the same 1e-2.
+  // baseline's (measured: 1e-4 relative on the loss), inside the same 3e-3.
   auto ddp = run(dir.path, "ddp-fused-bf16", "--strategy ddp --batch-size 2 --fused" + bf16 + kTwo + kSteps);
-  check_losses_close(ddp, fused, 1e-2, "ddp --fused bf16 against baseline --fused bf16");
+  check_losses_close(ddp, fused, 3e-3, "ddp --fused bf16 against baseline --fused bf16");
   CHECK(state_bytes(ddp) == theory_bytes(ddp));  // the buckets are the gradients' memory: each counted once
   // zero and fsdp: their bf16 compute copies are the resident weights.
   for (auto& [name, args] : std::vector<std::pair<std::string, std::string>>{
            {"zero1", "--strategy zero --zero-stage 1"}, {"fsdp", "--strategy fsdp"}}) {
     auto r = run(dir.path, name + "-fused-bf16", args + " --batch-size 2 --fused" + bf16 + kTwo + kSteps);
-    check_losses_close(r, fused, 1e-2, name + " --fused bf16 against baseline --fused bf16");
+    check_losses_close(r, fused, 3e-3, name + " --fused bf16 against baseline --fused bf16");
   }
 }
 

@@ -4,6 +4,8 @@
 #   tools/gpu/run-second-table.sh --prepare     here, on the CPU machine: the staged-headers
 #                                               binaries in .gpu-run/ (hpcbench, bench_kernels)
 #   tools/gpu/run-second-table.sh               there, carrying .gpu-run and .gpu-deps
+#   HPCBENCH_BIN=build/hpcbench tools/gpu/run-second-table.sh --dry
+#                                               here: the same call rehearsed (validate.sh --dry)
 #
 # There it runs validate.sh's phases in the order of importance, each writing its
 # results as it finishes (the engine phase after each batch), so that a call cut short still
@@ -39,10 +41,12 @@ if [[ ${1:-} == --prepare ]]; then
   exit 0
 fi
 
-[[ $# -eq 0 ]] || { echo "usage: tools/gpu/run-second-table.sh [--prepare]" >&2; exit 2; }
+dry=()
+[[ ${1:-} == --dry ]] && { dry=(--dry); shift; }
+[[ $# -eq 0 ]] || { echo "usage: tools/gpu/run-second-table.sh [--prepare | --dry]" >&2; exit 2; }
 export HPCBENCH_BIN=${HPCBENCH_BIN:-$PWD/.gpu-run/hpcbench}
-[[ -x .gpu-run/bench_kernels ]] && export HPCBENCH_BENCH_KERNELS=${HPCBENCH_BENCH_KERNELS:-$PWD/.gpu-run/bench_kernels}
+[[ -x .gpu-run/bench_kernels && ${#dry[@]} -eq 0 ]] && export HPCBENCH_BENCH_KERNELS=${HPCBENCH_BENCH_KERNELS:-$PWD/.gpu-run/bench_kernels}
 export HPCBENCH_ENGINE_BUDGET_S=${HPCBENCH_ENGINE_BUDGET_S:-240}
 export HPCBENCH_SHARED_SCOPE=${HPCBENCH_SHARED_SCOPE:-model-parallel}
 export HPCBENCH_SHARED_STEPS=${HPCBENCH_SHARED_STEPS:-8}
-exec tools/gpu/validate.sh engine strategies shared-gpu
+exec tools/gpu/validate.sh "${dry[@]}" engine strategies shared-gpu

@@ -196,8 +196,8 @@ phase_engine() {
   local kb rc=0 t0=$SECONDS
   if kb=$(bench_kernels_bin); then
     say "engine: kernel numerics ($kb --check-only)"
+    # run's copy goes to the log; the terminal gets the end.
     run "$kb" --check-only >"$work/kernels.out" 2>&1 || rc=$?
-    cat "$work/kernels.out" >>"$log"
     tail -n 30 "$work/kernels.out"
     "$PY" -c 'import json, sys; json.dump({"status": "passed" if sys.argv[2] == "0" else "failed", "exe": sys.argv[1],
 "rc": int(sys.argv[2]), "seconds": int(sys.argv[3]), "output_tail": open(sys.argv[4]).read()[-4000:]}, open(sys.argv[5], "w"))' \
@@ -286,9 +286,9 @@ phase_strategies() {
   for z in 1 2 3; do hb_run "strat-zero$z" "${common[@]}" --strategy zero --zero-stage "$z" --keep-collectives; done
   hb_run strat-fsdp-full "${common[@]}" --strategy fsdp --sharding full --keep-collectives
   hb_run strat-fsdp-grad-op "${common[@]}" --strategy fsdp --sharding grad-op --keep-collectives
-  # One stage of 4 micro-batches, one tensor-parallel rank: their gradient all-reduces (and
-  # the tensor strategy's activation all-reduces) on NCCL, the model's arithmetic otherwise
-  # the baseline's.
+  # One stage of 4 micro-batches, one tensor-parallel rank: at world size 1 their groups hold
+  # one rank and run no collective (--keep-collectives keeps what there is: nothing); their
+  # step over the baseline's is the micro-batching's and the split layers' own cost.
   hb_run strat-pipeline "${common[@]}" --strategy pipeline --keep-collectives
   hb_run strat-tensor "${common[@]}" --strategy tensor --keep-collectives
   say "strategies: bench-comm at world size 1"

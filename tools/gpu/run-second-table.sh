@@ -20,22 +20,24 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 if [[ ${1:-} == --prepare ]]; then
+  # The suite's staged-headers build (tests/gpu/staged_build.sh: no -dev packages, no
+  # TensorBoard writer, as on the GPU machines), in the folder its test uses, so that a
+  # suite run already made it; then bench_kernels in the same tree where the tree has it.
   PY=${HPCBENCH_PY:-python3}
+  work=${HPCBENCH_STAGED_DIR:-$PWD/build/staged}
+  [[ $work == /* ]] || work=$PWD/$work  # staged_build.sh checks CMake's cache for the absolute path
   tools/gpu/stage-deps.sh .gpu-deps >/dev/null
-  prefix=$("$PY" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
-  # As the GPU machines build: staged headers only, no TensorBoard writer (no protobuf there).
-  [[ -f build-staged/build.ninja ]] ||
-    cmake -S . -B build-staged -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
-      -DHPCBENCH_DEPS_DIR="$PWD/.gpu-deps" -DHPCBENCH_BUILD_TESTS=OFF -DHPCBENCH_BUILD_BENCH=ON \
-      -DHPCBENCH_WITH_TENSORBOARD=OFF -DTORCH_CUDA_ARCH_LIST=9.0 >build-staged.configure.log
-  targets=(hpcbench)
-  if cmake --build build-staged --target help | grep -q '^bench_kernels:'; then targets+=(bench_kernels); fi
-  cmake --build build-staged -j"$(nproc)" --target "${targets[@]}"
+  tests/gpu/staged_build.sh "$PWD" "$work" "$PY"
   mkdir -p .gpu-run
-  strip -o .gpu-run/hpcbench build-staged/hpcbench
-  kb=$(find build-staged -name bench_kernels -type f -perm -u+x | head -1)
-  if [[ -n $kb ]]; then strip -o .gpu-run/bench_kernels "$kb"; else rm -f .gpu-run/bench_kernels; fi
-  .gpu-run/hpcbench --version
+  strip -o .gpu-run/hpcbench "$work/build/hpcbench"
+  rm -f .gpu-run/bench_kernels
+  cmake -S . -B "$work/build" -DHPCBENCH_BUILD_BENCH=ON >/dev/null
+  if cmake --build "$work/build" --target help | grep -q '^bench_kernels:'; then
+    cmake --build "$work/build" -j"$(nproc)" --target bench_kernels >/dev/null
+    strip -o .gpu-run/bench_kernels "$(find "$work/build" -name bench_kernels -type f -perm -u+x | head -1)"
+  else
+    echo "run-second-table.sh: this tree has no bench_kernels target: the engine phase will say 'not built'" >&2
+  fi
   ls -l .gpu-run
   echo "carry .gpu-run and .gpu-deps; on the GPU machine run: tools/gpu/run-second-table.sh"
   exit 0

@@ -508,6 +508,8 @@ def engine_table(j):
     k = j.get("kernels", {})
     detail = f" in {k['seconds']} s" if "seconds" in k else ""
     L += [f"Kernel numerics (bench_kernels --check-only): {k.get('status', 'absent')}{detail}.", ""]
+    if k.get("status") == "failed" and k.get("output_tail"):
+        L += ["```"] + k["output_tail"].rstrip().splitlines()[-15:] + ["```", ""]
     if j.get("skipped"):
         L += [f"Not run for time: {'; '.join(j['skipped'])}.", ""]
     for n in j.get("notes", []):

@@ -625,6 +625,9 @@ def summary(a):
             L.append("")
             f2 = j.get("fsdp2_reference")
             if f2:
+                # FSDP2's own world-size-1 overhead beside the sharded rows (over HF eager, the same batches).
+                L.insert(len(L) - 1, f"| PyTorch FSDP2 (fully_shard, 1 rank; over HF eager) | {f2['fsdp2_step_ms_median']:.2f} | "
+                         f"{100 * f2['overhead']:+.1f} % | | | {mib(f2['fsdp2_peak_memory_bytes'])} | | |")
                 L.append(f"PyTorch's own world-size-1 overhead, the same batches: FSDP2 (fully_shard) "
                          f"{f2['fsdp2_step_ms_median']:.2f} ms/step against Hugging Face eager's "
                          f"{f2['eager_step_ms_median']:.2f}: {100 * f2['overhead']:+.1f} %.")

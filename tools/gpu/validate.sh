@@ -19,9 +19,11 @@
 #   baseline    bert-base, seq 384, bf16, batch 32 and 4: hpcbench beside Hugging Face
 #               eager and Lightning on the same batches (lengths, masks), SDPA backends
 #   precision   fp32, tf32, fp16, bf16 at batch 32, each beside Hugging Face eager
-#   strategies  every strategy with --keep-collectives at world size 1 (NCCL for real)
-#               against the baseline: step overhead, losses; bench-comm on NCCL at world
-#               size 1 and a device-to-device copy for scale
+#   strategies  every strategy with --keep-collectives at world size 1 (NCCL for real;
+#               pipeline and tensor included, which have no collective at one rank)
+#               against the baseline: step overhead, losses; PyTorch's FSDP2 at world size 1
+#               against HF eager on the same batches; bench-comm on NCCL at world size 1 and
+#               a device-to-device copy for scale
 #   shared-gpu  2 and 4 ranks sharing the GPU over Gloo (--backend gloo --allow-shared-gpu):
 #               every strategy's losses against the baseline's at the same global batch,
 #               and the evaluation gather on real SQuAD

@@ -2,7 +2,7 @@
 // the bias gradient per block of rows, plus the small column-sum finisher.
 #include <algorithm>
 
-#include "kernels/common.cuh"
+#include "common.cuh"
 
 namespace hpcbench::kernels {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "kernels/launch.h"
+#include "launch.h"
 
 namespace hpcbench::kernels::device {
 

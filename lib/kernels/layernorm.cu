@@ -3,7 +3,7 @@
 // rows), plus the small column-sum finisher.
 #include <algorithm>
 
-#include "kernels/common.cuh"
+#include "common.cuh"
 
 namespace hpcbench::kernels {
 namespace {

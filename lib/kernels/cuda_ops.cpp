@@ -157,6 +157,10 @@ struct BiasDropoutAddLayerNorm : torch::autograd::Function<BiasDropoutAddLayerNo
 
 }  // namespace
 
+bool device_supported(const at::Tensor& t) {
+  return at::cuda::getDeviceProperties(t.get_device())->major >= 8;
+}
+
 at::Tensor bias_gelu(const at::Tensor& x, const at::Tensor& bias) { return BiasGelu::apply(x, bias); }
 
 MaskedOutput bias_dropout_add_layernorm(const at::Tensor& x, const at::Tensor& bias, const at::Tensor& residual,

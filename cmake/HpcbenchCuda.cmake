@@ -7,8 +7,8 @@
 # usual place when it is not on the PATH.
 set(HPCBENCH_CUDA_KERNELS AUTO CACHE STRING "Build the fused CUDA kernels: AUTO, ON or OFF")
 set_property(CACHE HPCBENCH_CUDA_KERNELS PROPERTY STRINGS AUTO ON OFF)
-# A100 and H100: the GPUs this benchmark is run on. Other GPUs use the composites
-# only if the kernels are missing for them, so add theirs here to run there.
+# A100 and H100, the GPUs this benchmark runs on (sm_80 code also runs on the other
+# 8.x GPUs, sm_90's PTX is compiled for later ones); older GPUs run the composites.
 set(HPCBENCH_CUDA_ARCHS "80;90" CACHE STRING "GPU architectures the fused kernels are compiled for")
 
 set(HPCBENCH_CUDA_KERNELS_ON OFF)

@@ -8,9 +8,11 @@ namespace hpcbench::kernels {
 
 void check_bias_gelu_args(const at::Tensor& x, const at::Tensor& bias) {
   TORCH_CHECK(x.defined() && x.dim() >= 1, "bias_gelu: x must be a tensor of at least one dimension");
-  if (bias.defined())
+  if (bias.defined()) {
     TORCH_CHECK(bias.dim() == 1 && bias.size(0) == x.size(-1), "bias_gelu: bias has shape ", bias.sizes(),
                 ", expected [", x.size(-1), "] (x's last dimension)");
+    TORCH_CHECK(bias.device() == x.device(), "bias_gelu: bias is on ", bias.device(), ", x on ", x.device());
+  }
 }
 
 void check_layernorm_args(const at::Tensor& x, const at::Tensor& bias, const at::Tensor& residual,
@@ -20,10 +22,12 @@ void check_layernorm_args(const at::Tensor& x, const at::Tensor& bias, const at:
   TORCH_CHECK(residual.defined() && residual.sizes() == x.sizes(), fn, ": residual has shape ",
               residual.defined() ? residual.sizes() : at::IntArrayRef{}, ", expected x's ", x.sizes());
   const int64_t n = x.size(-1);
+  TORCH_CHECK(residual.device() == x.device(), fn, ": residual is on ", residual.device(), ", x on ", x.device());
   auto vec = [&](const at::Tensor& t, const char* name) {
-    if (t.defined())
-      TORCH_CHECK(t.dim() == 1 && t.size(0) == n, fn, ": ", name, " has shape ", t.sizes(), ", expected [", n,
-                  "] (x's last dimension)");
+    if (!t.defined()) return;
+    TORCH_CHECK(t.dim() == 1 && t.size(0) == n, fn, ": ", name, " has shape ", t.sizes(), ", expected [", n,
+                "] (x's last dimension)");
+    TORCH_CHECK(t.device() == x.device(), fn, ": ", name, " is on ", t.device(), ", x on ", x.device());
   };
   vec(bias, "bias");
   vec(weight, "weight");

@@ -28,8 +28,12 @@ std::string cuda_archs() {
 }
 
 bool uses_cuda_kernels(const at::Tensor& t) {
-  return cuda_built() && t.defined() && t.is_cuda() &&
-         (t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16);
+#if HPCBENCH_CUDA_KERNELS_BUILT
+  return t.defined() && t.is_cuda() && (t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16) &&
+         cuda::device_supported(t);
+#else
+  return false;
+#endif
 }
 
 at::Tensor bias_gelu(const at::Tensor& x, const at::Tensor& bias) {

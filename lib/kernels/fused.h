@@ -16,7 +16,8 @@ namespace hpcbench::kernels {
 bool cuda_built();
 // The GPU architectures they were compiled for, e.g. "sm_80 sm_90"; "" when not built.
 std::string cuda_archs();
-// Whether `t` would take the CUDA kernels (built, a CUDA tensor, fp32 or bf16).
+// Whether `t` would take the CUDA kernels (built, a CUDA tensor of compute
+// capability 8.0 or later, fp32 or bf16).
 bool uses_cuda_kernels(const at::Tensor& t);
 
 // gelu_erf(x + bias): BERT's exact erf GELU (not the tanh approximation).

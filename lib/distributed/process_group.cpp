@@ -15,9 +15,11 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <thread>
 
 #include "core/error.h"
 #include "core/hostinfo.h"
+#include "core/stop_signal.h"
 #include "device/device.h"
 #include "distributed/hang_monitor.h"
 #include "distributed/stall.h"
@@ -150,15 +152,60 @@ Comm::Comm(const RankLayout& layout, c10::Device device, const CommOptions& opti
   so.port = static_cast<std::uint16_t>(layout.master_port);
   so.isServer = layout.rank == 0;
   so.numWorkers = static_cast<size_t>(layout.world_size);
-  so.waitWorkers = true;
-  so.timeout = options.connect_timeout;
+  // The store's own wait for the workers blocks, deaf to signals, until
+  // --connect-timeout: connecting in short tries and the arrival below poll
+  // instead, so that SIGTERM/SIGINT (a time limit, scancel, Ctrl-C) end the
+  // wait at once and say what it waited for.
+  so.waitWorkers = false;
+  const auto deadline = Clock::now() + options.connect_timeout;
+  auto stopped = [&](const std::string& waiting_for) {
+    if (int sig = stop_signal())
+      throw Interrupted(sig, fmt::format("rank {} of {}: interrupted by {} while waiting at the rendezvous ({}:{}) {}; "
+                                         "nothing was measured", rank_, size_, signal_name(sig), layout.master_addr,
+                                         layout.master_port, waiting_for));
+  };
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    so.timeout = rank_ == 0 ? options.connect_timeout
+                            : std::clamp(left, std::chrono::milliseconds(1), std::chrono::milliseconds(1000));
+    try {
+      store_ = c10::make_intrusive<c10d::TCPStore>(layout.master_addr, so);
+      break;
+    } catch (const std::exception& e) {
+      stopped("for rank 0's store");
+      if (rank_ == 0 || Clock::now() >= deadline)
+        fail("rank {} of {} could not {} the rendezvous store at {}:{} within {:.0f} s: {} (check "
+             "MASTER_ADDR/MASTER_PORT and that every rank started)",
+             rank_, size_, rank_ == 0 ? "open" : "reach", layout.master_addr, layout.master_port,
+             seconds(options.connect_timeout), message_of(e));
+    }
+  }
+  // Every rank says it is here; each waits until all are, or the deadline.
+  const std::string arrived = "hpcbench/rendezvous/arrived";
+  auto missing_ranks = [&] {
+    std::string out;
+    for (int64_t r = 0; r < size_; ++r)
+      if (!store_->check({arrived + "/" + std::to_string(r)}))
+        out += (out.empty() ? "" : ", ") + std::to_string(r);
+    return out;
+  };
   try {
-    store_ = c10::make_intrusive<c10d::TCPStore>(layout.master_addr, so);
+    store_->set(arrived + "/" + std::to_string(rank_), std::vector<uint8_t>{1});
+    store_->add(arrived, 1);
+    while (store_->add(arrived, 0) < size_) {
+      if (stop_signal()) stopped(fmt::format("for rank(s) {}", missing_ranks()));
+      if (Clock::now() >= deadline)
+        fail("rank {} of {}: rank(s) {} did not arrive at the rendezvous ({}:{}) within {:.0f} s (--connect-timeout; "
+             "check that every rank started and reaches MASTER_ADDR)", rank_, size_, missing_ranks(),
+             layout.master_addr, layout.master_port, seconds(options.connect_timeout));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  } catch (const UserError&) {
+    throw;
   } catch (const std::exception& e) {
-    fail("rank {} of {} could not {} the rendezvous store at {}:{} within {:.0f} s: {} (check "
-         "MASTER_ADDR/MASTER_PORT and that every rank started)",
-         rank_, size_, rank_ == 0 ? "open" : "reach", layout.master_addr, layout.master_port,
-         seconds(options.connect_timeout), message_of(e));
+    stopped("for the other ranks");
+    fail("rank {} of {}: the rendezvous store at {}:{} went away while the ranks gathered: {} (rank 0 ended?)", rank_,
+         size_, layout.master_addr, layout.master_port, message_of(e));
   }
   // Later lookups (exchange) may wait as long as a collective.
   store_->setTimeout(options.timeout);

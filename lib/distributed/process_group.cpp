@@ -12,7 +12,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <map>
 #include <thread>
@@ -30,6 +36,31 @@ namespace hpcbench::dist {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Whether a TCP connection to host:port is accepted within half a second.
+bool port_accepts(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return false;
+  bool ok = false;
+  for (addrinfo* a = found; a && !ok; a = a->ai_next) {
+    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+      ok = true;
+    } else if (errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      int err = 0;
+      socklen_t len = sizeof err;
+      ok = ::poll(&p, 1, 500) == 1 && ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+    }
+    ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  return ok;
+}
 
 double seconds(std::chrono::milliseconds ms) { return static_cast<double>(ms.count()) / 1000.0; }
 
@@ -164,21 +195,27 @@ Comm::Comm(const RankLayout& layout, c10::Device device, const CommOptions& opti
                                          "nothing was measured", rank_, size_, signal_name(sig), layout.master_addr,
                                          layout.master_port, waiting_for));
   };
-  for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    so.timeout = rank_ == 0 ? options.connect_timeout
-                            : std::clamp(left, std::chrono::milliseconds(1), std::chrono::milliseconds(1000));
-    try {
-      store_ = c10::make_intrusive<c10d::TCPStore>(layout.master_addr, so);
-      break;
-    } catch (const std::exception& e) {
-      stopped("for rank 0's store");
-      if (rank_ == 0 || Clock::now() >= deadline)
-        fail("rank {} of {} could not {} the rendezvous store at {}:{} within {:.0f} s: {} (check "
-             "MASTER_ADDR/MASTER_PORT and that every rank started)",
-             rank_, size_, rank_ == 0 ? "open" : "reach", layout.master_addr, layout.master_port,
-             seconds(options.connect_timeout), message_of(e));
-    }
+  // A worker first waits for rank 0's port to accept, in short polls of its
+  // own: the store's connect would retry deaf to signals (and log a stack
+  // trace each try).
+  while (rank_ != 0 && !port_accepts(layout.master_addr, static_cast<int>(layout.master_port))) {
+    stopped("for rank 0's store");
+    if (Clock::now() >= deadline)
+      fail("rank {} of {} could not reach the rendezvous store at {}:{} within {:.0f} s (check MASTER_ADDR/"
+           "MASTER_PORT and that rank 0 started)", rank_, size_, layout.master_addr, layout.master_port,
+           seconds(options.connect_timeout));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  so.timeout = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()),
+                        std::chrono::milliseconds(1000));
+  try {
+    store_ = c10::make_intrusive<c10d::TCPStore>(layout.master_addr, so);
+  } catch (const std::exception& e) {
+    stopped("for rank 0's store");
+    fail("rank {} of {} could not {} the rendezvous store at {}:{} within {:.0f} s: {} (check "
+         "MASTER_ADDR/MASTER_PORT and that every rank started)",
+         rank_, size_, rank_ == 0 ? "open" : "reach", layout.master_addr, layout.master_port,
+         seconds(options.connect_timeout), message_of(e));
   }
   // Every rank says it is here; each waits until all are, or the deadline.
   const std::string arrived = "hpcbench/rendezvous/arrived";

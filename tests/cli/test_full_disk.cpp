@@ -27,7 +27,7 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::string kRun =
-    " run --strategy baseline --batch-size 8 --synthetic-samples 64 --max-seq-length 32 --threads 1 --log-every 1";
+    " run --strategy baseline --batch-size 8 --synthetic-samples 64 --max-seq-length 64 --threads 1 --log-every 1";
 
 // A tmpfs of `size` at `dir`, unmounted at the end of the scope.
 struct Tmpfs {
@@ -83,8 +83,10 @@ TEST_CASE("a disk that fills while the run trains still gets the run's results",
     ::_exit(127);
   }
   // Another job fills the disk once the run trains.
-  for (int i = 0; i < 6000 && test::slurp(log).find("step      3/") == std::string::npos; ++i)
+  for (int i = 0; i < 6000 && test::slurp(log).find("step      3/") == std::string::npos; ++i) {
+    if (test::slurp(log).find("[error]") != std::string::npos) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   disk.fill();
   CHECK(test::run_command("df -k " + disk.dir.string()).output.find(" 100% ") != std::string::npos);
   int status = 0;
@@ -112,8 +114,10 @@ TEST_CASE("results that cannot be written at all: the summary is still printed, 
     ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
-  for (int i = 0; i < 6000 && test::slurp(log).find("step      3/") == std::string::npos; ++i)
+  for (int i = 0; i < 6000 && test::slurp(log).find("step      3/") == std::string::npos; ++i) {
+    if (test::slurp(log).find("[error]") != std::string::npos) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   // The folder goes and a file takes its name: nothing can be written there.
   test::run_command("rm -rf " + results.string() + " && touch " + results.string());
   int status = 0;

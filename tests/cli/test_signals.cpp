@@ -24,7 +24,7 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 const std::string kRun =
-    " run --strategy baseline --batch-size 8 --synthetic-samples 64 --max-seq-length 32 --threads 1 --log-every 1";
+    " run --batch-size 8 --synthetic-samples 64 --max-seq-length 64 --threads 1 --log-every 1";
 
 struct Started {
   pid_t pid = -1;
@@ -49,6 +49,7 @@ bool wait_for(const Started& s, const std::string& text, std::chrono::seconds li
   auto until = Clock::now() + limit;
   while (Clock::now() < until) {
     if (test::slurp(s.log).find(text) != std::string::npos) return true;
+    if (::waitpid(s.pid, nullptr, WNOHANG) == s.pid) return false;  // it ended without saying it
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return false;
@@ -82,7 +83,7 @@ TEST_CASE("a rank waiting at the rendezvous for a rank that never comes stops on
       INFO("rank " << rank << " signal " << sig);
       int port = test::free_loopback_port();
       auto s = start(fmt::format("env RANK={} WORLD_SIZE=2 LOCAL_RANK={} LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 "
-                                 "MASTER_PORT={} {}{} --connect-timeout 120 --results-dir {}",
+                                 "MASTER_PORT={} {}{} --strategy ddp --connect-timeout 120 --results-dir {}",
                                  rank, rank, port, bin, kRun, (dir.path / "results").string()),
                      dir.path / "log");
       std::this_thread::sleep_for(std::chrono::seconds(3));
@@ -106,7 +107,7 @@ TEST_CASE("a rank whose peer never comes still fails at --connect-timeout, namin
   test::TempDir dir;
   int port = test::free_loopback_port();
   auto r = test::run_command(fmt::format("env RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 "
-                                         "MASTER_ADDR=127.0.0.1 MASTER_PORT={} {}{} --connect-timeout 2 "
+                                         "MASTER_ADDR=127.0.0.1 MASTER_PORT={} {}{} --strategy ddp --connect-timeout 2 "
                                          "--results-dir {}",
                                          port, test::hpcbench_bin().string(), kRun, (dir.path / "r").string()));
   INFO(r.output);
@@ -118,7 +119,7 @@ TEST_CASE("a rank whose peer never comes still fails at --connect-timeout, namin
 TEST_CASE("SIGTERM to `run --repeats` reaches the running repeat, which is recorded interrupted", "[signals]") {
   test::TempDir dir;
   auto results = dir.path / "results";
-  auto s = start(test::hpcbench_bin().string() + kRun + " --max-steps 100000 --repeats 3 --run-name rep --results-dir " +
+  auto s = start(test::hpcbench_bin().string() + kRun + " --strategy baseline --max-steps 100000 --repeats 3 --run-name rep --results-dir " +
                      results.string(),
                  dir.path / "log");
   // Only the parent is signalled (as `kill <pid>` or a supervisor does),
@@ -139,7 +140,7 @@ TEST_CASE("SIGTERM to `run --repeats` reaches the running repeat, which is recor
 
 TEST_CASE("SIGUSR1 before the ranks are ready is an interruption, not a death by signal 10", "[signals]") {
   test::TempDir dir;
-  auto s = start(test::hpcbench_bin().string() + kRun + " --max-steps 100000 --nproc-per-node 2 --results-dir " +
+  auto s = start(test::hpcbench_bin().string() + kRun + " --strategy ddp --max-steps 100000 --nproc-per-node 2 --results-dir " +
                      (dir.path / "results").string(),
                  dir.path / "log");
   // At once after the launcher started the ranks: they are still loading.

@@ -19,7 +19,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <thread>
 
@@ -217,8 +219,12 @@ Comm::Comm(const RankLayout& layout, c10::Device device, const CommOptions& opti
          rank_, size_, rank_ == 0 ? "open" : "reach", layout.master_addr, layout.master_port,
          seconds(options.connect_timeout), message_of(e));
   }
-  // Every rank says it is here; each waits until all are, or the deadline.
-  const std::string arrived = "hpcbench/rendezvous/arrived";
+  // Every rank says it is here, then the job settles once, in the store,
+  // whether it goes on ("go": every rank arrived) or stops ("stop": a stop
+  // signal came while one was missing): no rank may stop here while another
+  // has gone on into the backend's setup, which would then fail instead of
+  // being interrupted. A stop after "go" is the step loop's, as any other.
+  const std::string arrived = "hpcbench/rendezvous/arrived", outcome = "hpcbench/rendezvous/outcome";
   auto missing_ranks = [&] {
     std::string out;
     for (int64_t r = 0; r < size_; ++r)
@@ -226,11 +232,25 @@ Comm::Comm(const RankLayout& layout, c10::Device device, const CommOptions& opti
         out += (out.empty() ? "" : ", ") + std::to_string(r);
     return out;
   };
+  auto settle = [&](const char* mine) {
+    auto v = store_->compareSet(outcome, {}, std::vector<uint8_t>(mine, mine + std::strlen(mine)));
+    return std::string(v.begin(), v.end());
+  };
+  std::string decided, missing;
   try {
     store_->set(arrived + "/" + std::to_string(rank_), std::vector<uint8_t>{1});
     store_->add(arrived, 1);
-    while (store_->add(arrived, 0) < size_) {
-      if (stop_signal()) stopped(fmt::format("for rank(s) {}", missing_ranks()));
+    for (;;) {
+      if (store_->check({outcome})) {
+        auto v = store_->get(outcome);
+        decided.assign(v.begin(), v.end());
+      } else if (store_->add(arrived, 0) >= size_) {
+        decided = settle("go");
+      } else if (stop_signal()) {
+        missing = missing_ranks();
+        decided = settle("stop");
+      }
+      if (!decided.empty()) break;
       if (Clock::now() >= deadline)
         fail("rank {} of {}: rank(s) {} did not arrive at the rendezvous ({}:{}) within {:.0f} s (--connect-timeout; "
              "check that every rank started and reaches MASTER_ADDR)", rank_, size_, missing_ranks(),
@@ -243,6 +263,11 @@ Comm::Comm(const RankLayout& layout, c10::Device device, const CommOptions& opti
     stopped("for the other ranks");
     fail("rank {} of {}: the rendezvous store at {}:{} went away while the ranks gathered: {} (rank 0 ended?)", rank_,
          size_, layout.master_addr, layout.master_port, message_of(e));
+  }
+  if (decided == "stop") {
+    if (!stop_signal()) note_stop(SIGTERM);  // another rank's request: stopped like it
+    stopped(missing.empty() ? std::string("(another rank was asked to stop there)")
+                            : fmt::format("for rank(s) {}", missing));
   }
   // Later lookups (exchange) may wait as long as a collective.
   store_->setTimeout(options.timeout);

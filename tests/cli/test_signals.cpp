@@ -132,7 +132,7 @@ TEST_CASE("SIGTERM to `run --repeats` reaches the running repeat, which is recor
   CHECK(rc == 128 + SIGTERM);
   REQUIRE(fs::exists(results / "rep-r1" / "run.json"));
   auto run = nlohmann::json::parse(test::slurp(results / "rep-r1" / "run.json"));
-  CHECK(run["status"] == "interrupted");
+  CHECK(run["result"]["status"] == "interrupted");
   CHECK(run["interrupted"]["signal"] == "SIGTERM");
   CHECK(!fs::exists(results / "rep-r2"));
   CHECK_THAT(log, Catch::Contains("repeat 1 of rep stopped on SIGTERM; the 2 repeat(s) after it were not run"));

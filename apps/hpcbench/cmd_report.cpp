@@ -88,6 +88,8 @@ Action add_report(CLI::App& app) {
       try {
         for (auto& r : sweep::unfinished_jobs(sweep::read_manifest(p)))
           loaded.runs.push_back(results::LoadedRun{r, p / "sweep.json"});
+      } catch (const Interrupted&) {
+        throw;  // a stop signal ends the report, not just this sweep's rows
       } catch (const UserError& e) {
         loaded.warnings.push_back(fmt::format("skipping {}: {}", (p / "sweep.json").string(), e.what()));
       }

@@ -46,6 +46,9 @@ int main(int argc, char** argv) {
   try {
     for (auto& [sub, action] : commands)
       if (sub->parsed()) return action();
+  } catch (const hpcbench::Interrupted& e) {
+    spdlog::warn("{}", e.what());
+    return 128 + e.signal();
   } catch (const hpcbench::UserError& e) {
     spdlog::error("{}", e.what());
     return 2;

@@ -14,6 +14,18 @@ class UserError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A wait ended by SIGTERM, SIGINT or SIGUSR1 (core/stop_signal.h): the CLI
+// prints its message and exits with 128 + the signal, as a shell reports a
+// process that signal ended.
+class Interrupted : public UserError {
+ public:
+  Interrupted(int sig, const std::string& message) : UserError(message), signal_(sig) {}
+  int signal() const { return signal_; }
+
+ private:
+  int signal_;
+};
+
 template <typename... Args>
 [[noreturn]] void fail(fmt::format_string<Args...> f, Args&&... args) {
   throw UserError(fmt::format(f, std::forward<Args>(args)...));

@@ -9,6 +9,13 @@
 // which every file system does atomically. Each fallback is said once per
 // process; when nothing works, the error names each errno.
 //
+// Every wait polls, so that SIGTERM/SIGINT (core/stop_signal.h) end it with
+// Interrupted. A lock file whose owner is known to be gone (a process of
+// this host that no longer runs), or that is empty for longer than its
+// owner needs to write one line (it died, or the disk was full, between
+// creating and writing it), is stale and taken over with a warning; one
+// held by a live process is waited for as long as it holds it.
+//
 // Header-only so that the feature cache (lib/data) takes the same lock
 // without linking the hub library.
 #include <fcntl.h>
@@ -29,6 +36,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"
+#include "core/stop_signal.h"
 
 namespace hpcbench {
 
@@ -58,6 +66,9 @@ inline std::string errno_text(int e) {
 
 class FileLock {
  public:
+  // Seconds after which a lock file that names no owner is stale.
+  static constexpr int kEmptyLockStaleS = 10;
+
   enum class Wait { yes, no };
   enum class Method { none, flock, fcntl, lock_file };
 
@@ -127,11 +138,12 @@ class FileLock {
     if (e != EWOULDBLOCK) return unsupported(e) ? e : thrown("flock", e);
     if (!block) return 0;
     spdlog::info("waiting for {} (lock {})", what, path_.string());
-    while (calls.flock(fd_, LOCK_EX) != 0) {
-      if (errno == EINTR) continue;
+    for (;;) {
+      wait_a_moment(what);
+      if (calls.flock(fd_, LOCK_EX | LOCK_NB) == 0) return locked(Method::flock);
+      if (errno == EWOULDBLOCK || errno == EINTR) continue;
       return unsupported(errno) ? errno : thrown("flock", errno);
     }
-    return locked(Method::flock);
   }
 
   int try_fcntl(const std::string& what, bool block) {
@@ -153,11 +165,13 @@ class FileLock {
     if (e != EAGAIN && e != EACCES) return unsupported(e) ? e : thrown("fcntl", e);
     if (!block) return 0;
     spdlog::info("waiting for {} (lock {})", what, path_.string());
-    while (calls.fcntl_lock(fd_, set_wait, &l) != 0) {
-      if (errno == EINTR) continue;
+    (void)set_wait;
+    for (;;) {
+      wait_a_moment(what);
+      if (calls.fcntl_lock(fd_, set, &l) == 0) return locked(Method::fcntl);
+      if (errno == EAGAIN || errno == EACCES || errno == EINTR) continue;
       return unsupported(errno) ? errno : thrown("fcntl", errno);
     }
-    return locked(Method::fcntl);
   }
 
   // <path>.excl holds "<host> <pid>" of its owner; one left by a process of
@@ -171,8 +185,14 @@ class FileLock {
       int fd = calls.open_exclusive(excl.c_str());
       if (fd >= 0) {
         std::string line = me + "\n";
-        [[maybe_unused]] auto n = ::write(fd, line.data(), line.size());
-        ::close(fd);
+        ssize_t n = ::write(fd, line.data(), line.size());
+        int e = errno;
+        if (::close(fd) != 0 && n == static_cast<ssize_t>(line.size())) n = -1, e = errno;
+        if (n != static_cast<ssize_t>(line.size())) {
+          // An empty lock file would hold every other process off: none is left.
+          ::unlink(excl.c_str());
+          fail("{}: cannot write the lock file's owner: {}", excl, n < 0 ? errno_text(e) : "short write");
+        }
         return locked(Method::lock_file);
       }
       if (errno != EEXIST) return errno;
@@ -184,16 +204,40 @@ class FileLock {
         ::unlink(excl.c_str());
         continue;
       }
+      if (owner_host.empty() || owner_pid <= 0) {
+        // Its owner writes its line right after creating it: one still
+        // without it after kEmptyLockStaleS never will.
+        std::error_code ec;
+        auto age = std::filesystem::file_time_type::clock::now() - std::filesystem::last_write_time(excl, ec);
+        if (!ec && age > std::chrono::seconds(kEmptyLockStaleS)) {
+          spdlog::warn("{}: names no owner and is {} s old (its owner died, or the disk was full, before writing "
+                       "its name); taking it over as stale",
+                       excl, std::chrono::duration_cast<std::chrono::seconds>(age).count());
+          ::unlink(excl.c_str());
+          continue;
+        }
+      }
       if (!block) return 0;
       auto waited = std::chrono::steady_clock::now() - since;
       if (!said_waiting || waited > std::chrono::minutes(1)) {
-        spdlog::info("waiting for {} (lock file {}, held by {} {}; if that process is gone, remove the file)", what,
-                     excl, owner_host.empty() ? "?" : owner_host, owner_pid);
+        spdlog::info("waiting for {} (lock file {}, held by {} {}; if that process is gone, remove the file; "
+                     "SIGTERM or Ctrl-C stops waiting)",
+                     what, excl, owner_host.empty() ? "?" : owner_host, owner_pid);
         said_waiting = true;
         since = std::chrono::steady_clock::now();
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      wait_a_moment(what);
     }
+  }
+
+  // One poll's pause; a stop signal ends the wait (the constructor throws,
+  // so the descriptor is closed here, not by the destructor).
+  void wait_a_moment(const std::string& what) {
+    if (stop_signal() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (stop_signal() == 0) return;
+    ::close(fd_);
+    fd_ = -1;
+    throw_if_stopped(fmt::format("waiting for {} (lock {}); nothing was changed", what, path_.string()));
   }
 
   int locked(Method m) {

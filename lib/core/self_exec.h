@@ -15,6 +15,17 @@ int run_self(const std::vector<std::string>& args);
 // The same for the binary `exe`; with `quiet`, its stdout goes to /dev/null
 // (its errors on stderr are still seen).
 int run_program(const std::string& exe, const std::vector<std::string>& args, bool quiet = false);
+// The variable a child of run_self_passing_stop finds its parent's pid in:
+// that parent passes it every stop signal and makes a second one SIGKILL,
+// so the child does not end on a second signal itself (the terminal's
+// Ctrl-C reaches it twice: directly, and through the parent).
+inline constexpr const char* kStopParentVariable = "HPCBENCH_STOP_PARENT";
+// run_self for a child that must hear what this process hears: the first
+// stop signal this process receives (core/stop_signal.h; its handlers must be
+// installed) is sent on to the child, a second one becomes SIGKILL. The child
+// starts with the stop signals blocked until its own handlers are in place,
+// so one sent while it loads is not its death.
+int run_self_passing_stop(const std::vector<std::string>& args);
 // This process's command line, the program name first (/proc/self/cmdline);
 // empty when it cannot be read.
 std::vector<std::string> own_command_line();

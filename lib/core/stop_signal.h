@@ -25,6 +25,38 @@ int stop_signal();
 // step loop). Keeps the first signal when one came already.
 void note_stop(int sig);
 
+// How many stop signals this process received (a launcher or a parent
+// that forwards them makes the second one mean "now").
+int stop_signal_count();
+
+// Throws Interrupted ("interrupted by SIGTERM while <during>") once a stop
+// signal came; every wait that can last polls it, so that no wait outlives
+// a request to stop.
+void throw_if_stopped(const std::string& during);
+
+// For commands that do not install the handlers (sweep, report, fetch):
+// while it lives SIGTERM and SIGINT are caught as by install_stop_handlers
+// (a second one ends the process at once), so that a wait on another program
+// can stop it, say why and end. Does nothing where the handlers are installed.
+class StopSignalScope {
+ public:
+  StopSignalScope();
+  ~StopSignalScope();
+  StopSignalScope(const StopSignalScope&) = delete;
+  StopSignalScope& operator=(const StopSignalScope&) = delete;
+
+ private:
+  bool installed_ = false;
+  struct Saved;
+  Saved* saved_ = nullptr;
+};
+
+// Blocks SIGTERM, SIGINT and SIGUSR1 in a child about to exec hpcbench
+// itself: the mask survives exec, so a signal sent before the child's
+// handlers exist waits, pending, instead of killing it ("killed by signal
+// 10"); install_stop_handlers unblocks them.
+void block_stop_signals_for_child();
+
 // "SIGTERM", "SIGINT", "SIGUSR1" (else "signal N").
 std::string signal_name(int sig);
 

@@ -164,6 +164,9 @@ pid_t spawn(const std::vector<std::string>& args, int rank, int nproc, int port,
   // Child: only async-signal-safe work until exec, apart from setenv/vector
   // whose allocations are safe enough because exec follows at once.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the launcher dies -> so does the rank
+  // A signal passed on before the rank's handlers exist waits for them
+  // (install_stop_handlers unblocks it) rather than killing the rank.
+  block_stop_signals_for_child();
   if (::getppid() != parent) ::_exit(127);
   ::dup2(out_fd, STDOUT_FILENO);
   ::dup2(err_fd, STDERR_FILENO);
@@ -209,6 +212,9 @@ int launch_local(const LaunchOptions& options) {
   auto args = strip_flag(own_command_line(), options.flag);
   if (args.empty()) fail("launcher: cannot read this process's command line from /proc/self/cmdline");
   int port = free_port();
+  // A --repeats parent passes its signals on and makes the second SIGKILL:
+  // a second here is the same Ctrl-C heard twice.
+  const bool second_kills = !std::getenv(kStopParentVariable);
 
   struct sigaction sa {};
   sa.sa_handler = on_signal;
@@ -217,6 +223,12 @@ int launch_local(const LaunchOptions& options) {
   ::sigaction(SIGINT, &sa, &old_int);
   ::sigaction(SIGTERM, &sa, &old_term);
   ::sigaction(SIGUSR1, &sa, &old_usr1);
+  // One that came before these handlers (to run's own, while it checked)
+  // is passed to the ranks as soon as they start.
+  if (stop_signal() && !g_interrupted) {
+    g_interrupted = stop_signal();
+    g_signals = 1;
+  }
   NotesDir notes;
 
   std::vector<Child> children(static_cast<size_t>(options.nproc));
@@ -277,7 +289,7 @@ int launch_local(const LaunchOptions& options) {
       std::fflush(stderr);
       signal_running(children, g_interrupted);
     }
-    if (g_signals >= 2 && !killed_on_second) {
+    if (g_signals >= 2 && !killed_on_second && second_kills) {
       killed_on_second = true;
       fmt::print(stderr, "[launcher] a second signal: stopping the ranks now (SIGKILL)\n");
       std::fflush(stderr);

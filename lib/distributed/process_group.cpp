@@ -12,12 +12,22 @@
 
 #include <spdlog/spdlog.h>
 
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <map>
+#include <thread>
 
 #include "core/error.h"
 #include "core/hostinfo.h"
+#include "core/stop_signal.h"
 #include "device/device.h"
 #include "distributed/hang_monitor.h"
 #include "distributed/stall.h"
@@ -28,6 +38,31 @@ namespace hpcbench::dist {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Whether a TCP connection to host:port is accepted within half a second.
+bool port_accepts(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return false;
+  bool ok = false;
+  for (addrinfo* a = found; a && !ok; a = a->ai_next) {
+    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+      ok = true;
+    } else if (errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      int err = 0;
+      socklen_t len = sizeof err;
+      ok = ::poll(&p, 1, 500) == 1 && ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+    }
+    ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  return ok;
+}
 
 double seconds(std::chrono::milliseconds ms) { return static_cast<double>(ms.count()) / 1000.0; }
 
@@ -150,15 +185,89 @@ Comm::Comm(const RankLayout& layout, c10::Device device, const CommOptions& opti
   so.port = static_cast<std::uint16_t>(layout.master_port);
   so.isServer = layout.rank == 0;
   so.numWorkers = static_cast<size_t>(layout.world_size);
-  so.waitWorkers = true;
-  so.timeout = options.connect_timeout;
+  // The store's own wait for the workers blocks, deaf to signals, until
+  // --connect-timeout: connecting in short tries and the arrival below poll
+  // instead, so that SIGTERM/SIGINT (a time limit, scancel, Ctrl-C) end the
+  // wait at once and say what it waited for.
+  so.waitWorkers = false;
+  const auto deadline = Clock::now() + options.connect_timeout;
+  auto stopped = [&](const std::string& waiting_for) {
+    if (int sig = stop_signal())
+      throw Interrupted(sig, fmt::format("rank {} of {}: interrupted by {} while waiting at the rendezvous ({}:{}) {}; "
+                                         "nothing was measured", rank_, size_, signal_name(sig), layout.master_addr,
+                                         layout.master_port, waiting_for));
+  };
+  // A worker first waits for rank 0's port to accept, in short polls of its
+  // own: the store's connect would retry deaf to signals (and log a stack
+  // trace each try).
+  while (rank_ != 0 && !port_accepts(layout.master_addr, static_cast<int>(layout.master_port))) {
+    stopped("for rank 0's store");
+    if (Clock::now() >= deadline)
+      fail("rank {} of {} could not reach the rendezvous store at {}:{} within {:.0f} s (check MASTER_ADDR/"
+           "MASTER_PORT and that rank 0 started)", rank_, size_, layout.master_addr, layout.master_port,
+           seconds(options.connect_timeout));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  so.timeout = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()),
+                        std::chrono::milliseconds(1000));
   try {
     store_ = c10::make_intrusive<c10d::TCPStore>(layout.master_addr, so);
   } catch (const std::exception& e) {
+    stopped("for rank 0's store");
     fail("rank {} of {} could not {} the rendezvous store at {}:{} within {:.0f} s: {} (check "
          "MASTER_ADDR/MASTER_PORT and that every rank started)",
          rank_, size_, rank_ == 0 ? "open" : "reach", layout.master_addr, layout.master_port,
          seconds(options.connect_timeout), message_of(e));
+  }
+  // Every rank says it is here, then the job settles once, in the store,
+  // whether it goes on ("go": every rank arrived) or stops ("stop": a stop
+  // signal came while one was missing): no rank may stop here while another
+  // has gone on into the backend's setup, which would then fail instead of
+  // being interrupted. A stop after "go" is the step loop's, as any other.
+  const std::string arrived = "hpcbench/rendezvous/arrived", outcome = "hpcbench/rendezvous/outcome";
+  auto missing_ranks = [&] {
+    std::string out;
+    for (int64_t r = 0; r < size_; ++r)
+      if (!store_->check({arrived + "/" + std::to_string(r)}))
+        out += (out.empty() ? "" : ", ") + std::to_string(r);
+    return out;
+  };
+  auto settle = [&](const char* mine) {
+    auto v = store_->compareSet(outcome, {}, std::vector<uint8_t>(mine, mine + std::strlen(mine)));
+    return std::string(v.begin(), v.end());
+  };
+  std::string decided, missing;
+  try {
+    store_->set(arrived + "/" + std::to_string(rank_), std::vector<uint8_t>{1});
+    store_->add(arrived, 1);
+    for (;;) {
+      if (store_->check({outcome})) {
+        auto v = store_->get(outcome);
+        decided.assign(v.begin(), v.end());
+      } else if (store_->add(arrived, 0) >= size_) {
+        decided = settle("go");
+      } else if (stop_signal()) {
+        missing = missing_ranks();
+        decided = settle("stop");
+      }
+      if (!decided.empty()) break;
+      if (Clock::now() >= deadline)
+        fail("rank {} of {}: rank(s) {} did not arrive at the rendezvous ({}:{}) within {:.0f} s (--connect-timeout; "
+             "check that every rank started and reaches MASTER_ADDR)", rank_, size_, missing_ranks(),
+             layout.master_addr, layout.master_port, seconds(options.connect_timeout));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  } catch (const UserError&) {
+    throw;
+  } catch (const std::exception& e) {
+    stopped("for the other ranks");
+    fail("rank {} of {}: the rendezvous store at {}:{} went away while the ranks gathered: {} (rank 0 ended?)", rank_,
+         size_, layout.master_addr, layout.master_port, message_of(e));
+  }
+  if (decided == "stop") {
+    if (!stop_signal()) note_stop(SIGTERM);  // another rank's request: stopped like it
+    stopped(missing.empty() ? std::string("(another rank was asked to stop there)")
+                            : fmt::format("for rank(s) {}", missing));
   }
   // Later lookups (exchange) may wait as long as a collective.
   store_->setTimeout(options.timeout);

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "hub/cache.h"
 #include "core/file_lock.h"
+#include "hub/git_blob.h"
 #include "hub/http.h"
 #include "hub/sha256.h"
 
@@ -104,39 +105,69 @@ std::optional<Meta> file_meta(const std::string& repo_id, const std::string& rev
   return m;
 }
 
-// Downloads url into dest through dest.incomplete under `lock`, checks it and
-// renames it into place; on a failed check nothing stays behind.
-void download_checked(const std::string& url, const fs::path& dest, const fs::path& lock, const std::string& token,
-                      uint64_t size, const std::string& sha256, const std::string& label, const std::string& repo_id) {
+// What a downloaded or cached file must be: its size (0: unknown), and its
+// SHA-256 (an LFS file's X-Linked-Etag, a pinned dataset sum) or git blob id
+// (the ETag of a file not in LFS); empty: not known.
+struct Expected {
+  uint64_t size = 0;
+  std::string sha256, git_sha1;
+};
+
+// Why `file` is not what `want` says ("" when it is).
+std::string mismatch(const fs::path& file, const Expected& want) {
+  std::error_code ec;
+  uint64_t got = fs::file_size(file, ec);
+  if (ec) return fmt::format("cannot be read ({})", ec.message());
+  if (want.size && got != want.size) return fmt::format("{} bytes, {} expected", got, want.size);
+  if (!want.sha256.empty()) {
+    std::string actual = sha256_file(file);
+    if (actual != want.sha256) return fmt::format("checksum mismatch (sha256 {}, {} expected)", actual, want.sha256);
+  }
+  if (!want.git_sha1.empty()) {
+    std::string actual = git_blob_sha1_file(file);
+    if (actual != want.git_sha1)
+      return fmt::format("checksum mismatch ({} bytes whose git blob id is {}, while the hub's ETag names {})", got,
+                         actual, want.git_sha1);
+  }
+  return "";
+}
+
+// Downloads url into dest through dest.incomplete under `lock`, checks it
+// whole (size and hash) and renames it into place; on a failed check
+// nothing stays behind. A copy already in place is checked the same way
+// first, and replaced when it is not the file (a download an earlier
+// version kept unchecked, a damaged disk). Returns whether it downloaded.
+bool download_checked(const std::string& url, const fs::path& dest, const fs::path& lock, const std::string& token,
+                      const Expected& want, const std::string& label, const std::string& repo_id) {
   FileLock held(lock, "another download of the same file");
   std::error_code ec;
-  if (fs::exists(dest, ec)) return;  // another fetch finished it while we waited
+  if (fs::exists(dest, ec)) {
+    auto why = mismatch(dest, want);
+    if (why.empty()) return false;  // already here, or another fetch finished it while we waited
+    spdlog::warn("{}: the copy in the cache ({}) is not the file: {}; downloading it again", label, dest.string(), why);
+    fs::remove(dest, ec);
+    if (ec) fail("{}: cannot remove the damaged copy {}: {}", label, dest.string(), ec.message());
+  }
   fs::create_directories(dest.parent_path());
   fs::path part = dest;
   part += ".incomplete";
   if (fs::exists(part, ec) && fs::file_size(part, ec) > 0)
     spdlog::info("{}: resuming after {} bytes already downloaded", label, fs::file_size(part, ec));
-  Response r = http_download(url, part, token, size, label);
+  Response r = http_download(url, part, token, want.size, label);
   if (r.status != 200 && r.status != 206) {
     // A server error may pass: keep what arrived for the next fetch to resume.
     if (r.status < 500) fs::remove(part, ec);
     http_failure(r, url, repo_id, token);
   }
-  uint64_t got = fs::exists(part, ec) ? fs::file_size(part, ec) : 0;
-  if (size && got != size) {
+  if (!fs::exists(part, ec)) fail("{}: nothing was downloaded from {}; fetch again", label, url);
+  if (auto why = mismatch(part, want); !why.empty()) {
     fs::remove(part, ec);
-    fail("{}: {} bytes downloaded from {}, {} expected; nothing was kept, fetch again", label, got, url, size);
-  }
-  if (!sha256.empty()) {
-    std::string actual = sha256_file(part);
-    if (actual != sha256) {
-      fs::remove(part, ec);
-      fail("{}: checksum mismatch for {}: sha256 {} expected, {} received; the download was discarded "
-           "(a proxy or mirror altering files? fetch again)", label, url, sha256, actual);
-    }
+    fail("{}: the download from {} is not the file: {}; it was discarded, nothing was kept (a proxy or mirror "
+         "altering files? fetch again)", label, url, why);
   }
   fs::rename(part, dest, ec);
   if (ec) fail("{}: cannot move into place: {}", dest.string(), ec.message());
+  return true;
 }
 
 // snapshots/<commit>/<file> -> ../../blobs/<etag>, made under a temporary
@@ -189,13 +220,13 @@ FetchedModel fetch_model(const std::string& repo_id, const std::string& revision
   for (auto& [file, m] : files) {
     fs::path blob = repo_dir / "blobs" / m.etag;
     fs::path snap = repo_dir / "snapshots" / m.commit;
-    std::error_code ec;
-    if (!fs::exists(blob, ec)) {
-      download_checked(m.download_url, blob, cache / ".locks" / repo_folder(repo_id) / (m.etag + ".lock"), tok,
-                       m.size, m.lfs ? m.etag : "", fmt::format("{}/{}", repo_id, file), repo_id);
-    } else {
+    // LFS files by their SHA-256, the others by their git blob id: both are
+    // the ETag the hub gives, so the bytes are checked against the name
+    // they are stored under.
+    Expected want{m.size, m.lfs ? m.etag : "", !m.lfs && is_git_blob_id(m.etag) ? m.etag : ""};
+    if (!download_checked(m.download_url, blob, cache / ".locks" / repo_folder(repo_id) / (m.etag + ".lock"), tok,
+                          want, fmt::format("{}/{}", repo_id, file), repo_id))
       spdlog::info("{}/{}: already in the cache", repo_id, file);
-    }
     link_into_snapshot(snap, file, m.etag);
     out.commit = m.commit;
     out.snapshot = snap;
@@ -236,7 +267,8 @@ std::vector<fs::path> fetch_dataset(const std::string& name) {
     if (name != f.dataset) continue;
     fs::path dest = dir / f.file;
     std::error_code ec;
-    if (fs::exists(dest, ec)) {
+    const Expected want{f.size, f.sha256, ""};
+    if (fs::exists(dest, ec) && (offline() || mismatch(dest, want).empty())) {
       spdlog::info("{}/{}: already in the cache", name, f.file);
     } else if (offline()) {
       fail("HF_HUB_OFFLINE is set and {} is not in the cache {}: run `hpcbench fetch {}` where there is internet "
@@ -245,7 +277,7 @@ std::vector<fs::path> fetch_dataset(const std::string& name) {
       fs::path lock = datasets_cache() / ".locks" / name / (std::string(f.file) + ".lock");
       // Lock files stay (as huggingface_hub's do): removing one could let a
       // third fetch lock a new file while a second still waits on the old.
-      download_checked(base + "/" + f.file, dest, lock, "", f.size, f.sha256, fmt::format("{}/{}", name, f.file), "");
+      download_checked(base + "/" + f.file, dest, lock, "", want, fmt::format("{}/{}", name, f.file), "");
     }
     out.push_back(dest);
   }

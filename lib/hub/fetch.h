@@ -3,9 +3,12 @@
 // (hub/cache.h) and the SQuAD JSONs into hpcbench's datasets cache. A file
 // becomes visible in the cache only whole and checked: it is written to
 // <blob>.incomplete (resumed with HTTP Range after a broken connection),
-// checked (sha256 for LFS files, against the hub's X-Linked-Etag; the pinned
-// sums for SQuAD), renamed into place, and only then linked from the
-// snapshot. A lock file per blob (the one huggingface_hub takes) lets two
+// checked whole (its size, X-Linked-Size or Content-Length as
+// huggingface_hub takes it; sha256 for LFS files, against the hub's
+// X-Linked-Etag; the git blob id for the others, against their ETag; the
+// pinned sums for SQuAD), renamed into place, and only then linked from the
+// snapshot. A copy already in the cache is checked the same way on every
+// fetch, and one that fails is downloaded again. A lock file per blob (the one huggingface_hub takes) lets two
 // fetches of the same file run at once and leaves one good copy.
 #include <filesystem>
 #include <string>

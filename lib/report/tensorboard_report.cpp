@@ -99,6 +99,7 @@ size_t write_tensorboard_report(const Comparison& comparison, const fs::path& di
   {
     tb::EventWriter top(dir, {.flush_secs = 0, .on_flush = {}});
     top.hparams_experiment(defs, metrics, now);
+    top.close();  // a full disk is an error, not an empty report
   }
 
   std::set<std::string> used;
@@ -123,6 +124,7 @@ size_t write_tensorboard_report(const Comparison& comparison, const fs::path& di
       w.scalars(static_cast<int64_t>(i + 1), now,
                 {{"repeats/samples_per_s", repeats[i].samples_per_s}, {"repeats/step_ms_median", repeats[i].step_ms_median}});
     w.hparams_session_end(true, now);
+    w.close();
   }
   return rows.size();
 }

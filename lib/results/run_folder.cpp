@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include <fcntl.h>
+
 #include "core/atomic_file.h"
 #include "core/error.h"
 
@@ -27,21 +29,73 @@ void check_run_name(const std::string& run_name) {
   if (run_name.size() > 200) fail("--run-name {}...: longer than 200 characters", run_name.substr(0, 40));
 }
 
+namespace {
+
+// The space reserve_results_space holds: an unlinked file's blocks, freed
+// when it is closed (or the process ends, however it ends).
+int g_reserve_fd = -1;
+
+void release_reserve() {
+  if (g_reserve_fd >= 0) ::close(g_reserve_fd);
+  g_reserve_fd = -1;
+}
+
+// An unlinked file of `bytes` in `dir`, its blocks allocated (the file
+// system says ENOSPC now, not when the results are written); -1 and errno
+// when it cannot be had.
+int allocated_file(const fs::path& dir, off_t bytes) {
+  std::string name = (dir / ".hpcbench-space-XXXXXX").string();
+  int fd = ::mkstemp(name.data());
+  if (fd < 0) return -1;
+  ::unlink(name.c_str());
+  int e = bytes > 0 ? ::posix_fallocate(fd, 0, bytes) : 0;
+  if (e == 0 && ::fsync(fd) != 0 && errno != EINVAL) e = errno;
+  if (e != 0) {
+    ::close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
+
 void check_results_dir(const fs::path& results_dir) {
   if (results_dir.empty()) fail("--results-dir '': needs a folder");
   std::error_code ec;
   fs::create_directories(results_dir, ec);
   if (ec) fail("--results-dir {}: cannot create it: {}", results_dir.string(), ec.message());
   if (!fs::is_directory(results_dir)) fail("--results-dir {}: not a folder", results_dir.string());
+  // A folder and a file with data in it: a full disk still makes empty
+  // folders and files, and would be found only once the run is over.
   std::string probe = (results_dir / ".hpcbench-probe-XXXXXX").string();
   if (::mkdtemp(probe.data()) == nullptr)
     fail("--results-dir {}: cannot write there ({}), so the run's results could not be saved",
          results_dir.string(), std::strerror(errno));
+  int fd = allocated_file(probe, kResultsProbeBytes);
+  int e = errno;
+  if (fd >= 0) ::close(fd);
   ::rmdir(probe.c_str());
+  if (fd < 0)
+    fail("--results-dir {}: cannot write there ({}), so the run's results could not be saved", results_dir.string(),
+         std::strerror(e));
+}
+
+void reserve_results_space(const fs::path& results_dir, int64_t bytes) {
+  release_reserve();
+  g_reserve_fd = allocated_file(results_dir, static_cast<off_t>(bytes));
+  if (g_reserve_fd < 0) {
+    int e = errno;
+    fail("--results-dir {}: cannot set aside {:.1f} MiB for the run's results ({}); free some space there or "
+         "choose another --results-dir",
+         results_dir.string(), static_cast<double>(bytes) / 1048576.0, std::strerror(e));
+  }
 }
 
 fs::path write_run_folder(const fs::path& results_dir, const std::string& run_name, RunFiles run) {
   check_run_name(run_name);
+  // The space held since before the first step is the results' now.
+  release_reserve();
   std::error_code ec;
   fs::create_directories(results_dir, ec);
   if (ec) fail("cannot create the results folder {}: {}", results_dir.string(), ec.message());

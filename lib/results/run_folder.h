@@ -43,6 +43,24 @@ void check_run_name(const std::string& run_name);
 // What write_run_folder would fail on, checked before a run starts rather
 // than after it: creates `results_dir` if needed and proves that a folder can
 // be made in it (and removed again). Throws UserError naming --results-dir.
+// The probe writes kResultsProbeBytes of data: a full disk still makes an
+// empty folder, and is found here rather than after the run.
 void check_results_dir(const std::filesystem::path& results_dir);
+inline constexpr int64_t kResultsProbeBytes = 4096;
+
+// Sets `bytes` aside in `results_dir` for the results (an unlinked file's
+// allocated blocks, freed when the process ends however it ends) until
+// write_run_folder writes them: a disk that others fill while the run
+// trains cannot take the space its results need. Throws UserError naming
+// --results-dir when the space is not there, before the first step.
+void reserve_results_space(const std::filesystem::path& results_dir, int64_t bytes);
+
+// What a run's folder needs: its files grow with the steps (run.json's
+// records, loss.csv), the rest is small; predictions and event files are
+// more, and are held for too when asked for.
+inline int64_t results_space_estimate(int64_t planned_steps, bool predictions, bool tensorboard) {
+  int64_t steps = planned_steps > 0 ? planned_steps : 10000;
+  return (1 << 20) + steps * 2048 + (predictions ? (8 << 20) : 0) + (tensorboard ? steps * 1024 : 0);
+}
 
 }  // namespace hpcbench::results

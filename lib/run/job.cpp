@@ -114,6 +114,19 @@ int dry_run_done() {
   return 0;
 }
 
+// Whether a second stop signal ends this process at once: only for a run
+// alone at a terminal. A rank's launcher (or SLURM's time limit) and a
+// --repeats parent each decide for their children; the latter passes on
+// what it receives, so that its child hears a terminal's Ctrl-C twice.
+bool second_signal_kills() {
+  if (std::getenv(kStopParentVariable) || dist::launched_as_rank()) return false;
+  try {
+    return dist::detect_layout().world_size == 1;
+  } catch (const UserError&) {
+    return false;  // a layout in doubt: its error comes where the layout is read
+  }
+}
+
 // How a run that stopped on a signal ends: 128 + the signal, as a shell
 // reports a process the signal ended (the results, if any, are written).
 int interrupted_exit(int sig) { return 128 + (sig > 0 ? sig : SIGTERM); }
@@ -165,18 +178,23 @@ int run_repeats(const train::TrainConfig& cfg, const strategies::Choice& choice,
                           ? default_run_name(choice, o.nproc_per_node > 0 ? o.nproc_per_node : 1)
                           : cfg.run_name;
   auto base = strip_flag(own_arguments(), "--repeats");
-  // A stop signal reaches the repeat running now (same process group, or
-  // SLURM's step), which writes what it measured; the repeats after it are
-  // not started.
-  install_stop_handlers(/*second_kills=*/true);
+  // A stop signal is passed to the repeat running now, which writes what it
+  // measured with status interrupted; the repeats after it are not started.
+  // A second one ends that repeat at once (run_self_passing_stop).
+  install_stop_handlers(/*second_kills=*/false);
   std::vector<std::string> failed;
   for (int64_t i = 1; i <= o.repeats; ++i) {
+    if (int sig = stop_signal()) {
+      spdlog::warn("--repeats {}: stopped on {} before repeat {} of {}; the {} repeat(s) from it on were not run",
+                   o.repeats, signal_name(sig), i, group, o.repeats - i + 1);
+      return interrupted_exit(sig);
+    }
     spdlog::info("repeat {}/{} of {}", i, o.repeats, group);
     auto child = base;
     for (auto& a : {std::string("--run-name"), fmt::format("{}-r{}", group, i), std::string("--repeat-group"),
                     group, std::string("--repeat-index"), std::to_string(i)})
       child.push_back(a);
-    int rc = run_self(child);
+    int rc = run_self_passing_stop(child);
     const bool child_stopped = rc == 128 + SIGTERM || rc == 128 + SIGINT || rc == 128 + SIGUSR1;
     const int sig = stop_signal() ? stop_signal() : (child_stopped ? rc - 128 : 0);
     if (sig) {
@@ -266,6 +284,7 @@ int launch_ranks(const train::TrainConfig& cfg, const strategies::Choice& choice
   check_before_start(cfg, choice, o, o.nproc_per_node, o.nproc_per_node, threads_of(cfg, launch.threads_per_rank),
                      fmt::format("--nproc-per-node {}", o.nproc_per_node), true);
   if (o.dry_run) return dry_run_done();
+  throw_if_stopped("the run was checked, before its ranks started; nothing was measured");
   return dist::launch_local(launch);
 }
 
@@ -338,15 +357,29 @@ int write_results(const train::TrainConfig& cfg, const std::string& name, const 
   const nlohmann::json notice = out.details.value("interrupted", nlohmann::json::object());
   files.details = std::move(out.details);
   if (!out.utilisation_csv.empty()) files.files["utilisation.csv"] = out.utilisation_csv;
-  for (auto& [file, content] : tensorboard::event_files(hooks.tensorboard_dir)) files.files[file] = content;
-  auto folder = results::write_run_folder(cfg.results_dir, name, std::move(files));
-  tensorboard::discard_event_files(hooks.tensorboard_dir);
-  print_summary(out.result, folder.string(), notice);
+  // What was measured reaches the terminal even when the folder cannot be
+  // written (a disk full beyond the space set aside, a folder removed).
+  std::string folder_text, write_error;
+  try {
+    for (auto& [file, content] : tensorboard::event_files(hooks.tensorboard_dir)) files.files[file] = content;
+    folder_text = results::write_run_folder(cfg.results_dir, name, std::move(files)).string();
+    tensorboard::discard_event_files(hooks.tensorboard_dir);
+  } catch (const UserError& e) {
+    write_error = e.what();
+    folder_text = "NOT WRITTEN (" + write_error + ")";
+  }
+  print_summary(out.result, folder_text, notice);
+  if (!write_error.empty()) {
+    spdlog::error("the run's results could not be written: {}; the summary above is what it measured", write_error);
+    if (interrupted && ctx.comm) ctx.comm->barrier();
+    return 2;
+  }
+  const std::string folder = folder_text;
   if (!interrupted) return 0;
   spdlog::warn("interrupted by {} after {} of {} steps{}: {} holds what was measured, with status interrupted "
                "(hpcbench report shows it and leaves it out of speedups unless --include-interrupted)",
                signal_name(sig), out.result.steps, notice["steps_planned"].get<int64_t>(),
-               notice["during"] == "evaluation" ? ", during evaluation" : "", folder.string());
+               notice["during"] == "evaluation" ? ", during evaluation" : "", folder);
   if (ctx.comm) ctx.comm->barrier();
   return interrupted_exit(sig);
 }
@@ -354,6 +387,11 @@ int write_results(const train::TrainConfig& cfg, const std::string& name, const 
 }  // namespace
 
 int run_job(const train::TrainConfig& cfg, const strategies::Choice& choice, const JobOptions& o) {
+  // Caught from the start, not only once the run is ready: SLURM sends the
+  // --signal at once when the limit is short, and a stop that comes during
+  // the checks, the data's loading or the rendezvous is an interruption
+  // like any other, not a death by signal.
+  install_stop_handlers(second_signal_kills());
   check_options(cfg, choice, o);
   if (o.repeats > 1 && !o.dry_run) {
     results::check_results_dir(cfg.results_dir);
@@ -373,8 +411,13 @@ int run_job(const train::TrainConfig& cfg, const strategies::Choice& choice, con
   // scancel or Ctrl-C stops the run at its next step boundary with what it
   // measured. Under a launcher or SLURM a second signal is the launcher's
   // or the time limit's own business; alone, a second Ctrl-C ends it.
-  install_stop_handlers(layout.world_size == 1 && !dist::launched_as_rank());
-  if (layout.rank == 0) results::check_results_dir(cfg.results_dir);
+  install_stop_handlers(second_signal_kills());
+  if (layout.rank == 0) {
+    results::check_results_dir(cfg.results_dir);
+    results::reserve_results_space(cfg.results_dir,
+                                   results::results_space_estimate(cfg.max_steps, !cfg.eval_data.empty(),
+                                                                   cfg.tensorboard == "on"));
+  }
   // Ranks of the built-in launcher: it checked all of this before it started them.
   if (!std::getenv("HPCBENCH_LAUNCHER_PID")) {
     const int threads = threads_of(cfg, 0);

@@ -34,7 +34,45 @@ nlohmann::ordered_json job_json(const SweepJob& j) {
           {"previous_job_ids", j.previous_job_ids}};
 }
 
+// `rel`, a path sweep.json gives for a job, is under `folder`/ of the sweep
+// (jobs/, runs/, logs/) as the sweep wrote it: relative, no "..". A manifest
+// edited by hand or by someone else must not make resume run, or the report
+// read, a file elsewhere.
+void check_inside(const fs::path& file, const std::string& job, const char* field, const std::string& rel,
+                  const char* folder) {
+  fs::path p(rel);
+  bool ok = !rel.empty() && p.is_relative() && rel.find('\0') == std::string::npos;
+  for (const auto& part : p)
+    if (part == ".." || part == ".") ok = false;
+  if (ok) ok = *p.begin() == folder && std::distance(p.begin(), p.end()) >= 2;
+  if (!ok)
+    fail("{}: job '{}': {} '{}' is outside the sweep's {}/ folder; refusing it (a sweep's {} paths are "
+         "{}/<job>..., relative to the sweep folder; write a new sweep rather than editing sweep.json)",
+         file.string(), job, field, rel, folder, field, folder);
+}
+
 }  // namespace
+
+std::string job_id_problem(const std::string& id) {
+  if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos) return "not a number";
+  if (id.size() > 10 || std::stoull(id) > 4294967295ULL)
+    return "more than a SLURM job id holds (32 bits, at most 4294967295)";
+  if (id == "0" || id[0] == '0') return id == "0" ? "SLURM never gives job id 0" : "a leading zero";
+  return "";
+}
+
+fs::path script_inside(const Sweep& sweep, const SweepJob& job) {
+  check_inside(sweep.dir / "sweep.json", job.name, "script", job.script.string(), "jobs");
+  // A link in jobs/ to a file elsewhere is as foreign as a path that names it.
+  std::error_code ec;
+  auto jobs = fs::weakly_canonical(sweep.dir / "jobs", ec);
+  auto real = fs::weakly_canonical(sweep.dir / job.script, ec);
+  auto rel = real.lexically_relative(jobs);
+  if (ec || rel.empty() || *rel.begin() == "..")
+    fail("{}: job '{}': script {} resolves to {}, outside the sweep's jobs/ folder {}; refusing to submit it",
+         (sweep.dir / "sweep.json").string(), job.name, job.script.string(), real.string(), jobs.string());
+  return sweep.dir / job.script;
+}
 
 nlohmann::ordered_json to_json(const Sweep& sweep) {
   const auto& o = sweep.options;
@@ -98,6 +136,19 @@ Sweep read_manifest(const fs::path& dir) {
       job.state = jj.at("state");
       job.submit_error = jj.value("submit_error", "");
       job.previous_job_ids = jj.value("previous_job_ids", std::vector<std::string>{});
+      check_inside(file, job.name, "script", job.script.string(), "jobs");
+      check_inside(file, job.name, "run_dir", job.run_dir.string(), "runs");
+      check_inside(file, job.name, "log", job.log, "logs");
+      std::vector<std::string> ids = job.previous_job_ids;
+      if (job.job_id) ids.push_back(*job.job_id);
+      for (const auto& id : ids) {
+        if (auto why = job_id_problem(id); !why.empty())
+          fail("{}: job '{}': job id '{}' is not a SLURM job id ({})", file.string(), job.name, id, why);
+        for (const auto& other : s.jobs)
+          if (other.job_id == id)
+            fail("{}: job id {} is given to two jobs, {} and {} (SLURM never gives one id twice)", file.string(),
+                 id, other.name, job.name);
+      }
       s.jobs.push_back(std::move(job));
     }
     return s;
@@ -107,7 +158,11 @@ Sweep read_manifest(const fs::path& dir) {
 }
 
 void write_manifest(const Sweep& sweep) {
-  write_file_atomic(sweep.dir / "sweep.json", to_json(sweep).dump(2) + "\n");
+  // Every text that came from another program is made printable where it
+  // is stored; replacing what is not UTF-8 here too keeps the manifest
+  // writable whatever a future field holds.
+  write_file_atomic(sweep.dir / "sweep.json",
+                    to_json(sweep).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
 }
 
 Sweep write_sweep(const SweepOptions& opts) {

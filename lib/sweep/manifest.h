@@ -37,8 +37,19 @@ struct Sweep {
 
 nlohmann::ordered_json to_json(const Sweep& sweep);
 // Reads sweep.json of `dir`; throws UserError naming the file when it is
-// missing, not JSON, or of another schema.
+// missing, not JSON, or of another schema, when a job's script, run_dir or
+// log is not under the sweep's jobs/, runs/ or logs/ (absolute, "..": a
+// manifest must not point resume at a file elsewhere), or when a job id is
+// not one (job_id_problem) or is given to two jobs.
 Sweep read_manifest(const std::filesystem::path& dir);
+// Why `id` is not a job id SLURM gives ("" when it is one): digits only, no
+// leading zero, 1 to 4294967295.
+std::string job_id_problem(const std::string& id);
+
+// The job's script, checked to be a file of the sweep's own jobs/ folder
+// also once links are followed; throws UserError naming the path otherwise.
+std::filesystem::path script_inside(const Sweep& sweep, const SweepJob& job);
+
 // Rewrites <dir>/sweep.json atomically (readers never see half a manifest).
 void write_manifest(const Sweep& sweep);
 

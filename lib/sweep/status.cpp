@@ -1,6 +1,5 @@
 #include "sweep/status.h"
 
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -8,9 +7,17 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/printable.h"
+#include "core/stop_signal.h"
 #include "results/run_reader.h"
 #include "strategies/registry.h"
 #include "sweep/job_script.h"
+#include "sweep/shell.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 namespace hpcbench::sweep {
 
@@ -18,26 +25,63 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// squeue's state of a job ("PENDING", "RUNNING", ...), "" when it is no
-// longer queued, or nullopt when squeue cannot be asked.
-std::optional<std::string> squeue_state(const std::string& job_id) {
-  if (!std::regex_match(job_id, std::regex(R"(\d+(_\d+)?)"))) return std::nullopt;
-  const char* env = std::getenv("HPCBENCH_SQUEUE");
-  std::string squeue = env && *env ? env : "squeue";
-  FILE* p = ::popen((squeue + " -h -o %T -j " + job_id + " 2>/dev/null").c_str(), "r");
-  if (!p) return std::nullopt;
-  std::string out;
-  char buf[256];
-  while (std::fgets(buf, sizeof(buf), p)) out += buf;
-  int rc = ::pclose(p);
-  if (rc != 0 && out.empty()) return std::nullopt;
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  return out;
+// How long one squeue may take: slurmctld answers in well under a second;
+// a stuck one must not hang `report` or `sweep --resume`.
+double squeue_timeout_s() {
+  const char* env = std::getenv("HPCBENCH_SQUEUE_TIMEOUT");
+  if (env && *env) {
+    char* end = nullptr;
+    double v = std::strtod(env, &end);
+    if (end && *end == '\0' && v > 0 && std::isfinite(v)) return v;
+    fail("HPCBENCH_SQUEUE_TIMEOUT='{}': expected a positive number of seconds", printable(env, 64));
+  }
+  return kDefaultSqueueTimeoutS;
 }
 
 }  // namespace
 
+// squeue's state of a job ("PENDING", "RUNNING", ...), "" when it is no
+// longer queued, or nullopt when squeue cannot be asked. Once one squeue
+// timed out the others of the same look are not run: each would hang as long.
+std::optional<std::string> SqueueAsker::state(const std::string& job_id) {
+  if (!job_id_problem(job_id).empty() || stuck) return std::nullopt;
+  const char* env = std::getenv("HPCBENCH_SQUEUE");
+  std::string squeue = env && *env ? env : "squeue";
+  const double timeout = squeue_timeout_s();
+  auto out = run_shell(squeue + " -h -o %T -j " + job_id + " 2>/dev/null", timeout);
+  if (out.interrupted)
+    throw Interrupted(out.interrupted, fmt::format("interrupted by {} while waiting for '{}' (job {})",
+                                                   signal_name(out.interrupted), squeue, job_id));
+  if (out.timed_out) {
+    stuck = true;
+    spdlog::warn("'{}' did not answer within {} s and was stopped (is slurmctld reachable? HPCBENCH_SQUEUE_TIMEOUT "
+                 "sets the limit); the state of the queued jobs is unknown",
+                 squeue, timeout);
+    return std::nullopt;
+  }
+  // Only a state name is an answer (stderr went to /dev/null, as squeue's
+  // warnings do not describe the job).
+  std::string text = out.text;
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\r')) text.pop_back();
+  // A failed squeue (no controller, a job it no longer knows) says nothing
+  // of the job: the log decides, as before squeue had a limit.
+  if (out.status != 0) return std::nullopt;
+  if (text.empty()) return text;
+  if (text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ_") != std::string::npos) {
+    spdlog::warn("'{}' answered '{}' for job {}, which is not a job state; its state is unknown", squeue,
+                 printable(text, 200), job_id);
+    return std::nullopt;
+  }
+  return text;
+}
+
+
 std::string job_progress(const Sweep& sweep, const SweepJob& job) {
+  SqueueAsker squeue;
+  return job_progress(sweep, job, squeue);
+}
+
+std::string job_progress(const Sweep& sweep, const SweepJob& job, SqueueAsker& squeue) {
   std::error_code ec;
   if (fs::exists(sweep.dir / job.run_dir / "summary.csv", ec)) {
     // A time limit's results: kept as they are, but said.
@@ -50,7 +94,7 @@ std::string job_progress(const Sweep& sweep, const SweepJob& job) {
   }
   if (job.state == "submit_failed") return "submit_failed";
   if (!job.job_id) return "written";
-  if (auto s = squeue_state(*job.job_id))
+  if (auto s = squeue.state(*job.job_id))
     return s->empty() ? "failed" : (*s == "RUNNING" || *s == "COMPLETING" ? "running" : "pending");
   auto log = std::regex_replace(job.log, std::regex("%j"), *job.job_id);
   return fs::exists(sweep.dir / log, ec) ? "failed" : "unknown";
@@ -58,8 +102,9 @@ std::string job_progress(const Sweep& sweep, const SweepJob& job) {
 
 std::vector<results::RunResult> unfinished_jobs(const Sweep& sweep) {
   std::vector<results::RunResult> out;
+  SqueueAsker squeue;
   for (const auto& job : sweep.jobs) {
-    auto progress = job_progress(sweep, job);
+    auto progress = job_progress(sweep, job, squeue);
     if (progress == "done" || progress == "interrupted") continue;  // the report reads its folder
     results::RunResult r;
     r.run_id = job.name;
@@ -91,8 +136,9 @@ ResumePlan prepare_resume(Sweep& sweep, const fs::path& dir) {
     fail("--out {}: its sweep.json was written for {}, and the job scripts write their logs and results there; "
          "move the folder back or write a new sweep", dir.string(), sweep.dir.string());
   ResumePlan plan;
+  SqueueAsker squeue;
   for (auto& job : sweep.jobs) {
-    auto progress = job_progress(sweep, job);
+    auto progress = job_progress(sweep, job, squeue);
     if (progress == "done" || progress == "interrupted" || progress == "pending" || progress == "running" ||
         progress == "unknown") {
       plan.kept.push_back({job.name, progress});

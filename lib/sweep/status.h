@@ -2,6 +2,7 @@
 // What a sweep's jobs that left no results are doing, as rows the report can
 // show: a job still queued or running is "pending"/"running", one that
 // ended without a run folder (or was never queued) is "failed".
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,7 +17,19 @@ namespace hpcbench::sweep {
 // "running" (squeue has it), "failed" (submitted, no longer queued, no
 // results), or "unknown" (submitted, squeue cannot be asked and there is no
 // log yet: it may still be waiting). squeue is $HPCBENCH_SQUEUE when set.
+// Each squeue is stopped after HPCBENCH_SQUEUE_TIMEOUT seconds
+// (kDefaultSqueueTimeoutS); SIGTERM/SIGINT end the wait with Interrupted.
 std::string job_progress(const Sweep& sweep, const SweepJob& job);
+
+inline constexpr double kDefaultSqueueTimeoutS = 30;
+
+// squeue asked job by job for one look at a sweep: after one call timed out
+// the rest are not made (they would hang as long) and their jobs are unknown.
+struct SqueueAsker {
+  bool stuck = false;
+  std::optional<std::string> state(const std::string& job_id);
+};
+std::string job_progress(const Sweep& sweep, const SweepJob& job, SqueueAsker& squeue);
 
 // One row per job of `sweep` whose run folder has no summary.csv. The state
 // of a submitted job is asked of squeue; without squeue, a job whose log

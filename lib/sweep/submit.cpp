@@ -18,83 +18,14 @@
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"
+#include "core/stop_signal.h"
+#include "core/printable.h"
 #include "sweep/job_script.h"
+#include "sweep/shell.h"
 
 namespace hpcbench::sweep {
 
 namespace {
-
-struct Output {
-  int status = -1;         // exit status, 128 + signal, or -1 when it could not run
-  bool timed_out = false;  // killed after the time limit
-  std::string text;        // stdout and stderr together
-  std::string error;       // why it could not run
-};
-
-// `sh -c command` with its output captured, killed (with whatever it started:
-// a site wrapper's own children) when it runs past `timeout_s`.
-Output run_shell(const std::string& command, double timeout_s) {
-  Output out;
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    out.error = std::strerror(errno);
-    return out;
-  }
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    out.error = std::strerror(errno);
-    ::close(fds[0]);
-    ::close(fds[1]);
-    return out;
-  }
-  if (pid == 0) {
-    ::setpgid(0, 0);  // its own group, so that a timeout kills its children too
-    ::dup2(fds[1], STDOUT_FILENO);
-    ::dup2(fds[1], STDERR_FILENO);
-    int devnull = ::open("/dev/null", O_RDONLY);
-    if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);  // a prompt must not wait for a keyboard
-    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  ::setpgid(pid, pid);
-  ::close(fds[1]);
-  using clock = std::chrono::steady_clock;
-  auto deadline = clock::now() + std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
-  int st = 0;
-  bool exited = false;
-  for (;;) {
-    // A child that exited while something it started keeps the pipe open
-    // is done: stop at its exit, not at the pipe's end.
-    if (!exited && ::waitpid(pid, &st, WNOHANG) == pid) exited = true;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
-    if (!exited && left <= 0) {
-      out.timed_out = true;
-      ::kill(-pid, SIGKILL);
-      ::waitpid(pid, &st, 0);
-      break;
-    }
-    pollfd p{fds[0], POLLIN, 0};
-    int r = ::poll(&p, 1, exited ? 0 : static_cast<int>(std::min<int64_t>(left, 100)));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      if (exited) break;
-      continue;
-    }
-    char buf[4096];
-    ssize_t n = ::read(fds[0], buf, sizeof(buf));
-    if (n > 0) {
-      out.text.append(buf, static_cast<size_t>(n));
-    } else if (n == 0 || errno != EINTR) {
-      if (!exited) ::waitpid(pid, &st, 0);
-      exited = true;
-      break;
-    }
-  }
-  ::close(fds[0]);
-  if (!out.timed_out)
-    out.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-  return out;
-}
 
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
@@ -131,13 +62,33 @@ SubmitSummary submit_sweep(Sweep& sweep, const std::string& sbatch, double timeo
   SubmitSummary summary;
   for (auto& job : sweep.jobs) {
     if (job.job_id) continue;
-    if (summary.timed_out) break;
-    auto script = sweep.dir / job.script;
+    if (summary.timed_out || summary.interrupted) break;
+    // Only a script of this sweep's own jobs/ folder is given to sbatch,
+    // whatever sweep.json says.
+    auto script = script_inside(sweep, job);
     auto out = run_shell(fmt::format("{} --parsable {}", cmd, shell_quote(script.string())), timeout_s);
+    // sbatch's words are bytes of any encoding: kept printable, never trusted.
+    const std::string said = printable(trim(out.text));
     std::string id = out.status == 0 ? parse_job_id(out.text) : "";
-    if (id.empty()) {
+    std::string bad_id;
+    if (!id.empty()) {
+      if (auto why = job_id_problem(id); !why.empty()) bad_id = why;
+      for (const auto& other : sweep.jobs)
+        if (bad_id.empty() && &other != &job && other.job_id == id)
+          bad_id = fmt::format("it is the id of job {} already (sbatch never gives one id twice)", other.name);
+    }
+    if (id.empty() || !bad_id.empty()) {
       job.state = "submit_failed";
-      if (out.timed_out) {
+      if (!bad_id.empty()) {
+        job.submit_error = fmt::format("{} answered job id '{}', which is not a SLURM job id: {}; the job may still "
+                                       "have been queued: `squeue --me -n {}-{}` shows it",
+                                       cmd, printable(id, 64), bad_id, sweep.options.job_name_prefix, job.name);
+      } else if (out.interrupted) {
+        summary.interrupted = out.interrupted;
+        job.submit_error = fmt::format(
+            "interrupted by {} while '{}' ran; the job may still have been queued: `squeue --me -n {}-{}` shows it",
+            signal_name(out.interrupted), cmd, sweep.options.job_name_prefix, job.name);
+      } else if (out.timed_out) {
         summary.timed_out = true;
         job.submit_error = fmt::format(
             "'{}' did not answer within {} s and was stopped (is slurmctld reachable? `sinfo` says); the job may "
@@ -147,9 +98,9 @@ SubmitSummary submit_sweep(Sweep& sweep, const std::string& sbatch, double timeo
         job.submit_error = fmt::format("could not run '{}': {}", cmd, out.error);
       } else if (out.status == 0) {
         job.submit_error = fmt::format("{} exited 0 but printed no job id (neither '1234' nor 'Submitted batch "
-                                       "job 1234'): {}", cmd, trim(out.text));
+                                       "job 1234'): {}", cmd, said);
       } else {
-        job.submit_error = fmt::format("{} exited {}: {}", cmd, out.status, trim(out.text));
+        job.submit_error = fmt::format("{} exited {}: {}", cmd, out.status, said);
       }
       spdlog::error("{}: {}", job.name, job.submit_error);
       ++summary.failed;
@@ -162,6 +113,11 @@ SubmitSummary submit_sweep(Sweep& sweep, const std::string& sbatch, double timeo
     }
     write_manifest(sweep);
   }
+  if (summary.interrupted)
+    throw Interrupted(summary.interrupted,
+                      fmt::format("submission interrupted by {}; sweep.json records every job submitted so far, and "
+                                  "`hpcbench sweep --out {} --resume` submits the rest",
+                                  signal_name(summary.interrupted), sweep.dir.string()));
   if (summary.timed_out)
     spdlog::error("submission stopped after sbatch timed out; the jobs not yet submitted are still written. Once "
                   "sbatch answers, `hpcbench sweep --out {} --resume` submits what is missing",

@@ -15,6 +15,9 @@ struct SubmitSummary {
   // sbatch did not answer in time: submission stopped there (the next job
   // would most likely hang too), and the jobs after it are still "written".
   bool timed_out = false;
+  // The stop signal that ended submission (SIGTERM, SIGINT); submit_sweep
+  // then throws Interrupted once sweep.json says where it stopped.
+  int interrupted = 0;
 };
 
 // Seconds one sbatch call may take: slurmctld answers in well under a
@@ -26,7 +29,10 @@ inline constexpr double kDefaultSbatchTimeoutS = 120;
 // stand in a fake). A job sbatch refuses is marked submit_failed with
 // sbatch's message; the others are still submitted. An sbatch that has not
 // exited after `timeout_s` is killed (its whole process group) and its job
-// marked submit_failed with that reason.
+// marked submit_failed with that reason. sbatch's output is stored
+// printable (core/printable.h); a job id that is not one SLURM gives (0,
+// more than 32 bits, one another job of the sweep has) is refused with its
+// reason. Only scripts inside the sweep's jobs/ folder are submitted.
 SubmitSummary submit_sweep(Sweep& sweep, const std::string& sbatch = "",
                            double timeout_s = kDefaultSbatchTimeoutS);
 

@@ -14,6 +14,8 @@
 
 #include "core/error.h"
 #include "core/hostinfo.h"
+
+#include <spdlog/spdlog.h>
 #include "event.pb.h"
 #include "hparams.pb.h"
 #include "summary.pb.h"
@@ -47,6 +49,10 @@ struct EventWriter::Impl {
     pending += frame;
   }
 
+  // Where the last whole frame ends, and the first write error (0: none).
+  off_t committed = 0;
+  int error = 0;
+
   void write_pending() {
     std::lock_guard wlock(write_mutex);
     std::string out;
@@ -54,17 +60,26 @@ struct EventWriter::Impl {
       std::lock_guard lock(mutex);
       out.swap(pending);
     }
+    if (error != 0) return;  // the file already ends at its last whole frame
     const char* p = out.data();
     size_t left = out.size();
     while (left > 0) {
       ssize_t n = ::write(fd, p, left);
       if (n < 0 && errno == EINTR) continue;
-      // A full disk must not stop the training: the file ends at its last
-      // whole frame, which readers take as its end.
-      if (n <= 0) return;
+      if (n <= 0) {
+        // A full disk must not stop the training: the file is cut back to
+        // its last whole frame, which readers take as its end, and nothing
+        // more is written to it. close() reports it.
+        error = n < 0 ? errno : ENOSPC;
+        if (::ftruncate(fd, committed) == 0) ::lseek(fd, committed, SEEK_SET);
+        spdlog::warn("TensorBoard: cannot write {}: {}; it ends at its last whole record, and the run goes on",
+                     path.string(), std::strerror(error));
+        return;
+      }
       p += n;
       left -= static_cast<size_t>(n);
     }
+    committed += static_cast<off_t>(out.size());
   }
 
   void loop() {
@@ -118,8 +133,28 @@ EventWriter::~EventWriter() {
     impl_->cv.notify_all();
     impl_->thread.join();
   }
+  if (impl_->fd < 0) return;  // closed
   impl_->write_pending();
   ::close(impl_->fd);
+}
+
+void EventWriter::close() {
+  if (impl_->thread.joinable()) {
+    {
+      std::lock_guard lock(impl_->mutex);
+      impl_->stopping = true;
+    }
+    impl_->cv.notify_all();
+    impl_->thread.join();
+  }
+  impl_->write_pending();
+  int e = impl_->error;
+  if (e == 0 && ::fsync(impl_->fd) != 0 && errno != EINVAL) e = errno;
+  if (::close(impl_->fd) != 0 && e == 0) e = errno;
+  impl_->fd = -1;
+  if (e != 0)
+    fail("cannot write the TensorBoard event file {}: {} (it holds only the records before that)",
+         impl_->path.string(), std::strerror(e));
 }
 
 const fs::path& EventWriter::path() const { return impl_->path; }

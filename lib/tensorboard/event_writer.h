@@ -75,6 +75,11 @@ class EventWriter {
   void hparams_session_end(bool success, double wall_time);
 
   void flush();
+  // Writes what is pending, syncs and closes the file; throws UserError
+  // naming the file when any write to it failed (a full disk: the file then
+  // ends at its last whole record). The destructor alone never throws: a
+  // live log's failure is a warning, the training goes on.
+  void close();
   const std::filesystem::path& path() const;
 
   struct Impl;  // the protobuf side, in event_writer.cpp

@@ -33,6 +33,7 @@ void EventWriter::hparams_session_start(const std::vector<std::pair<std::string,
                                         double) {}
 void EventWriter::hparams_session_end(bool, double) {}
 void EventWriter::flush() {}
+void EventWriter::close() {}
 const fs::path& EventWriter::path() const {
   static const fs::path none;
   return none;

@@ -175,6 +175,12 @@ void RunLog::rewrite(const fs::path& file, const std::vector<results::StepRecord
                               {result.f1, "eval/f1"}})
       if (value >= 0) eval.push_back({tag, value});
     if (!eval.empty()) w->scalars(last_step, wall_now(), eval);
+    try {
+      w->close();  // a rewrite the disk cut short must not replace the live file
+    } catch (...) {
+      std::remove(tmp.c_str());
+      throw;
+    }
   }
   // rename(2) replaces the live file whole: a reader sees the old or the new.
   if (std::rename(tmp.c_str(), file.c_str()) != 0) fail("cannot replace {}", file.string());

@@ -14,7 +14,10 @@ GET /squad/<file>: files of --squad-dir.
 --root holds one folder per repository id (org/name or name). Faults for the
 tests: --token (401 without it), --cut-first-get (the first storage GET
 stops half-way), --corrupt (LFS bytes altered, same size), --stall S (every
-request waits S seconds first), --slow (LFS bytes in slow chunks).
+request waits S seconds first), --slow (LFS bytes in slow chunks),
+--pad FILE (that small file served with bytes appended, its ETag still the
+true file's; Content-Length counts them, as a proxy that adds them says),
+--pad-get-only (the padding on GET only: HEAD's Content-Length is true).
 Every request is appended to --log as a JSON line. The chosen port is
 written to --port-file once listening.
 """
@@ -115,7 +118,10 @@ def make_handler(state):
                                  ("X-Linked-Etag", f'"{sha}"'), ("X-Linked-Size", str(len(data))),
                                  ("ETag", f'"{git_blob_sha1(data)}"')], b"", head)
             else:
-                self._send(200, [("X-Repo-Commit", COMMIT), ("ETag", f'"{git_blob_sha1(data)}"'),
+                etag = git_blob_sha1(data)
+                if args.pad == filename and not (head and args.pad_get_only):
+                    data = data + b"\n<!-- injected by a proxy -->\n"
+                self._send(200, [("X-Repo-Commit", COMMIT), ("ETag", f'"{etag}"'),
                                  ("Content-Type", "application/octet-stream")], data, head)
 
         def _blob(self, path, head):
@@ -169,6 +175,8 @@ def main():
     ap.add_argument("--any-revision", action="store_true",
                     help="answer every revision with the one commit, as a mirror that resolves refs loosely would")
     ap.add_argument("--stall", type=float, default=0)
+    ap.add_argument("--pad", help="a small file (config.json) served with bytes appended")
+    ap.add_argument("--pad-get-only", action="store_true", help="--pad on GET only; HEAD gives the true size")
     ap.add_argument("--slow", type=float, default=0, help="seconds to sleep after each 64 KiB of LFS bytes")
     args = ap.parse_args()
     open(args.log, "a").close()

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -22,7 +23,10 @@
 
 #include "hub/cache.h"
 #include "hub/fetch.h"
+#include "hub/git_blob.h"
+#include "core/error.h"
 #include "core/file_lock.h"
+#include "core/stop_signal.h"
 #include "hub/resolve.h"
 #include "hub/sha256.h"
 #include "test_env.h"
@@ -596,4 +600,139 @@ TEST_CASE("fetch on a file system without flock: downloads, says so once", "[hub
   CHECK(file_sha(m.snapshot / "model.safetensors") == file_sha(model_root() / "org/tiny" / "model.safetensors"));
   CHECK(log.count("flock is not supported") == 1);
   CHECK(log.count("waiting for") == 0);
+}
+
+// Issue 33, class 7: a lock file that names no owner is not waited on
+// forever, and a wait for a lock a live process holds ends on SIGTERM.
+TEST_CASE("an empty lock file is taken over once it is stale, not waited on forever", "[hub][lock]") {
+  NoLocks no_locks(true);
+  LogCapture log;
+  test::TempDir dir;
+  auto a = dir.path / "a.lock";
+  // Fresh: its owner may be about to write its name, so it is still respected.
+  std::ofstream(dir.path / "a.lock.excl").flush();
+  CHECK(!FileLock(a, "test", FileLock::Wait::no).held());
+  // As a process killed (or a full disk) between creating and writing it leaves it.
+  fs::last_write_time(dir.path / "a.lock.excl",
+                      fs::file_time_type::clock::now() - std::chrono::seconds(FileLock::kEmptyLockStaleS + 5));
+  auto t0 = std::chrono::steady_clock::now();
+  FileLock taken(a, "test");
+  CHECK(taken.held());
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+  INFO(log.text());
+  CHECK(log.count("names no owner and is") == 1);
+  CHECK(log.count("taking it over as stale") == 1);
+}
+
+namespace {
+
+// A child that waits for the lock on `path` (held by this process) under
+// the run's stop handlers; SIGTERM after a moment. Returns its exit status
+// and what it said.
+std::pair<int, std::string> wait_then_sigterm(const fs::path& path, const fs::path& said) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    install_stop_handlers(false);
+    try {
+      FileLock l(path, "the test's lock");
+      ::_exit(0);
+    } catch (const Interrupted& e) {
+      std::ofstream(said) << e.what();
+      ::_exit(128 + e.signal());
+    } catch (...) {
+      ::_exit(3);
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ::kill(pid, SIGTERM);
+  auto t0 = std::chrono::steady_clock::now();
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(10)) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return {-1, "still waiting 10 s after SIGTERM"};
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -2, test::slurp(said)};
+}
+
+}  // namespace
+
+TEST_CASE("SIGTERM ends a wait for a lock, with flock, fcntl or a lock file, and says so", "[hub][lock]") {
+  test::TempDir dir;
+  for (int kind = 0; kind < 3; ++kind) {
+    INFO("kind " << kind);
+    std::optional<NoLocks> no;
+    if (kind > 0) no.emplace(kind == 2);
+    auto a = dir.path / ("k" + std::to_string(kind) + ".lock");
+    FileLock held(a, "test");
+    CHECK(static_cast<int>(held.method()) == kind + 1);
+    auto [rc, said] = wait_then_sigterm(a, dir.path / ("said" + std::to_string(kind)));
+    CHECK(rc == 128 + SIGTERM);
+    CHECK_THAT(said, Catch::Contains("interrupted by SIGTERM while waiting for the test's lock (lock " + a.string()));
+  }
+}
+
+// Issue 33, class 6: every downloaded file is checked whole, the small ones
+// (not in LFS) by their git blob id, and a bad copy in the cache is replaced.
+TEST_CASE("git blob ids match git hash-object", "[hub]") {
+  test::TempDir dir;
+  for (std::string text : {std::string(""), std::string("hello\n"), std::string(100000, 'x')}) {
+    std::ofstream(dir.path / "f", std::ios::binary) << text;
+    auto git = test::run_command("cd " + dir.path.string() + " && " + python() +
+                                 " -c \"import hashlib;d=open('f','rb').read();"
+                                 "print(hashlib.sha1(b'blob %d\\0' % len(d) + d).hexdigest())\"");
+    CHECK(hub::git_blob_sha1_file(dir.path / "f") + "\n" == git.output);
+  }
+  CHECK(hub::is_git_blob_id("b6fc4c620b67d95f953a5c1c1230aaab5db5a1b0"));
+  CHECK(!hub::is_git_blob_id("B6FC4C620B67D95F953A5C1C1230AAAB5DB5A1B0"));
+  CHECK(!hub::is_git_blob_id("../../etc"));
+}
+
+TEST_CASE("a small file served with extra bytes is refused, whatever size the server claims", "[hub]") {
+  for (const char* flags : {"--pad config.json", "--pad config.json --pad-get-only"}) {
+    INFO(flags);
+    Server server(flags);
+    test::TempDir home;
+    auto r = fetch(env(home.path, server.url()), "org/tiny");
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains("org/tiny/config.json: the download from") &&
+                             Catch::Contains("is not the file") && Catch::Contains("nothing was kept"));
+    fs::path rp = repo(home.path, "models--org--tiny");
+    CHECK(!fs::exists(rp / "snapshots" / commit / "config.json"));
+    CHECK(!fs::exists(rp / "refs" / "main"));
+    CHECK(test::entries(rp / "blobs") == 0);
+    check_no_partial_files(home.path);
+  }
+}
+
+TEST_CASE("a bad copy in the cache is found and replaced by the next fetch", "[hub]") {
+  Server server;
+  test::TempDir home;
+  auto good = fetch(env(home.path, server.url()), "org/tiny");
+  REQUIRE(good.exit_code == 0);
+  fs::path rp = repo(home.path, "models--org--tiny");
+  auto config = fs::canonical(rp / "snapshots" / commit / "config.json");
+  auto weights = fs::canonical(rp / "snapshots" / commit / "model.safetensors");
+  const std::string true_config = test::slurp(model_root() / "org/tiny" / "config.json");
+  // As an unchecked fetch left it: the true name, more bytes; and the
+  // weights cut short by a full disk.
+  std::ofstream(config, std::ios::app) << "\n<!-- injected -->\n";
+  fs::resize_file(weights, fs::file_size(weights) / 2);
+  auto again = fetch(env(home.path, server.url()), "org/tiny");
+  INFO(again.output);
+  CHECK(again.exit_code == 0);
+  CHECK_THAT(again.output, Catch::Contains("org/tiny/config.json: the copy in the cache") &&
+                               Catch::Contains("is not the file") && Catch::Contains("downloading it again"));
+  CHECK_THAT(again.output, Catch::Contains("org/tiny/model.safetensors: the copy in the cache"));
+  CHECK(test::slurp(config) == true_config);
+  CHECK(file_sha(weights) == file_sha(model_root() / "org/tiny" / "model.safetensors"));
+  // A good copy is left alone.
+  auto third = fetch(env(home.path, server.url()), "org/tiny");
+  CHECK(third.exit_code == 0);
+  CHECK_THAT(third.output, !Catch::Contains("is not the file"));
+  CHECK(server.count({"\"GET\"", "config.json"}) == 2);
 }

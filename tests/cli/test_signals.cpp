@@ -1,0 +1,158 @@
+// Issue 33, classes 7 and 8: a stop signal is heard wherever the run is
+// (waiting at the rendezvous for a rank that never comes, between the
+// repeats of --repeats, before the ranks are ready) and reported as an
+// interruption, never as a death by signal or a run recorded ok.
+#include "test_catch.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "test_env.h"
+
+using namespace hpcbench;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+const std::string kRun =
+    " run --batch-size 8 --synthetic-samples 64 --max-seq-length 64 --threads 1 --log-every 1";
+
+struct Started {
+  pid_t pid = -1;
+  fs::path log;
+};
+
+// `command` in the background (through sh, so it can set variables), its
+// output in `log`.
+Started start(const std::string& command, const fs::path& log) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);  // a signal for it is not the test's
+    ::execl("/bin/sh", "sh", "-c", ("exec " + command + " > " + log.string() + " 2>&1").c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return {pid, log};
+}
+
+// Waits up to `limit` for `text` in the log.
+bool wait_for(const Started& s, const std::string& text, std::chrono::seconds limit) {
+  auto until = Clock::now() + limit;
+  while (Clock::now() < until) {
+    if (test::slurp(s.log).find(text) != std::string::npos) return true;
+    if (::waitpid(s.pid, nullptr, WNOHANG) == s.pid) return false;  // it ended without saying it
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+// The exit status (128 + N for signal N), or -1 when it had not ended
+// within `limit` (it is killed then).
+int finish(const Started& s, std::chrono::seconds limit) {
+  auto until = Clock::now() + limit;
+  int status = 0;
+  while (::waitpid(s.pid, &status, WNOHANG) == 0) {
+    if (Clock::now() > until) {
+      ::kill(-s.pid, SIGKILL);
+      ::waitpid(s.pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace
+
+TEST_CASE("a rank waiting at the rendezvous for a rank that never comes stops on SIGTERM and SIGINT", "[signals]") {
+  test::TempDir dir;
+  const std::string bin = test::hpcbench_bin().string();
+  // Rank 1 with no rank 0 (no store to reach), and rank 0 with no rank 1
+  // (nobody arrives); --connect-timeout is 120 s, far beyond the test's wait.
+  for (int rank : {1, 0}) {
+    for (int sig : {SIGTERM, SIGINT}) {
+      INFO("rank " << rank << " signal " << sig);
+      int port = test::free_loopback_port();
+      auto s = start(fmt::format("env RANK={} WORLD_SIZE=2 LOCAL_RANK={} LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 "
+                                 "MASTER_PORT={} {}{} --strategy ddp --connect-timeout 120 --results-dir {}",
+                                 rank, rank, port, bin, kRun, (dir.path / "results").string()),
+                     dir.path / "log");
+      std::this_thread::sleep_for(std::chrono::seconds(3));
+      ::kill(s.pid, sig);
+      auto t0 = Clock::now();
+      int rc = finish(s, std::chrono::seconds(20));
+      auto log = test::slurp(s.log);
+      INFO(log);
+      CHECK(rc == 128 + sig);
+      CHECK(Clock::now() - t0 < std::chrono::seconds(10));
+      CHECK_THAT(log, Catch::Contains(fmt::format("rank {} of 2: interrupted by {} while waiting at the rendezvous",
+                                                  rank, sig == SIGTERM ? "SIGTERM" : "SIGINT")) &&
+                          Catch::Contains(rank == 0 ? "for rank(s) 1" : "for rank 0's store") &&
+                          Catch::Contains("nothing was measured"));
+      CHECK(test::entries(dir.path / "results") == 0);
+    }
+  }
+}
+
+TEST_CASE("a rank whose peer never comes still fails at --connect-timeout, naming the missing rank", "[signals]") {
+  test::TempDir dir;
+  int port = test::free_loopback_port();
+  auto r = test::run_command(fmt::format("env RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 "
+                                         "MASTER_ADDR=127.0.0.1 MASTER_PORT={} {}{} --strategy ddp --connect-timeout 2 "
+                                         "--results-dir {}",
+                                         port, test::hpcbench_bin().string(), kRun, (dir.path / "r").string()));
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("rank 0 of 2: rank(s) 1 did not arrive at the rendezvous") &&
+                           Catch::Contains("within 2 s"));
+}
+
+TEST_CASE("SIGTERM to `run --repeats` reaches the running repeat, which is recorded interrupted", "[signals]") {
+  test::TempDir dir;
+  auto results = dir.path / "results";
+  auto s = start(test::hpcbench_bin().string() + kRun + " --strategy baseline --max-steps 100000 --repeats 3 --run-name rep --results-dir " +
+                     results.string(),
+                 dir.path / "log");
+  // Only the parent is signalled (as `kill <pid>` or a supervisor does),
+  // once the first repeat is training.
+  REQUIRE(wait_for(s, "step      3/", std::chrono::seconds(120)));
+  ::kill(s.pid, SIGTERM);
+  int rc = finish(s, std::chrono::seconds(60));
+  auto log = test::slurp(s.log);
+  INFO(log);
+  CHECK(rc == 128 + SIGTERM);
+  REQUIRE(fs::exists(results / "rep-r1" / "run.json"));
+  auto run = nlohmann::json::parse(test::slurp(results / "rep-r1" / "run.json"));
+  CHECK(run["result"]["status"] == "interrupted");
+  CHECK(run["interrupted"]["signal"] == "SIGTERM");
+  CHECK(!fs::exists(results / "rep-r2"));
+  CHECK_THAT(log, Catch::Contains("repeat 1 of rep stopped on SIGTERM; the 2 repeat(s) after it were not run"));
+}
+
+TEST_CASE("SIGUSR1 before the ranks are ready is an interruption, not a death by signal 10", "[signals]") {
+  test::TempDir dir;
+  auto s = start(test::hpcbench_bin().string() + kRun + " --strategy ddp --max-steps 100000 --nproc-per-node 2 --results-dir " +
+                     (dir.path / "results").string(),
+                 dir.path / "log");
+  // At once after the launcher started the ranks: they are still loading.
+  REQUIRE(wait_for(s, "[launcher] rank 1 pid", std::chrono::seconds(120)));
+  ::kill(s.pid, SIGUSR1);
+  int rc = finish(s, std::chrono::seconds(60));
+  auto log = test::slurp(s.log);
+  INFO(log);
+  CHECK(rc == 128 + SIGUSR1);
+  CHECK_THAT(log, !Catch::Contains("killed by signal"));
+  CHECK_THAT(log, Catch::Contains("[launcher] interrupted by SIGUSR1") &&
+                      Catch::Contains("rank 0 exited with status 138 (it stopped on SIGUSR1)") &&
+                      Catch::Contains("rank 1 exited with status 138 (it stopped on SIGUSR1)"));
+  CHECK(test::entries(dir.path / "results") == 0);
+}

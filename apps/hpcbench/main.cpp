@@ -16,7 +16,8 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("hpcbench"));
   // Wrapped to 120 columns, so that a terminal of that width shows each
   // line whole (the per-step lines and the warnings are longer).
-  spdlog::set_formatter(hpcbench::wrapping_log_formatter("[%Y-%m-%d %H:%M:%S] [%^%l%$] %v"));
+  spdlog::set_formatter(
+      hpcbench::wrapping_log_formatter("[%Y-%m-%d %H:%M:%S] [%^%l%$] %v", hpcbench::output_columns()));
   CLI::App app{"hpcbench: how parallel training strategies scale on BERT/SQuAD"};
   app.require_subcommand(0, 1);
   app.set_version_flag("--version", [] { return hpcbench::cli::version_text(); });

@@ -2,6 +2,8 @@
 
 #include <spdlog/pattern_formatter.h>
 
+#include <cstdlib>
+
 namespace hpcbench {
 
 namespace {
@@ -70,6 +72,13 @@ class WrappingFormatter final : public spdlog::formatter {
 };
 
 }  // namespace
+
+size_t output_columns() {
+  const char* launcher = std::getenv("HPCBENCH_LAUNCHER_PID");
+  const char* rank = std::getenv("RANK");
+  if (!launcher || !*launcher || !rank || !*rank) return kTerminalColumns;
+  return kTerminalColumns - (std::string_view("[rank ] ").size() + std::string_view(rank).size());
+}
 
 size_t text_columns(std::string_view s) {
   size_t n = 0;

@@ -12,6 +12,11 @@ namespace hpcbench {
 
 inline constexpr size_t kTerminalColumns = 120;
 
+// The columns this process's lines may take: kTerminalColumns, less the
+// "[rank N] " that the local launcher puts before each line of a rank it
+// started (HPCBENCH_LAUNCHER_PID and RANK set).
+size_t output_columns();
+
 // Columns a UTF-8 string takes: its code points (the output is ASCII but for
 // a few one-column symbols such as "…" and "σ").
 size_t text_columns(std::string_view s);
@@ -22,7 +27,6 @@ size_t text_columns(std::string_view s);
 std::string wrap_text(std::string_view text, size_t width = kTerminalColumns, size_t indent = 4);
 
 // spdlog's pattern formatter, its lines wrapped by wrap_text.
-std::unique_ptr<spdlog::formatter> wrapping_log_formatter(const std::string& pattern,
-                                                          size_t width = kTerminalColumns);
+std::unique_ptr<spdlog::formatter> wrapping_log_formatter(const std::string& pattern, size_t width);
 
 }  // namespace hpcbench

@@ -154,7 +154,7 @@ void print_summary(const results::RunResult& r, const std::string& folder, const
   if (r.val_loss >= 0) out += fmt::format("  Validation loss {:.4f}\n", r.val_loss);
   if (r.exact_match >= 0) out += fmt::format("  EM {:.2f}  F1 {:.2f}\n", r.exact_match, r.f1);
   out += fmt::format("  Results: {}\n", folder);
-  fmt::print("{}", wrap_text(out));
+  fmt::print("{}", wrap_text(out, output_columns()));
 }
 
 // The timed loop N times as separate processes, one after the other, so that

@@ -12,9 +12,10 @@ namespace hpcbench {
 
 inline constexpr size_t kTerminalColumns = 120;
 
-// The columns this process's lines may take: kTerminalColumns, less the
-// "[rank N] " that the local launcher puts before each line of a rank it
-// started (HPCBENCH_LAUNCHER_PID and RANK set).
+// The columns this process's lines may take: HPCBENCH_COLUMNS where it is
+// set (0: lines are not wrapped, for scripts that search them), else
+// kTerminalColumns; less the "[rank N] " that the local launcher puts before
+// each line of a rank it started (HPCBENCH_LAUNCHER_PID and RANK set).
 size_t output_columns();
 
 // Columns a UTF-8 string takes: its code points (the output is ASCII but for

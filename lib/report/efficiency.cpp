@@ -278,7 +278,7 @@ std::string efficiency_terminal(const std::vector<EfficiencyRow>& rows, bool wid
       lines += fmt::format("  {}: no per-rank timing in its run.json (or its baseline's): phase medians, the rest "
                            "unexplained\n",
                            e.name);
-  return out + (wide ? lines : wrap_text(lines));
+  return out + (wide ? lines : wrap_text(lines, output_columns()));
 }
 
 std::string efficiency_markdown(const std::vector<EfficiencyRow>& rows, const std::vector<std::string>& images) {

@@ -357,11 +357,11 @@ std::string terminal_report(const Comparison& c, const std::vector<ReferenceSet>
   std::string out;
   // Lines that are not tables are wrapped to the terminal's 120 columns
   // (wide: left as they are, for a wide terminal or a file).
-  auto lines = [&](const std::string& text) { return wide ? text : wrap_text(text); };
+  auto lines = [&](const std::string& text) { return wide ? text : wrap_text(text, output_columns()); };
   if (!c.rows.empty()) {
     out += lines(fmt::format("{}\n\n", fmt::join(baseline_lines(c), "\n")));
     out += wide ? render_terminal(comparison_table(c))
-                : render_terminal(headline_table(c, efficiency_rows(c)), kTerminalColumns);
+                : render_terminal(headline_table(c, efficiency_rows(c)), output_columns());
     if (!wide) out += "(every column: report.md, report.csv, `hpcbench report --wide`)\n";
     if (!c.warnings.empty() || !c.notes.empty()) out += "\n";
     std::string text;

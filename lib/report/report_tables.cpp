@@ -318,6 +318,17 @@ std::string verdict_line(const Verdict& v) {
                                    : "not significant at 5 %, not ranked");
 }
 
+// A significant verdict in one terminal line: "2 devices: ddp > dp, 1.800x [...], Mann-Whitney p = 0.1".
+std::string significant_line(const Verdict& v) {
+  auto count = [&](int64_t n) { return fmt::format("{} {}", n, n == 1 ? "device" : "devices"); };
+  std::string head = v.devices == v.slower_devices
+                         ? fmt::format("{}: {} > {}", count(v.devices), v.faster, v.slower)
+                         : fmt::format("{} ({}) > {} ({})", v.faster, count(v.devices), v.slower,
+                                       count(v.slower_devices));
+  return fmt::format("{}, {:.3f}x [{:.3f}, {:.3f}], Mann-Whitney p = {:.3g}", head, v.ratio.point, v.ratio.lo,
+                     v.ratio.hi, v.rank.p);
+}
+
 const char* kOneRun =
     "one run per configuration: no intervals and no significance test; repeat the runs "
     "(`hpcbench run --repeats 3`, `hpcbench sweep --repeats 3`) to tell differences from noise";
@@ -343,7 +354,7 @@ static std::vector<std::string> significance_summary(const Comparison& c) {
   for (auto& line : ranking_lines(c)) out.push_back("ranking, " + line);
   size_t others = 0;
   for (auto& v : c.verdicts) {
-    if (v.significant) out.push_back(verdict_line(v));
+    if (v.significant) out.push_back(significant_line(v));
     else ++others;
   }
   if (others > 0)

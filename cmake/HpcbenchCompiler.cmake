@@ -1,12 +1,18 @@
 # Compiler settings shared by every target: ccache and sanitizers.
+set(_ccache "")
 if(HPCBENCH_USE_CCACHE)
   find_program(HPCBENCH_CCACHE ccache)
   if(HPCBENCH_CCACHE)
-    set(CMAKE_CXX_COMPILER_LAUNCHER ${HPCBENCH_CCACHE})
+    set(_ccache ${HPCBENCH_CCACHE})
     # PCH and ccache only get along when ccache ignores the PCH's timestamps.
     set(ENV{CCACHE_SLOPPINESS} "pch_defines,time_macros,include_file_mtime,include_file_ctime")
   endif()
 endif()
+# Every compile's warnings are kept per object in compile-warnings/, so that
+# a test can tell that the build is quiet (tests/build: test_build_warnings)
+# whichever objects this build compiled and which came from ccache.
+set(HPCBENCH_WARNINGS_DIR ${CMAKE_BINARY_DIR}/compile-warnings)
+set(CMAKE_CXX_COMPILER_LAUNCHER ${CMAKE_SOURCE_DIR}/cmake/keep-warnings.sh ${HPCBENCH_WARNINGS_DIR} ${_ccache})
 
 add_library(hpcbench_warnings INTERFACE)
 target_compile_options(hpcbench_warnings INTERFACE -Wall -Wextra -Wno-unused-parameter)

@@ -98,7 +98,11 @@ fi
 export CCACHE_BASEDIR="$HPCBENCH_ROOT"
 export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
 export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
-say "building (cmake --build $HPCBENCH_BUILD)"
+# HPCBENCH_TARGETS: what to build (tools/hpcb main: the binary alone, which
+# the main job needs; unset: everything, the tests and benchmarks too).
+targets=()
+for t in ${HPCBENCH_TARGETS:-}; do targets+=(--target "$t"); done
+say "building (cmake --build $HPCBENCH_BUILD${HPCBENCH_TARGETS:+ --target $HPCBENCH_TARGETS})"
 # Ninja's progress lines are dropped; errors and warnings stay. pipefail keeps
 # a failed build failing.
-cmake --build "$HPCBENCH_BUILD" -j"$(nproc)" | sed -u '/^\[[0-9]*\/[0-9]*\] /d'
+cmake --build "$HPCBENCH_BUILD" -j"$(nproc)" "${targets[@]}" | sed -u '/^\[[0-9]*\/[0-9]*\] /d'

@@ -44,6 +44,7 @@ Action add_report(CLI::App& app) {
     std::string system, comm;  // the scaling model's network: predicted beside measured
     std::string tensorboard;
     bool include_interrupted = false;
+    bool wide = false;
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
@@ -60,6 +61,9 @@ Action add_report(CLI::App& app) {
       ->check(CLI::IsMember({"text", "markdown", "csv"}))
       ->capture_default_str();
   cmd->add_flag("--no-plots", o->no_plots, "With --out: do not draw plots");
+  cmd->add_flag("--wide", o->wide,
+                "Text: every column of the table, every significance pair and every cause of lost efficiency "
+                "(wider than 120 columns; report.md and report.csv always have them)");
   cmd->add_flag("--reference", o->reference, "Show the published figures beside the runs");
   cmd->add_option("--reference-dir", o->reference_dir, "Where the published figures are (CSV files)")
       ->capture_default_str();
@@ -123,8 +127,9 @@ Action add_report(CLI::App& app) {
     }
 
     auto efficiency = report::efficiency_rows(comparison);
-    if (o->format == "text") fmt::print("{}", report::terminal_report(comparison, references) +
-                                                  report::efficiency_terminal(efficiency));
+    if (o->format == "text")
+      fmt::print("{}", report::terminal_report(comparison, references, o->wide) +
+                           report::efficiency_terminal(efficiency, o->wide));
     else if (o->format == "markdown")
       fmt::print("{}", report::markdown_report(comparison, references, {}) + report::efficiency_markdown(efficiency, {}));
     else fmt::print("{}", report::csv_report(comparison));

@@ -8,12 +8,16 @@
 #include "commands.h"
 #include "core/error.h"
 #include "core/host_allocator.h"
+#include "core/text_wrap.h"
 
 int main(int argc, char** argv) {
   hpcbench::keep_freed_memory_in_heap();
   // Logs go to stderr so that tables and reports on stdout can be piped.
   spdlog::set_default_logger(spdlog::stderr_color_mt("hpcbench"));
-  spdlog::set_pattern("[%Y-%m-%d %H:%M:%S] [%^%l%$] %v");
+  // Wrapped to 120 columns, so that a terminal of that width shows each
+  // line whole (the per-step lines and the warnings are longer).
+  spdlog::set_formatter(
+      hpcbench::wrapping_log_formatter("[%Y-%m-%d %H:%M:%S] [%^%l%$] %v", hpcbench::output_columns()));
   CLI::App app{"hpcbench: how parallel training strategies scale on BERT/SQuAD"};
   app.require_subcommand(0, 1);
   app.set_version_flag("--version", [] { return hpcbench::cli::version_text(); });

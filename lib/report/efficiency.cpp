@@ -16,6 +16,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/text_wrap.h"
 #include "report/table.h"
 #include "results/steps.h"
 #include "strategies/registry.h"
@@ -172,17 +173,28 @@ std::string causes_cell(const Decomposition& d) {
   return out.empty() ? "nothing lost" : out;
 }
 
+Part largest_cause(const Decomposition& d) {
+  for (Part p : parts_by_size(d))
+    if (p != Part::Unexplained) return p;
+  return Part::Unexplained;
+}
+
+std::string largest_cause_cell(const Decomposition& d) {
+  static constexpr const char* short_names[] = {"exposed comm", "compute", "optimizer", "waiting", "data/host",
+                                                "unexplained"};
+  if (d.lost_ms() <= 0) return "none";
+  Part top = largest_cause(d);
+  // No named part to speak of (a run without per-rank timing): what is lost is unexplained.
+  if (std::abs(d.points(top)) < 0.05) top = Part::Unexplained;
+  return fmt::format("{} {:.1f}", short_names[size_t(top)], d.points(top));
+}
+
 std::string dominant_sentence(const std::string& name, const std::string& strategy, const Decomposition& d) {
   (void)strategy;
   double lost_pts = 100 - 100 * d.efficiency();
   if (d.lost_ms() <= 0)
     return fmt::format("{}: {:.0f} % efficient, nothing lost against the ideal step.", name, 100 * d.efficiency());
-  Part top = Part::Unexplained;
-  for (Part p : parts_by_size(d))
-    if (p != Part::Unexplained) {
-      top = p;
-      break;
-    }
+  Part top = largest_cause(d);
   return fmt::format("{}: {:.0f} % efficient; of the {:.1f} points lost, the largest cause is {} ({:.1f} pts, "
                      "{:.2f} ms a step)",
                      name, 100 * d.efficiency(), lost_pts, part_name(top), d.points(top), d.ms[size_t(top)]);
@@ -250,17 +262,23 @@ const char* kIntro =
 
 }  // namespace
 
-std::string efficiency_terminal(const std::vector<EfficiencyRow>& rows) {
+std::string efficiency_terminal(const std::vector<EfficiencyRow>& rows, bool wide) {
   if (rows.empty()) return "";
-  std::string out = fmt::format("\nWhere the efficiency went\n{}\n", kIntro);
-  out += render_terminal(compact_table(rows));
-  for (auto& e : rows) out += "  " + e.sentence + "\n";
+  std::string out;
+  if (wide) {
+    out = fmt::format("\nWhere the efficiency went\n{}\n", kIntro);
+    out += render_terminal(compact_table(rows));
+  } else {
+    out = "\nWhere the efficiency went (every cause of every row: report.md, `hpcbench report --wide`)\n";
+  }
+  std::string lines;
+  for (auto& e : rows) lines += "  " + e.sentence + "\n";
   for (auto& e : rows)
     if (!e.d.exact)
-      out += fmt::format("  {}: no per-rank timing in its run.json (or its baseline's): phase medians, the rest "
-                         "unexplained\n",
-                         e.name);
-  return out;
+      lines += fmt::format("  {}: no per-rank timing in its run.json (or its baseline's): phase medians, the rest "
+                           "unexplained\n",
+                           e.name);
+  return out + (wide ? lines : wrap_text(lines, output_columns()));
 }
 
 std::string efficiency_markdown(const std::vector<EfficiencyRow>& rows, const std::vector<std::string>& images) {

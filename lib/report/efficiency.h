@@ -81,13 +81,20 @@ std::vector<EfficiencyRow> efficiency_rows(const Comparison& c);
 
 // Parts by size, largest first (unexplained among them).
 std::vector<Part> parts_by_size(const Decomposition& d);
+// The largest named part (unexplained only where nothing else is named).
+Part largest_cause(const Decomposition& d);
+// "exposed comm 12.3" (short name, points), "none" when nothing is lost: the
+// headline table's cell.
+std::string largest_cause_cell(const Decomposition& d);
 // "exposed communication 12.3 pts (4.1 ms) · compute inflation ..."
 std::string causes_cell(const Decomposition& d);
 // The dominant named cause and the flag that addresses it, for a strategy.
 std::string dominant_sentence(const std::string& name, const std::string& strategy, const Decomposition& d);
 
-// The compact table (one line per row), and the sentences under it.
-std::string efficiency_terminal(const std::vector<EfficiencyRow>& rows);
+// The compact table (one line per row), and the sentences under it. Not
+// `wide`: the sentences alone, wrapped to 120 columns (the table of every
+// cause is wider; report.md and `report --wide` have it).
+std::string efficiency_terminal(const std::vector<EfficiencyRow>& rows, bool wide = true);
 std::string efficiency_markdown(const std::vector<EfficiencyRow>& rows, const std::vector<std::string>& images);
 // One line per row: every part in ms and points (efficiency.csv).
 std::string efficiency_csv(const std::vector<EfficiencyRow>& rows);

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 
+#include "core/text_wrap.h"
+#include "report/efficiency.h"
+
 namespace hpcbench::report {
 
 namespace {
@@ -174,6 +177,38 @@ Table comparison_table(const Comparison& c) {
   return t;
 }
 
+Table headline_table(const Comparison& c, const std::vector<EfficiencyRow>& efficiency) {
+  Table t;
+  const std::string word = device_word(c);
+  const std::string one = word == "GPUs" ? "GPU" : "device";
+  t.columns = {{"configuration", "", false}, {word, "", true},           {"throughput", "seq/s", true},
+               {"speedup", "x", true},       {"efficiency", "%", true},  {"memory/" + one, "MiB", true},
+               {"largest loss", "pts", false}};
+  for (auto& row : c.rows) {
+    const results::RunResult& r = row.run;
+    const bool ok = r.status == "ok";
+    const std::string name = row_name(row);
+    std::string cause = "-";
+    for (auto& e : efficiency)
+      if (e.name == name) cause = largest_cause_cell(e.d);
+    t.rows.push_back({
+        ok ? name : name + " (" + r.status + ")",
+        std::to_string(results::devices(r)),
+        with_interval(c, ok ? positive(r.samples_per_s, 1, "{:.2f}") : "-", row.throughput_ci, 1, "{:.2f}"),
+        with_interval(c, figure(c, row, row.speedup, 1, "{:.2f}"), row.speedup_ci, 1, "{:.2f}"),
+        figure(c, row, row.efficiency, 100, "{:.1f}"),
+        ok ? positive(static_cast<double>(r.peak_memory_bytes), kMiB, "{:.1f}") : "-",
+        cause,
+    });
+  }
+  drop_empty_columns(t, 2);
+  if (std::all_of(t.rows.begin(), t.rows.end(), [](auto& row) { return row.back() == "-"; })) {
+    t.columns.pop_back();
+    for (auto& row : t.rows) row.pop_back();
+  }
+  return t;
+}
+
 Table comparison_csv_table(const Comparison& c) {
   Table t;
   for (const char* name : {"run_id", "strategy", "devices", "global_batch", "status", "samples_per_s",
@@ -266,54 +301,96 @@ std::vector<std::string> baseline_lines(const Comparison& c) {
   return out;
 }
 
+namespace {
+
+std::string verdict_line(const Verdict& v) {
+  auto count = [&](int64_t n) { return fmt::format("{} {}", n, n == 1 ? "device" : "devices"); };
+  std::string head = v.devices == v.slower_devices
+                         ? fmt::format("{}: {} / {} = {:.3f}x", count(v.devices), v.faster, v.slower, v.ratio.point)
+                         : fmt::format("{} ({}) / {} ({}) = {:.3f}x", v.faster, count(v.devices), v.slower,
+                                       count(v.slower_devices), v.ratio.point);
+  if (!v.ratio.has_interval()) return head + ": one run on a side, no verdict (repeat it)";
+  if (!v.significant && v.ratio.lo > 1 && std::min(v.faster_runs, v.slower_runs) < kMinRunsForVerdict)
+    return fmt::format("{} [{:.3f}, {:.3f}]: {} run(s) on a side, too few for a verdict (3 or more)", head, v.ratio.lo,
+                       v.ratio.hi, std::min(v.faster_runs, v.slower_runs));
+  return fmt::format("{} [{:.3f}, {:.3f}], Mann-Whitney p = {:.3g}: {}", head, v.ratio.lo, v.ratio.hi, v.rank.p,
+                     v.significant ? fmt::format("significant at 5 %, {} is faster", v.faster)
+                                   : "not significant at 5 %, not ranked");
+}
+
+// A significant verdict in one terminal line: "2 devices: ddp > dp, 1.800x [...], Mann-Whitney p = 0.1".
+std::string significant_line(const Verdict& v) {
+  auto count = [&](int64_t n) { return fmt::format("{} {}", n, n == 1 ? "device" : "devices"); };
+  std::string head = v.devices == v.slower_devices
+                         ? fmt::format("{}: {} > {}", count(v.devices), v.faster, v.slower)
+                         : fmt::format("{} ({}) > {} ({})", v.faster, count(v.devices), v.slower,
+                                       count(v.slower_devices));
+  return fmt::format("{}, {:.3f}x [{:.3f}, {:.3f}], Mann-Whitney p = {:.3g}", head, v.ratio.point, v.ratio.lo,
+                     v.ratio.hi, v.rank.p);
+}
+
+const char* kOneRun =
+    "one run per configuration: no intervals and no significance test; repeat the runs "
+    "(`hpcbench run --repeats 3`, `hpcbench sweep --repeats 3`) to tell differences from noise";
+
+}  // namespace
+
 std::vector<std::string> significance_lines(const Comparison& c) {
   if (!has_repeats(c)) {
     if (c.rows.size() < 2) return {};
-    return {"one run per configuration: no intervals and no significance test; repeat the runs "
-            "(`hpcbench run --repeats 3`, `hpcbench sweep --repeats 3`) to tell differences from noise"};
+    return {kOneRun};
   }
   std::vector<std::string> out;
-  for (auto& v : c.verdicts) {
-    auto count = [&](int64_t n) { return fmt::format("{} {}", n, n == 1 ? "device" : "devices"); };
-    std::string head = v.devices == v.slower_devices
-                           ? fmt::format("{}: {} / {} = {:.3f}x", count(v.devices), v.faster, v.slower, v.ratio.point)
-                           : fmt::format("{} ({}) / {} ({}) = {:.3f}x", v.faster, count(v.devices), v.slower,
-                                         count(v.slower_devices), v.ratio.point);
-    if (!v.ratio.has_interval()) {
-      out.push_back(head + ": one run on a side, no verdict (repeat it)");
-      continue;
-    }
-    if (!v.significant && v.ratio.lo > 1 && std::min(v.faster_runs, v.slower_runs) < kMinRunsForVerdict) {
-      out.push_back(fmt::format("{} [{:.3f}, {:.3f}]: {} run(s) on a side, too few for a verdict (3 or more)", head,
-                                v.ratio.lo, v.ratio.hi, std::min(v.faster_runs, v.slower_runs)));
-      continue;
-    }
-    out.push_back(fmt::format("{} [{:.3f}, {:.3f}], Mann-Whitney p = {:.3g}: {}", head, v.ratio.lo, v.ratio.hi,
-                              v.rank.p,
-                              v.significant ? fmt::format("significant at 5 %, {} is faster", v.faster)
-                                            : "not significant at 5 %, not ranked"));
-  }
+  for (auto& v : c.verdicts) out.push_back(verdict_line(v));
   for (auto& line : ranking_lines(c)) out.push_back("ranking, " + line);
   return out;
 }
 
-std::string terminal_report(const Comparison& c, const std::vector<ReferenceSet>& references) {
+// The ranking, then only the pairs that differ significantly, and how many
+// do not (report.md and --wide list every pair).
+static std::vector<std::string> significance_summary(const Comparison& c) {
+  if (!has_repeats(c)) return significance_lines(c);
+  std::vector<std::string> out;
+  for (auto& line : ranking_lines(c)) out.push_back("ranking, " + line);
+  size_t others = 0;
+  for (auto& v : c.verdicts) {
+    if (v.significant) out.push_back(significant_line(v));
+    else ++others;
+  }
+  if (others > 0)
+    out.push_back(fmt::format("{} of {} pairs do not differ significantly at 5 % (or ran too few times); report.md "
+                              "and `hpcbench report --wide` list every pair",
+                              others, c.verdicts.size()));
+  return out;
+}
+
+std::string terminal_report(const Comparison& c, const std::vector<ReferenceSet>& references, bool wide) {
   std::string out;
+  // Lines that are not tables are wrapped to the terminal's 120 columns
+  // (wide: left as they are, for a wide terminal or a file).
+  auto lines = [&](const std::string& text) { return wide ? text : wrap_text(text, output_columns()); };
   if (!c.rows.empty()) {
-    out += fmt::format("{}\n\n", fmt::join(baseline_lines(c), "\n")) + render_terminal(comparison_table(c));
+    out += lines(fmt::format("{}\n\n", fmt::join(baseline_lines(c), "\n")));
+    out += wide ? render_terminal(comparison_table(c))
+                : render_terminal(headline_table(c, efficiency_rows(c)), output_columns());
+    if (!wide) out += "(every column: report.md, report.csv, `hpcbench report --wide`)\n";
     if (!c.warnings.empty() || !c.notes.empty()) out += "\n";
-    for (auto& w : c.warnings) out += "warning: " + w + "\n";
-    for (auto& n : c.notes) out += "note: " + n + "\n";
-    auto sig = significance_lines(c);
-    if (!sig.empty()) out += "\n";
-    for (auto& line : sig) out += "significance: " + line + "\n";
+    std::string text;
+    for (auto& w : c.warnings) text += "warning: " + w + "\n";
+    for (auto& n : c.notes) text += "note: " + n + "\n";
+    auto sig = wide ? significance_lines(c) : significance_summary(c);
+    if (!sig.empty()) text += "\n";
+    for (auto& line : sig) text += "significance: " + line + "\n";
+    out += lines(text);
   }
   for (auto& ref : references) {
     if (!out.empty()) out += "\n";
     out += fmt::format("published figures: {} ({})\n\n", ref.name, ref.file.filename().string());
     out += render_terminal(reference_table(ref.comparison));
     if (!ref.comparison.warnings.empty()) out += "\n";
-    for (auto& w : ref.comparison.warnings) out += "note: " + w + "\n";
+    std::string text;
+    for (auto& w : ref.comparison.warnings) text += "note: " + w + "\n";
+    out += lines(text);
   }
   return out;
 }

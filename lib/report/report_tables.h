@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "report/compare.h"
+#include "report/efficiency.h"
 #include "report/reference.h"
 #include "report/table.h"
 
@@ -22,6 +23,11 @@ std::string device_word(const Comparison& c);
 Table comparison_table(const Comparison& c);
 // Machine cells: full precision, bytes, fractions; "n/c" and "" as above.
 Table comparison_csv_table(const Comparison& c);
+// The columns that answer the question, narrow enough for a 120-column
+// terminal: configuration (with its status where not ok), devices,
+// throughput and speedup with their intervals, efficiency, memory per
+// device and the largest cause of lost efficiency (from `efficiency`).
+Table headline_table(const Comparison& c, const std::vector<EfficiencyRow>& efficiency);
 // Published figures, with their source.
 Table reference_table(const Comparison& c);
 
@@ -29,8 +35,14 @@ Table reference_table(const Comparison& c);
 // then those of other devices), or one saying there is none.
 std::vector<std::string> baseline_lines(const Comparison& c);
 
-// Baseline line, table, then one "warning: ..." line per warning.
-std::string terminal_report(const Comparison& c, const std::vector<ReferenceSet>& references);
+// Every verdict, then the ranking (report.md, --wide).
+std::vector<std::string> significance_lines(const Comparison& c);
+
+// Baseline line, table, then one "warning: ..." line per warning and the
+// significance lines. By default the headline table, the ranking and only
+// the significant pairs, every line but the tables' wrapped to 120 columns;
+// `wide`: the full table and every pair (`report --wide`).
+std::string terminal_report(const Comparison& c, const std::vector<ReferenceSet>& references, bool wide = false);
 // `plots`: image files beside report.md to show (may be empty).
 std::string markdown_report(const Comparison& c, const std::vector<ReferenceSet>& references,
                             const std::vector<std::string>& plots);

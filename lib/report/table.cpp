@@ -55,6 +55,38 @@ std::string render_terminal(const Table& t) {
   return out;
 }
 
+std::string render_terminal(Table t, size_t max_width) {
+  const size_t n = t.columns.size();
+  auto widths = [&] {
+    std::vector<size_t> w(n);
+    for (size_t i = 0; i < n; ++i) {
+      w[i] = std::max(t.columns[i].title.size(), t.columns[i].unit.empty() ? 0 : t.columns[i].unit.size() + 2);
+      for (auto& r : t.rows) w[i] = std::max(w[i], r.at(i).size());
+    }
+    return w;
+  };
+  while (n > 0) {
+    auto w = widths();
+    size_t total = 2 * (n - 1);
+    for (size_t x : w) total += x;
+    if (total <= max_width) break;
+    // The widest text column that can still give way.
+    auto floor_of = [&](size_t i) {
+      auto& c = t.columns[i];
+      return std::max({c.title.size(), c.unit.empty() ? 0 : c.unit.size() + 2, size_t{8}});
+    };
+    size_t pick = n;
+    for (size_t i = 0; i < n; ++i)
+      if (!t.columns[i].numeric && w[i] > floor_of(i) && (pick == n || w[i] > w[pick])) pick = i;
+    if (pick == n) break;
+    const size_t floor = floor_of(pick);
+    const size_t target = std::max(floor, w[pick] - std::min(w[pick], total - max_width));
+    for (auto& r : t.rows)
+      if (r[pick].size() > target) r[pick] = r[pick].substr(0, target - 3) + "...";
+  }
+  return render_terminal(t);
+}
+
 std::string render_markdown(const Table& t) {
   std::string head = "|", rule = "|";
   for (auto& c : t.columns) {

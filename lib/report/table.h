@@ -22,6 +22,10 @@ struct Table {
 // Two header lines (titles; units in brackets) and one line per row,
 // columns separated by two spaces, no trailing blanks.
 std::string render_terminal(const Table& t);
+// As above, at most `max_width` columns wide where it can be: the text
+// columns' longest cells (names, causes) are shortened, ending in "...",
+// widest column first, down to their titles' width.
+std::string render_terminal(Table t, size_t max_width);
 // Units in parentheses after the title; numeric columns right-aligned.
 std::string render_markdown(const Table& t);
 // The titles as the header (units are left to the column names).

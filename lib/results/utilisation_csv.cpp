@@ -42,7 +42,12 @@ std::optional<T> value(const std::string& s) {
 
 std::string utilisation_header() {
   std::string out;
-  for (auto* c : kColumns) out += (out.empty() ? "" : ",") + std::string(c);
+  // Piece by piece: `(c ? "" : ",") + std::string` draws a false -Wrestrict
+  // from GCC 12 (libstdc++'s char_traits.h; GCC bug 105651).
+  for (auto* c : kColumns) {
+    if (!out.empty()) out += ',';
+    out += c;
+  }
   return out + "\n";
 }
 

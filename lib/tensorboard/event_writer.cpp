@@ -207,13 +207,12 @@ void EventWriter::scalars(int64_t step, double wall_time, const std::vector<Scal
   for (auto& s : values) {
     auto* v = summary->add_value();
     v->set_tag(s.tag);
-    // A float32 rank-0 tensor, the scalars plugin's own form (data class
-    // scalar): TensorBoard's data server reads no other dtype as a scalar.
-    if (first_use(*impl_, s.tag)) set_plugin(v, "scalars", tb::DATA_CLASS_SCALAR);
-    auto* t = v->mutable_tensor();
-    t->set_dtype(tb::DT_FLOAT);
-    t->mutable_tensor_shape();
-    t->add_float_val(static_cast<float>(s.value));
+    // simple_value with no metadata, as PyTorch's SummaryWriter.add_scalar
+    // writes it: TensorBoard (its data server and its Python loader alike)
+    // migrates it to a scalars-plugin tensor, and the readers people pull
+    // PyTorch and Lightning logs with (EventAccumulator.Scalars, tbparse's
+    // .scalars) see simple_value only, not the plugin's tensor form.
+    v->set_simple_value(static_cast<float>(s.value));
   }
   impl_->add(e);
 }

@@ -56,8 +56,8 @@ class EventWriter {
   EventWriter(const EventWriter&) = delete;
   EventWriter& operator=(const EventWriter&) = delete;
 
-  // One event holding every value, as scalars of TensorBoard's scalars
-  // plugin (float32, as every TensorBoard scalar).
+  // One event holding every value as a float32 simple_value, the form
+  // PyTorch's SummaryWriter writes (TensorBoard shows it as a scalar).
   void scalars(int64_t step, double wall_time, const std::vector<Scalar>& values);
   void scalar(const std::string& tag, int64_t step, double value, double wall_time) {
     scalars(step, wall_time, {{tag, value}});

@@ -123,10 +123,26 @@ TEST_CASE("the table: intervals, \"1 run\", devices on CPU, no empty columns") {
   auto expected = stats::ratio_interval({190, 170, 180}, {104, 96, 100});
   CHECK(ddp_cells[static_cast<size_t>(col("speedup"))] ==
         fmt::format("1.80 [{:.2f}, {:.2f}]", expected.lo, expected.hi));
-  auto text = report::terminal_report(c, {});
+  auto text = report::terminal_report(c, {}, true);
   CHECK(text.find("150.00 (1 run)") != std::string::npos);
   CHECK(text.find("not significant at 5 %, not ranked") != std::string::npos);
   CHECK(text.find("ranking, 2 devices: zero ~ ddp ~ fsdp ~ dp") != std::string::npos);
+  // The terminal's default: the ranking, the significant pairs (ddp over
+  // dp among them) and how many are left to --wide and report.md.
+  auto narrow = report::terminal_report(c, {});
+  CHECK(narrow.find("150.00 (1 run)") != std::string::npos);
+  CHECK(narrow.find("not significant at 5 %") == std::string::npos);
+  CHECK(narrow.find("significance: ranking, 2 devices: zero ~ ddp ~ fsdp ~ dp") != std::string::npos);
+  CHECK(narrow.find("significance: 2 devices: ddp > dp, ") != std::string::npos);
+  size_t significant = 0;
+  for (auto& v : c.verdicts) significant += v.significant;
+  REQUIRE(significant > 0);
+  REQUIRE(significant < c.verdicts.size());
+  size_t lines = 0;
+  for (size_t at = 0; (at = narrow.find("\nsignificance: ", at)) != std::string::npos; ++at) ++lines;
+  CHECK(lines == report::ranking_lines(c).size() + significant + 1);
+  CHECK(narrow.find(fmt::format("significance: {} of {} pairs do not differ significantly",
+                                c.verdicts.size() - significant, c.verdicts.size())) != std::string::npos);
 }
 
 TEST_CASE("columns with figures appear: MFU, exposed comm, EM/F1") {
@@ -161,5 +177,5 @@ TEST_CASE("two runs a side: no verdict, however far apart") {
       CHECK_FALSE(v.significant);
     }
   CHECK(found);
-  CHECK(report::terminal_report(c, {}).find("2 run(s) on a side, too few for a verdict") != std::string::npos);
+  CHECK(report::terminal_report(c, {}, true).find("2 run(s) on a side, too few for a verdict") != std::string::npos);
 }

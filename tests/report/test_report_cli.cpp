@@ -29,8 +29,11 @@ struct Cli {
 
 Cli run_report(const test::TempDir& dir, const std::string& args) {
   auto out = dir.path / "stdout.txt", err = dir.path / "stderr.txt";
-  std::string cmd = "'" + test::hpcbench_bin().string() + "' report " + args + " >'" + out.string() + "' 2>'" +
-                    err.string() + "'";
+  // Unwrapped lines (HPCBENCH_COLUMNS=0) and the full table (--wide): these
+  // tests search whole messages and every column; the 120-column view is
+  // test_cli_main_width's and test_report's.
+  std::string cmd = "HPCBENCH_COLUMNS=0 '" + test::hpcbench_bin().string() + "' report " + args + " --wide >'" +
+                    out.string() + "' 2>'" + err.string() + "'";
   int status = std::system(cmd.c_str());
   Cli c{WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_file(out), read_file(err)};
   INFO(cmd);

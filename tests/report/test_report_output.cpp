@@ -54,7 +54,16 @@ report::Comparison fixture_comparison() {
 
 }  // namespace
 
-TEST_CASE("snapshot: terminal table") { check_snapshot("report.txt", report::terminal_report(fixture_comparison(), {})); }
+TEST_CASE("snapshot: terminal table") {
+  // The 120-column default (the suite's environment turns wrapping off).
+  const char* was = std::getenv("HPCBENCH_COLUMNS");
+  const std::string before = was ? was : "";
+  ::setenv("HPCBENCH_COLUMNS", "120", 1);
+  auto text = report::terminal_report(fixture_comparison(), {});
+  if (was) ::setenv("HPCBENCH_COLUMNS", before.c_str(), 1);
+  else ::unsetenv("HPCBENCH_COLUMNS");
+  check_snapshot("report.txt", text);
+}
 
 TEST_CASE("snapshot: Markdown") {
   check_snapshot("report.md", report::markdown_report(fixture_comparison(), {}, {"throughput.svg"}));

@@ -24,7 +24,12 @@ namespace {
 
 std::string order(ScheduleKind k, int stage, int stages, int micro) {
   std::string s;
-  for (auto& a : stage_order(k, stage, stages, micro)) s += (s.empty() ? "" : " ") + to_string(a);
+  // Piece by piece: `(c ? "" : " ") + std::string` draws a false -Wrestrict
+  // from GCC 12 (libstdc++'s char_traits.h; GCC bug 105651).
+  for (auto& a : stage_order(k, stage, stages, micro)) {
+    if (!s.empty()) s += ' ';
+    s += to_string(a);
+  }
   return s;
 }
 

@@ -99,6 +99,10 @@ class Spec {
   virtual std::string unsupported_model(const Options& options, const Shape& shape, const ModelShape& model) const {
     return "";
   }
+  // Why each data-parallel replica's `batch_size` rows a micro-step cannot be
+  // cut as these options cut them ("" when they can): more pipeline
+  // micro-batches than rows.
+  virtual std::string unsupported_batch(const Options& options, int64_t batch_size) const { return ""; }
   // Data-parallel replicas in a job of `shape` (every device, unless devices
   // hold parts of one model).
   virtual int data_parallel_size(const Options& options, const Shape& shape) const { return shape.world(); }
@@ -149,6 +153,7 @@ class Choice {
   std::string unsupported_model(const Shape& shape, const ModelShape& model) const {
     return spec_->unsupported_model(*options_, shape, model);
   }
+  std::string unsupported_batch(int64_t batch_size) const { return spec_->unsupported_batch(*options_, batch_size); }
   StateBytes memory(const MemoryInputs& in) const { return spec_->memory(*options_, in); }
 
   // Sets option `key` from text; UserError naming `what` and the keys known.

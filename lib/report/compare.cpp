@@ -334,16 +334,17 @@ Comparison compare(const std::vector<results::LoadedRun>& loaded, const std::opt
     runs.push_back({rep, loaded[origin].origin, loaded[origin].settings});
     group_runs.push_back(std::move(rs));
   }
-  // Runs of one strategy on one shape that are not repeats of each other:
-  // the setting that kept them apart is named, so that two rows of one
-  // strategy do not look like a mistake, nor a reader take them for one
-  // configuration measured twice.
+  // Runs of one strategy on one shape and batch that are not repeats of each
+  // other: the setting that kept them apart, which the table does not show,
+  // is named, so that two rows alike in every column do not look like a
+  // mistake, nor a reader take them for one configuration measured twice.
   for (size_t a = 0; a < groups.size(); ++a)
     for (size_t b = a + 1; b < groups.size(); ++b) {
       const auto &ra = runs[a].result, &rb = runs[b].result;
       if (ra.status != "ok" || rb.status != "ok" || !untrusted_figures(ra).empty() ||
           !untrusted_figures(rb).empty() || ra.strategy != rb.strategy || ra.strategy_options != rb.strategy_options ||
-          ra.nodes != rb.nodes || ra.gpus_per_node != rb.gpus_per_node || ra.world_size != rb.world_size)
+          ra.nodes != rb.nodes || ra.gpus_per_node != rb.gpus_per_node || ra.world_size != rb.world_size ||
+          ra.global_batch != rb.global_batch || ra.batch_per_device != rb.batch_per_device)
         continue;
       auto why = field_differences(ra, rb);
       for (auto& d : setting_differences(group_settings[a], group_settings[b])) why.push_back(d);

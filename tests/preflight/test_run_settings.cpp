@@ -49,8 +49,8 @@ TEST_CASE("a batch larger than each rank's share of the data is refused on the j
   CHECK_NOTHROW(preflight::check_run_settings(cfg, label("ddp"), {1, 1}));
   CHECK_THROWS_WITH(preflight::check_run_settings(cfg, label("ddp"), {2, 4}),
                     Contains("each of the 8 ranks gets 8"));
-  // A pipeline of 4 stages is one replica: all 64 samples are its own.
-  CHECK_NOTHROW(preflight::check_run_settings(cfg, label("pipeline:micro-batches=4"), {1, 4}));
+  // A pipeline of 2 stages is one replica: all 64 samples are its own.
+  CHECK_NOTHROW(preflight::check_run_settings(cfg, label("pipeline:micro-batches=4"), {1, 2}));
   cfg.batch_size = 8;
   cfg.grad_accum = 16;
   CHECK_THROWS_WITH(preflight::check_run_settings(cfg, label("ddp"), {1, 4}), Contains("--grad-accum 16"));

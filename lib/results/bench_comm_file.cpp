@@ -65,8 +65,8 @@ BenchCommFile read_bench_comm_file(const std::filesystem::path& path, const std:
     // A time is what the cost model divides sizes by.
     if (!std::isfinite(r.time_us) || r.time_us < 0 || r.time_us > 1e12 || r.bytes < 0 || !std::isfinite(r.algbw) ||
         !std::isfinite(r.busbw))
-      fail("{} {}: line {}: a size or time no measurement gives (size {} B, {} us): \"{}\"", what, path.string(),
-           no, r.bytes, r.time_us, line);
+      fail("{} {}: line {}: {} B in {} us is not a measurement (no size or time is negative, infinite or beyond "
+           "any run): \"{}\"", what, path.string(), no, r.bytes, r.time_us, line);
     f.rows.push_back(r);
   }
   if (f.ranks == 0)

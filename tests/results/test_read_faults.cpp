@@ -200,7 +200,7 @@ TEST_CASE("bench-comm: a shape no job has, an overflowing count, or a time that 
   std::string bad_time = row;
   bad_time.replace(bad_time.find("10.00"), 5, "1e300");
   CHECK_THROWS_WITH(read(bench_comm_shape_line("gloo", 2, 1, "x") + "\n" + bad_time),
-                    Contains("no measurement gives"));
+                    Contains("is not a measurement"));
   fs::remove(f);
   fs::create_symlink("/dev/zero", f);
   CHECK_THROWS_WITH(read_bench_comm_file(f, "--comm"), Contains("not a regular file"));

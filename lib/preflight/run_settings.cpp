@@ -36,6 +36,13 @@ void check_run_settings(const train::TrainConfig& cfg, const strategies::Choice&
                         const strategies::Shape& devices) {
   train::validate(cfg);
   choice.validate(cfg.precision);
+  // --fused: the strategy must run the fused model (spec.h's no_fused).
+  if (cfg.fused) {
+    if (auto why = choice.no_fused(); !why.empty()) fail("--fused with --strategy {}: {}", choice.label(), why);
+    if (cfg.precision == "fp16")
+      fail("--fused with --precision fp16: the fused model keeps its weights in bf16 (or fp32), and fp16 weights "
+           "would need loss scaling of their own; use --precision bf16");
+  }
   const auto mcfg = train::model_config(cfg);
   check_strategy_fits(choice, devices, cfg.batch_size, train::model_shape(mcfg), mcfg.name);
   // Real SQuAD data has as many samples as its windows, known once it is

@@ -22,8 +22,10 @@
 #include "predict/layout.h"
 #include "predict/step_model.h"
 #include "predict/system_toml.h"
+#include "preflight/run_settings.h"
 #include "results/csv.h"
 #include "strategies/registry.h"
+#include "train/setup.h"
 
 namespace hpcbench::cli {
 
@@ -94,6 +96,7 @@ int run_predict(const PredictOptions& o) {
   }
   for (auto& c : choices) c.validate(base.precision);
   auto layout = predict::model_layout(mcfg, base.seq);
+  const auto model_shape = train::model_shape(mcfg);
   predict::StepOptions so;
   so.compute_bytes = predict::compute_bytes(base.precision);
   so.reduce_bytes = o.reduce_dtype.empty() ? so.compute_bytes : predict::compute_bytes(o.reduce_dtype);
@@ -120,12 +123,20 @@ int run_predict(const PredictOptions& o) {
       "strategy,nodes,gpus_per_node,world_size,grad_accum,step_ms,compute_ms,other_ms,optimizer_ms,comm_ms,"
       "comm_exposed_ms,exposed_all_reduce_ms,exposed_all_gather_ms,exposed_reduce_scatter_ms,exposed_other_ms,"
       "samples_per_s,speedup,efficiency,memory_bytes,memory_persistent_bytes,memory_working_bytes\n";
+  size_t predicted = 0;
   for (auto& choice : choices) {
     const auto label = choice.label();
     for (int n : o.nodes)
       for (int g : gpn) {
         predict::Shape shape{n, g};
-        if (!choice.unsupported(shape).empty()) continue;
+        // The check `run` makes of the same layout (preflight/run_settings.h):
+        // a row run would refuse is left out, with run's reason.
+        try {
+          preflight::check_strategy_fits(choice, shape, base.batch, model_shape, mcfg.name);
+        } catch (const UserError& e) {
+          fmt::print("# {} at {} x {}: not predicted: {}\n", label, n, g, e.what());
+          continue;
+        }
         so.grad_accum = static_cast<int>(base.grad_accum);
         if (o.global_batch > 0) {
           const int replicas = choice.spec().data_parallel_size(choice.options(), shape);
@@ -147,6 +158,7 @@ int run_predict(const PredictOptions& o) {
           fmt::print("# {} at {} x {}: not predicted: {}\n", label, n, g, e.what());
           continue;
         }
+        ++predicted;
         fmt::print("{:<24} {:>5} {:>4} {:>5} {:>5} {:>10.2f} {:>10.2f} {:>9.2f} {:>9.2f} {:>11.2f} {:>8.3f} {:>6.3f} "
                    "{:>10.3f}  {}\n",
                    label, n, g, shape.world(), so.grad_accum, p.step_s * 1000, (p.compute_s + p.other_s) * 1000,
@@ -166,6 +178,8 @@ int run_predict(const PredictOptions& o) {
                            p.memory_working);
       }
   }
+  if (predicted == 0)
+    fmt::print("# no layout predicted: none of the strategies runs at the shapes asked for (the reasons above)\n");
   if (!o.csv.empty()) write_file_atomic(o.csv, csv);
   return 0;
 }

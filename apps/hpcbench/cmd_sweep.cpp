@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 
@@ -48,8 +49,17 @@ void check_run_flags(const sweep::SweepOptions& o) {
   const std::string results = (o.out_dir / "runs").string();
   for (const auto& job : sweep::plan_jobs(o)) {
     std::vector<std::string> args{"run", "--dry-run", "--strategy", job.strategy, "--results-dir", results};
+    // The job's shape, so that the dry run checks the strategy, the batch and
+    // the data on the ranks the job will have, not on one process.
+    auto given = [&](const std::string& flag) {
+      return std::any_of(o.run_args.begin(), o.run_args.end(),
+                         [&](const std::string& a) { return a == flag || a.starts_with(flag + "="); });
+    };
+    if (!given("--nodes")) args.insert(args.end(), {"--nodes", std::to_string(job.nodes)});
+    if (!given("--gpus-per-node")) args.insert(args.end(), {"--gpus-per-node", std::to_string(job.gpus_per_node)});
     if (o.cpu) args.insert(args.end(), {"--device", "cpu"});
-    if (o.global_batch > 0) args.insert(args.end(), {"--batch-size", std::to_string(o.global_batch / job.world_size())});
+    // As the job script sets it (sweep/job_script.cpp): per data-parallel replica.
+    if (o.global_batch > 0) args.insert(args.end(), {"--batch-size", std::to_string(o.global_batch / job.replicas())});
     args.insert(args.end(), o.run_args.begin(), o.run_args.end());
     checks[args].push_back(job.name);
   }

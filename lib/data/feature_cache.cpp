@@ -8,12 +8,14 @@
 // neither the file nor the cache.
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
 
 #include "core/atomic_file.h"
+#include "core/bounded_read.h"
 #include "core/error.h"
 #include "data/features.h"
 #include "data/squad.h"
@@ -216,13 +218,27 @@ SquadFeatures load_or_build_squad_features(const std::filesystem::path& squad, c
       cache_dir.empty() ? std::filesystem::path() : cache_dir / fmt::format("{:016x}.bin", key);
 
   SquadFeatures sf;
+  // Whether the cache holds the file. A loop of symbolic links (the file or
+  // --cache-dir linked to itself) is no cache this can read or write: said so,
+  // with what to do, rather than a file system exception.
+  auto present = [&]() -> bool {
+    if (file.empty()) return false;
+    std::error_code ec;
+    const bool there = std::filesystem::exists(file, ec);
+    if (ec && ec.value() == ELOOP)
+      fail("feature cache {}: a loop of symbolic links (the file or the folder is linked to itself); remove it, or "
+           "give another --cache-dir (or --cache-dir none)",
+           file.string());
+    return there && !ec;
+  };
   auto from_cache = [&]() -> bool {
-    if (file.empty() || !std::filesystem::exists(file)) return false;
+    if (!present()) return false;
     std::string bytes;
     try {
-      bytes = read_file(file);
+      // The largest cache (SQuAD's training set at 512 tokens) is well under this.
+      bytes = read_file_bounded(file, size_t{8} << 30);
     } catch (const UserError& e) {
-      spdlog::warn("feature cache: {}; rebuilding", e.what());
+      spdlog::warn("feature cache {}: {}; rebuilding", file.string(), e.what());
     }
     if (!bytes.empty() && deserialize(bytes, key, tokenizer.vocab_size(), sf)) {
       sf.from_cache = true;
@@ -242,7 +258,7 @@ SquadFeatures load_or_build_squad_features(const std::filesystem::path& squad, c
     sf = SquadFeatures{};
     return false;
   };
-  const bool existed = !file.empty() && std::filesystem::exists(file);
+  const bool existed = present();
   if (from_cache()) return sf;
   // Concurrent builders of one file (the ranks of a job, jobs sharing a
   // cache): one builds, the others wait and read what it wrote. A cache on a

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -102,9 +103,17 @@ Baseline baseline_from_result(const results::RunResult& row, const std::string& 
 
 Baseline read_baseline(const std::string& path, const std::string& row, std::string* model_path) {
   fs::path file = path;
-  if (fs::is_directory(file)) file = fs::exists(file / "run.json") ? file / "run.json" : file / "summary.csv";
-  if (!fs::exists(file)) fail("--baseline {}: no such run folder or file", path);
-  auto rows = results::read_result_file(file);
+  std::error_code ec;
+  if (fs::is_directory(file, ec)) file = fs::exists(file / "run.json", ec) ? file / "run.json" : file / "summary.csv";
+  if (!fs::exists(file, ec) && !ec) fail("--baseline {}: no such run folder or file", path);
+  // Read bounded and checked (results/run_reader.h); its "config" too.
+  std::map<std::string, std::string> settings;
+  std::vector<results::RunResult> rows;
+  try {
+    rows = results::read_result_file(file, &settings);
+  } catch (const UserError& e) {
+    fail("--baseline {}: {}", file.string(), e.what());
+  }
   const results::RunResult* r = nullptr;
   for (auto& x : rows)
     if (row.empty() ? rows.size() == 1 : x.run_id == row) r = &x;
@@ -117,12 +126,7 @@ Baseline read_baseline(const std::string& path, const std::string& row, std::str
   const auto& rr = *r;
   if (model_path) {
     *model_path = rr.model;
-    if (file.filename() == "run.json") {
-      std::ifstream in(file);
-      auto j = nlohmann::json::parse(in, nullptr, false);
-      if (j.is_object() && j.contains("config") && j["config"].contains("model") && j["config"]["model"].is_string())
-        *model_path = j["config"]["model"].get<std::string>();
-    }
+    if (auto it = settings.find("model"); it != settings.end()) *model_path = it->second;
   }
   return b;
 }

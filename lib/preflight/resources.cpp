@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -61,36 +62,68 @@ int node_cores() {
 }
 
 size_t available_memory(std::string* source) {
-  auto said = [&](const char* s) {
-    if (source) *source = s;
-  };
   if (const char* test = std::getenv("HPCBENCH_TEST_MEMORY_BYTES"); test && *test) {
-    said("HPCBENCH_TEST_MEMORY_BYTES");
+    if (source) *source = "HPCBENCH_TEST_MEMORY_BYTES";
     return static_cast<size_t>(std::atof(test));
   }
-  size_t avail = 0;
-  std::ifstream meminfo("/proc/meminfo");
+  return available_memory_at("/proc/meminfo", "/sys/fs/cgroup", source);
+}
+
+namespace {
+
+// A limit file's number; -1 for "max", empty, unreadable or not a number.
+double limit_value(const std::filesystem::path& file) {
+  std::string text = first_line(file.c_str());
+  if (text.empty() || text == "max") return -1;
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  return end != text.c_str() && std::isfinite(v) && v >= 0 ? v : -1;
+}
+
+}  // namespace
+
+size_t available_memory_at(const std::filesystem::path& meminfo_file, const std::filesystem::path& cgroup_root,
+                           std::string* source) {
+  auto said = [&](const std::string& s) {
+    if (source) *source = s;
+  };
+  double avail = 0;
+  std::ifstream meminfo(meminfo_file);
   for (std::string key; meminfo >> key;) {
     size_t kb = 0;
     std::string unit;
     meminfo >> kb >> unit;
     if (key == "MemAvailable:") {
-      avail = kb * 1024;
+      avail = static_cast<double>(kb) * 1024;
       break;
     }
   }
-  said("MemAvailable in /proc/meminfo");
-  // A job's cgroup limit is what the kernel enforces first.
-  std::string max = first_line("/sys/fs/cgroup/memory.max");
-  if (!max.empty() && max != "max") {
-    double limit = std::atof(max.c_str());
-    double used = std::atof(first_line("/sys/fs/cgroup/memory.current").c_str());
-    if (limit > 0 && (avail == 0 || limit - used < static_cast<double>(avail))) {
-      avail = static_cast<size_t>(std::max(0.0, limit - used));
-      said("the cgroup's memory.max less memory.current");
+  said("MemAvailable in " + meminfo_file.string());
+  // A job's cgroup limit is what the kernel enforces first: cgroup v2's
+  // memory.max, or where the node still mounts cgroup v1 (many SLURM
+  // clusters do), the memory controller's memory.limit_in_bytes. v1 writes
+  // "no limit" as a page-rounded 2^63 - 1, so a limit past 2^62 bytes is none.
+  struct Limit {
+    std::filesystem::path limit, usage;
+    const char* text;
+  };
+  for (const Limit& l : {Limit{cgroup_root / "memory.max", cgroup_root / "memory.current",
+                               "the cgroup's memory.max less memory.current"},
+                         Limit{cgroup_root / "memory" / "memory.limit_in_bytes",
+                               cgroup_root / "memory" / "memory.usage_in_bytes",
+                               "the cgroup (v1) memory.limit_in_bytes less memory.usage_in_bytes"}}) {
+    const double limit = limit_value(l.limit);
+    if (limit <= 0 || limit >= 4611686018427387904.0) continue;
+    const double used = std::max(0.0, limit_value(l.usage));
+    const double left = std::max(0.0, limit - used);
+    if (avail == 0 || left < avail) {
+      // A limit already used up leaves nothing: reported as one byte, since
+      // 0 means "the node does not say".
+      avail = std::max(left, 1.0);
+      said(l.text);
     }
   }
-  return avail;
+  return static_cast<size_t>(avail);
 }
 
 std::string core_warning(int ranks, int threads_per_rank, int cores, const std::string& ranks_flag) {

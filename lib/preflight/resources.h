@@ -5,6 +5,7 @@
 // bound of the ranks' needs exceeds is refused, instead of a rank killed by
 // the kernel part-way through the run.
 #include <cstddef>
+#include <filesystem>
 #include <string>
 
 #include "strategies/spec.h"
@@ -23,9 +24,16 @@ int usable_cores();
 int node_cores();
 
 // Memory the node can still give, in bytes, and where the figure comes from
-// ("MemAvailable", "the cgroup's memory.max", or HPCBENCH_TEST_MEMORY_BYTES,
-// a test seam).
+// ("MemAvailable", cgroup v2's memory.max or v1's memory.limit_in_bytes, or
+// HPCBENCH_TEST_MEMORY_BYTES, a test seam).
 size_t available_memory(std::string* source = nullptr);
+
+// The same from the given files, without the test seam: `meminfo_file` as
+// /proc/meminfo, `cgroup_root` as /sys/fs/cgroup (cgroup v2's memory.max and
+// memory.current there, cgroup v1's memory/memory.limit_in_bytes and
+// memory/memory.usage_in_bytes); the lowest of what they leave. 0: none says.
+size_t available_memory_at(const std::filesystem::path& meminfo_file, const std::filesystem::path& cgroup_root,
+                           std::string* source = nullptr);
 
 // ranks x threads_per_rank against `cores`: a warning line, or "" when the
 // cores suffice. `ranks_flag` names how the ranks were asked for.

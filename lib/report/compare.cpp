@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -138,11 +139,74 @@ std::optional<size_t> choose_baseline(const std::vector<results::RunResult>& run
   return auto_baseline(runs, [](const results::RunResult&) { return true; });
 }
 
-std::string configuration_key(const results::RunResult& r) {
-  return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", r.strategy, r.strategy_options, r.nodes,
-                     r.gpus_per_node, r.world_size, r.device, r.device_name, r.precision, r.model, r.seq_length,
-                     r.data, r.batch_per_device, r.global_batch, r.grad_accum);
+std::vector<std::pair<std::string, std::string>> work_fields(const results::RunResult& r) {
+  return {{"strategy", r.strategy},
+          {"strategy options", r.strategy_options},
+          {"nodes", std::to_string(r.nodes)},
+          {"GPUs per node", std::to_string(r.gpus_per_node)},
+          {"world size", std::to_string(r.world_size)},
+          {"device", r.device},
+          {"device name", r.device_name},
+          {"precision", r.precision},
+          {"model", r.model},
+          {"seq length", std::to_string(r.seq_length)},
+          {"data", r.data},
+          {"batch per device", std::to_string(r.batch_per_device)},
+          {"global batch", std::to_string(r.global_batch)},
+          {"grad accum", std::to_string(r.grad_accum)},
+          {"activation checkpointing", r.activation_checkpointing ? "on" : "off"}};
 }
+
+std::string configuration_key(const results::RunResult& r) {
+  std::string key;
+  for (auto& [name, value] : work_fields(r)) key += value + "|";
+  return key;
+}
+
+namespace {
+
+// run.json's settings that do not change the work a step does: where the
+// results go, what is logged or sampled, how many steps, the optimizer's
+// numbers, evaluation (outside the timed steps), and those the result's own
+// fields already hold (work_fields). Every other recorded setting does
+// (cuda_graph, fused, threads, dropout, clipping, a strategy's TOML options,
+// and any added later), so runs that differ in one are not repeats.
+const std::set<std::string>& not_work() {
+  static const std::set<std::string> keys = {
+      "run.name", "run.results_dir", "run.tensorboard", "run.eval_batch_size", "run.device",
+      "timing.log_every", "timing.sample_ms", "timing.peak_tflops", "timing.warmup_steps",
+      "data.cache_dir", "data.eval", "data.vocab", "data.train", "data.synthetic_samples",
+      "data.max_seq_length", "model.name", "model.checkpoint", "train.seed", "train.epochs",
+      "train.max_steps", "train.lr", "train.weight_decay", "train.adam_beta1", "train.adam_beta2",
+      "train.adam_eps", "train.warmup_ratio", "train.strategy", "train.precision", "train.batch_size",
+      "train.grad_accum", "train.activation_checkpointing"};
+  return keys;
+}
+
+// Recorded settings that change the work and differ between a and b, as
+// "key x vs y". A setting one run does not record (a summary.csv row, an
+// older version) is unknown there, not a difference.
+std::vector<std::string> setting_differences(const std::map<std::string, std::string>& a,
+                                             const std::map<std::string, std::string>& b) {
+  std::vector<std::string> out;
+  for (auto& [k, v] : a) {
+    if (not_work().count(k)) continue;
+    auto it = b.find(k);
+    if (it != b.end() && it->second != v) out.push_back(fmt::format("{} {} vs {}", k, v, it->second));
+  }
+  return out;
+}
+
+std::vector<std::string> field_differences(const results::RunResult& a, const results::RunResult& b) {
+  std::vector<std::string> out;
+  auto fa = work_fields(a), fb = work_fields(b);
+  for (size_t i = 0; i < fa.size(); ++i)
+    if (fa[i].second != fb[i].second)
+      out.push_back(fmt::format("{} {} vs {}", fa[i].first, show(fa[i].second), show(fb[i].second)));
+  return out;
+}
+
+}  // namespace
 
 std::string row_name(const ComparisonRow& row) {
   const auto& rs = row.repeats;
@@ -223,19 +287,32 @@ std::vector<std::string> ranking_lines(const Comparison& c) {
 Comparison compare(const std::vector<results::LoadedRun>& loaded, const std::optional<results::RunResult>& chosen) {
   Comparison out;
   // Repeats of one configuration become one row (status-ok runs only: a
-  // failed run stays a row of its own).
+  // failed run stays a row of its own): the same work settings, those of the
+  // result (configuration_key) and those run.json records (a setting one
+  // side does not record is unknown, not a difference).
   std::vector<std::vector<size_t>> groups;
-  std::map<std::string, size_t> by_key;
+  std::vector<std::map<std::string, std::string>> group_settings;
+  std::map<std::string, std::vector<size_t>> by_key;
   for (size_t i = 0; i < loaded.size(); ++i) {
     const auto& r = loaded[i].result;
     // Neither may a run whose figures cannot be trusted join a median.
     if (r.status != "ok" || !untrusted_figures(r).empty()) {
       groups.push_back({i});
+      group_settings.emplace_back();
       continue;
     }
-    auto [it, added] = by_key.try_emplace(configuration_key(r), groups.size());
-    if (added) groups.emplace_back();
-    groups[it->second].push_back(i);
+    auto& same_key = by_key[configuration_key(r)];
+    auto g = std::find_if(same_key.begin(), same_key.end(), [&](size_t k) {
+      return setting_differences(group_settings[k], loaded[i].settings).empty();
+    });
+    if (g == same_key.end()) {
+      same_key.push_back(groups.size());
+      groups.push_back({i});
+      group_settings.push_back(loaded[i].settings);
+      continue;
+    }
+    groups[*g].push_back(i);
+    group_settings[*g].insert(loaded[i].settings.begin(), loaded[i].settings.end());
   }
   std::vector<results::LoadedRun> runs;
   std::vector<std::vector<results::RunResult>> group_runs;
@@ -254,9 +331,27 @@ Comparison compare(const std::vector<results::LoadedRun>& loaded, const std::opt
     size_t origin = g[0];
     for (size_t i : g)
       if (same_run(loaded[i].result, rs[mid])) origin = i;
-    runs.push_back({rep, loaded[origin].origin});
+    runs.push_back({rep, loaded[origin].origin, loaded[origin].settings});
     group_runs.push_back(std::move(rs));
   }
+  // Runs of one strategy on one shape and batch that are not repeats of each
+  // other: the setting that kept them apart, which the table does not show,
+  // is named, so that two rows alike in every column do not look like a
+  // mistake, nor a reader take them for one configuration measured twice.
+  for (size_t a = 0; a < groups.size(); ++a)
+    for (size_t b = a + 1; b < groups.size(); ++b) {
+      const auto &ra = runs[a].result, &rb = runs[b].result;
+      if (ra.status != "ok" || rb.status != "ok" || !untrusted_figures(ra).empty() ||
+          !untrusted_figures(rb).empty() || ra.strategy != rb.strategy || ra.strategy_options != rb.strategy_options ||
+          ra.nodes != rb.nodes || ra.gpus_per_node != rb.gpus_per_node || ra.world_size != rb.world_size ||
+          ra.global_batch != rb.global_batch || ra.batch_per_device != rb.batch_per_device)
+        continue;
+      auto why = field_differences(ra, rb);
+      for (auto& d : setting_differences(group_settings[a], group_settings[b])) why.push_back(d);
+      if (why.empty() || why.size() > 3) continue;
+      out.notes.push_back(fmt::format("{} and {} ({} on {} device(s)) are not repeats of one configuration: {}",
+                                      ra.run_id, rb.run_id, ra.strategy, results::devices(ra), join(why)));
+    }
   auto group_of = [&](const results::RunResult& r) -> std::optional<size_t> {
     for (size_t g = 0; g < group_runs.size(); ++g)
       for (auto& m : group_runs[g])

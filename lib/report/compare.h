@@ -93,7 +93,14 @@ std::string untrusted_figures(const results::RunResult& r);
 // (published figures often give only a time for a fixed number of epochs).
 std::optional<double> throughput_ratio(const results::RunResult& run, const results::RunResult& base);
 
-// The configuration that makes runs repeats of each other (the row key).
+// The settings of a result that change the work a step does, named as the
+// report names them: strategy and options, shape, device, precision, model,
+// seq length, data, batches, grad accum, activation checkpointing.
+std::vector<std::pair<std::string, std::string>> work_fields(const results::RunResult& r);
+// The configuration that makes runs repeats of each other (the row key):
+// work_fields. Runs with the same key group unless run.json's recorded
+// settings (LoadedRun::settings) differ in one that changes the work; the
+// report then notes which.
 std::string configuration_key(const results::RunResult& r);
 // A row's name: its runs' repeat_group where they share one, else the run
 // id (with "+N" for N more runs).

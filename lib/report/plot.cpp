@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "core/atomic_file.h"
+#include "core/bounded_read.h"
 #include "core/error.h"
 #include "report/report_tables.h"
 
@@ -425,7 +426,15 @@ std::string utilisation_plot_script(const UtilisationPlotData& d, const std::str
 PlotOutcome write_utilisation_plot(const fs::path& csv, const fs::path& dir, const std::string& stem,
                                    const std::string& title, const std::string& gnuplot) {
   PlotOutcome out;
-  auto d = utilisation_plot_data(read_file(csv));
+  std::string text;
+  try {
+    // A day of samples of eight GPUs at 100 ms is some 700 MB.
+    text = read_file_bounded(csv, size_t{1} << 30);
+  } catch (const UserError& e) {
+    out.warnings.push_back(fmt::format("no utilisation plot for {}: {}", csv.string(), e.what()));
+    return out;
+  }
+  auto d = utilisation_plot_data(text);
   if (d.series.empty()) {
     out.warnings.push_back(fmt::format("no utilisation plot for {}: no samples", csv.string()));
     return out;

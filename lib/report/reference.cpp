@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/atomic_file.h"
+#include "core/bounded_read.h"
 #include "core/error.h"
 #include "results/csv.h"
 #include "strategies/registry.h"
@@ -63,7 +64,7 @@ std::vector<ReferenceSet> read_references(const fs::path& dir, std::vector<std::
   std::vector<ReferenceSet> sets;
   for (auto& file : files) {
     try {
-      auto records = results::parse_csv(read_file(file));
+      auto records = results::parse_csv(read_file_bounded(file, results::kMaxSummaryCsvBytes));
       if (records.size() < 2) fail("no rows");
       std::vector<results::LoadedRun> rows;
       std::vector<std::string> sources;

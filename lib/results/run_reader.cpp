@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
+#include <map>
+#include <string_view>
 #include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "core/atomic_file.h"
+#include "core/bounded_read.h"
 #include "core/error.h"
 #include "results/csv.h"
 
@@ -27,27 +30,38 @@ void fill_derived(RunResult& r) {
 
 namespace {
 
-std::vector<RunResult> read_json_file(const fs::path& file) {
-  nlohmann::json j;
+nlohmann::json parse_json(const fs::path& file) {
   try {
-    j = nlohmann::json::parse(read_file(file));
+    return nlohmann::json::parse(read_file_bounded(file, kMaxRunJsonBytes));
   } catch (const nlohmann::json::parse_error& e) {
     // The byte offset tells a truncated file (error at its end) from a
     // corrupt one.
     fail("not valid JSON (byte {}; truncated or corrupt file?)", e.byte);
-  }
-  if (!j.is_object()) fail("not a run.json: the top level is not an object");
-  const nlohmann::json& row = j.contains("result") ? j["result"] : j;
-  if (!row.is_object()) fail("\"result\" is not an object");
-  try {
-    return {from_json(row)};
   } catch (const nlohmann::json::exception& e) {
-    fail("a field has the wrong type ({})", e.what());
+    // A number no double holds (1e400) is out_of_range, not a parse_error.
+    fail("not a JSON file this can read ({})", e.what());
   }
 }
 
+std::vector<RunResult> read_json_file(const fs::path& file, std::map<std::string, std::string>* settings) {
+  nlohmann::json j = parse_json(file);
+  if (!j.is_object()) fail("not a run.json: the top level is not an object");
+  const nlohmann::json& row = j.contains("result") ? j["result"] : j;
+  if (!row.is_object()) fail("\"result\" is not an object");
+  RunResult r;
+  try {
+    r = from_json(row);
+  } catch (const nlohmann::json::exception& e) {
+    fail("a field has the wrong type ({})", e.what());
+  }
+  if (settings && j.contains("config") && j["config"].is_object())
+    for (auto& [k, v] : j["config"].items())
+      if (v.is_string()) (*settings)[k] = v.get<std::string>();
+  return {r};
+}
+
 std::vector<RunResult> read_csv_file(const fs::path& file) {
-  auto records = parse_csv(read_file(file));
+  auto records = parse_csv(read_file_bounded(file, kMaxSummaryCsvBytes));
   if (records.empty()) fail("empty file");
   const CsvRecord& header = records.front();
   bool known = std::any_of(header.begin(), header.end(), [](const std::string& h) {
@@ -83,11 +97,12 @@ struct Reader {
     if (ec) key = file;
     if (!seen.insert(key).second) return true;
     try {
-      auto rows = read_result_file(file);
+      std::map<std::string, std::string> settings;
+      auto rows = read_result_file(file, &settings);
       for (auto& r : rows) {
         if (r.run_id.empty()) r.run_id = fallback_id;
         fill_derived(r);
-        out.runs.push_back({std::move(r), file});
+        out.runs.push_back({std::move(r), file, settings});
       }
       return true;
     } catch (const UserError& e) {
@@ -165,9 +180,61 @@ struct Reader {
 
 }  // namespace
 
-std::vector<RunResult> read_result_file(const fs::path& file) {
+namespace {
+
+// What no run of this program can produce: beyond them a figure is a broken
+// or hand-made file, and dividing by it would print a 300-digit efficiency.
+// Generous by orders of magnitude, so that no real run meets them. NaN and
+// infinity pass: they are figures the report already shows as untrusted.
+struct Bound {
+  const char* column;
+  double max;
+};
+constexpr double kMaxRanks = 1 << 20;
+constexpr Bound kBounds[] = {
+    {"nodes", kMaxRanks},         {"gpus_per_node", kMaxRanks},  {"world_size", kMaxRanks},
+    {"seq_length", 1 << 24},      {"batch_per_device", 1e9},     {"global_batch", 1e12},
+    {"grad_accum", 1e9},          {"samples_per_s", 1e9},        {"samples_per_s_per_device", 1e9},
+    {"tokens_per_s", 1e13},       {"step_ms_median", 1e9},       {"step_ms_p90", 1e9},
+    {"step_ms_max", 1e9},         {"step_ms_mean", 1e9},         {"step_ms_stddev", 1e9},
+    {"data_ms", 1e9},             {"forward_ms", 1e9},           {"backward_ms", 1e9},
+    {"comm_ms", 1e9},             {"comm_exposed_ms", 1e9},      {"optimizer_ms", 1e9},
+    {"train_time_s", 1e8},        {"wall_time_s", 1e8},          {"mfu", 100},
+    {"hfu", 100},                 {"tflops_per_device", 1e6},    {"peak_tflops", 1e6},
+};
+// Any other figure: beyond this it is no measurement either.
+constexpr double kMaxAnyFigure = 1e18;
+
+// Throws UserError naming the first figure outside what a run can produce.
+void check_plausible(const RunResult& r) {
+  for (auto& c : columns()) {
+    double v = 0;
+    bool is_int = false;
+    std::visit(
+        [&](auto m) {
+          using T = std::remove_cvref_t<decltype(r.*m)>;
+          if constexpr (std::is_same_v<T, double>) v = r.*m;
+          else if constexpr (std::is_same_v<T, int64_t>) v = static_cast<double>(r.*m), is_int = true;
+        },
+        c.member);
+    if (!std::isfinite(v)) continue;
+    double max = kMaxAnyFigure;
+    for (auto& b : kBounds)
+      if (std::string_view(b.column) == c.name) max = b.max;
+    if (std::fabs(v) > max)
+      fail("{} {} is beyond what any run produces (at most {:g}); a damaged or hand-made file",
+           c.name, is_int ? fmt::format("{}", static_cast<int64_t>(v)) : fmt::format("{:g}", v), max);
+  }
+  for (auto [name, v] : {std::pair<const char*, int64_t>{"nodes", r.nodes}, {"gpus_per_node", r.gpus_per_node},
+                         {"world_size", r.world_size}})
+    if (v < 0) fail("{} {} is negative", name, v);
+}
+
+}  // namespace
+
+std::vector<RunResult> read_result_file(const fs::path& file, std::map<std::string, std::string>* settings) {
   std::vector<RunResult> rows;
-  if (file.extension() == ".json") rows = read_json_file(file);
+  if (file.extension() == ".json") rows = read_json_file(file, settings);
   else if (file.extension() == ".csv") rows = read_csv_file(file);
   else fail("not a result file (expected run.json or a .csv)");
   // A newer schema may have changed what a column means: reading it as this
@@ -176,6 +243,13 @@ std::vector<RunResult> read_result_file(const fs::path& file) {
     if (r.schema_version > kSchemaVersion)
       fail("{}schema_version {} is newer than this hpcbench reads ({}); a newer hpcbench wrote it: compare it "
            "with that one", r.run_id.empty() ? "" : r.run_id + ": ", r.schema_version, kSchemaVersion);
+  for (const auto& r : rows) {
+    try {
+      check_plausible(r);
+    } catch (const UserError& e) {
+      fail("{}{}", r.run_id.empty() ? "" : r.run_id + ": ", e.what());
+    }
+  }
   return rows;
 }
 

@@ -2,9 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
+#include <cmath>
 
-#include "core/atomic_file.h"
+#include "core/bounded_read.h"
+#include "results/run_reader.h"
 #include "results/csv.h"
 
 namespace hpcbench::results {
@@ -86,7 +87,7 @@ StepSeries read_step_series(const fs::path& origin) {
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) return s;
   try {
-    auto records = parse_csv(read_file(file));
+    auto records = parse_csv(read_file_bounded(file, kMaxRunJsonBytes));
     if (records.empty()) return s;
     auto col = [&](const std::string& name) {
       auto it = std::find(records[0].begin(), records[0].end(), name);
@@ -96,6 +97,8 @@ StepSeries read_step_series(const fs::path& origin) {
     if (ms < 0 || loss < 0 || step < 0) return {};
     for (size_t i = 1; i < records.size(); ++i) {
       s.ms.push_back(std::stod(records[i].at(static_cast<size_t>(ms))));
+      // A step time no step takes is a damaged file, not a series to test.
+      if (!std::isfinite(s.ms.back()) || s.ms.back() < 0 || s.ms.back() > 1e9) return {};
       s.loss.push_back(std::stod(records[i].at(static_cast<size_t>(loss))));
       s.step.push_back(std::stoll(records[i].at(static_cast<size_t>(step))));
     }
@@ -120,26 +123,57 @@ nlohmann::json rank_timing_json(const std::vector<RankTiming>& ranks) {
   return out;
 }
 
+namespace {
+
+// A rank's figure as recorded: a finite number no step exceeds.
+// Missing, null (NaN when written) or absurd: nothing is known of the rank,
+// and a 0 in its place would read as a rank that did no work (so the others
+// "waited for it" the whole step).
+std::optional<double> rank_figure(const nlohmann::json& j, const std::string& key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  const double v = it->get<double>();
+  if (!std::isfinite(v) || std::fabs(v) > 1e9) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
 std::optional<std::vector<RankTiming>> read_rank_timing(const fs::path& origin) {
   fs::path json = origin.filename() == "run.json" ? origin : origin.parent_path() / "run.json";
   std::error_code ec;
   if (origin.empty() || !fs::exists(json, ec)) return std::nullopt;
-  std::ifstream in(json);
-  auto j = nlohmann::json::parse(in, nullptr, false);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file_bounded(json, kMaxRunJsonBytes), nullptr, false);
+  } catch (const std::exception&) {
+    return std::nullopt;  // the run's row says why, where the file is read for it
+  }
   if (!j.is_object() || !j.contains("rank_timing_ms") || !j["rank_timing_ms"].is_array() ||
-      j["rank_timing_ms"].empty())
+      j["rank_timing_ms"].empty() || j["rank_timing_ms"].size() > (size_t{1} << 20))
     return std::nullopt;
   std::vector<RankTiming> out;
-  for (auto& x : j["rank_timing_ms"]) {
+  const auto& ranks = j["rank_timing_ms"];
+  for (auto& x : ranks) {
+    if (!x.is_object()) return std::nullopt;
     RankTiming r;
-    r.rank = static_cast<int>(number(x, "rank"));
-    r.step_ms = number(x, "step_ms");
+    auto rank = rank_figure(x, "rank");
+    auto step = rank_figure(x, "step_ms");
+    auto comm = rank_figure(x, "comm_ms"), exposed = rank_figure(x, "comm_exposed_ms");
+    // Every rank once, in rank order, each with every figure: a partial
+    // table would decompose the step of ranks that are not there.
+    if (!rank || *rank != static_cast<double>(out.size()) || !step || *step < 0 || !comm || !exposed)
+      return std::nullopt;
+    r.rank = static_cast<int>(*rank);
+    r.step_ms = *step;
+    r.comm_ms = *comm;
+    r.comm_exposed_ms = *exposed;
     for (size_t p = 0; p < kPhases; ++p) {
-      r.phase_ms[p] = number(x, ms_key(p));
-      r.phase_exposed_ms[p] = number(x, exposed_key(p));
+      auto ms = rank_figure(x, ms_key(p)), ex = rank_figure(x, exposed_key(p));
+      if (!ms || !ex) return std::nullopt;
+      r.phase_ms[p] = *ms;
+      r.phase_exposed_ms[p] = *ex;
     }
-    r.comm_ms = number(x, "comm_ms");
-    r.comm_exposed_ms = number(x, "comm_exposed_ms");
     out.push_back(r);
   }
   return out;

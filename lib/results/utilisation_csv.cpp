@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "core/error.h"
@@ -91,6 +92,14 @@ std::vector<UtilisationRow> parse_utilisation(const std::string& text) {
     r.throttle_reasons = value<uint64_t>(cell(11));
     r.energy_mj = value<uint64_t>(cell(12));
     r.bus_id = cell(13);
+    // A sample no device gives (a damaged file, or one made by hand) is not
+    // plotted as one: the row, or the figure, is left out.
+    if (!std::isfinite(r.time_s) || std::fabs(r.time_s) > 1e9) continue;
+    auto plausible = [](std::optional<double>& v, double max) {
+      if (v && (!std::isfinite(*v) || *v < 0 || *v > max)) v.reset();
+    };
+    plausible(r.util_percent, 1e6);  // a process tree's CPU use: 100 per core
+    plausible(r.power_w, 1e6);
     rows.push_back(std::move(r));
   }
   return rows;

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <thread>
@@ -26,6 +27,7 @@
 #include "distributed/step_stop.h"
 #include "preflight/resources.h"
 #include "preflight/run_inputs.h"
+#include "preflight/run_settings.h"
 #include "results/run_folder.h"
 #include "run/data_dump.h"
 #include "run/trainer.h"
@@ -220,9 +222,9 @@ int run_repeats(const train::TrainConfig& cfg, const strategies::Choice& choice,
 }
 
 // Whether the job's processes can run the strategy: one that drives several
-// devices from one process runs as one process; the others are asked.
-void check_processes(const train::TrainConfig& cfg, const strategies::Choice& choice,
-                     const strategies::Shape& processes) {
+// devices from one process runs as one process (the rest is
+// preflight::check_run_settings, on the devices).
+void check_processes(const strategies::Choice& choice, const strategies::Shape& processes) {
   if (processes.world() <= 1) return;
   const auto devices_option = choice.spec().traits().devices_option;
   if (!devices_option.empty()) {
@@ -233,24 +235,34 @@ void check_processes(const train::TrainConfig& cfg, const strategies::Choice& ch
     fail("--strategy {} drives every device from one process ({} says how many), but the job has {} processes; "
          "run it as one", choice.name(), flag, processes.world());
   }
-  if (auto why = choice.unsupported(processes); !why.empty())
-    fail("--strategy {} on {} ranks: {}", choice.label(), processes.world(), why);
-  const auto model = train::model_config(cfg);
-  if (auto why = choice.unsupported_model(processes, train::model_shape(model)); !why.empty())
-    fail("--strategy {} on {} ranks with model {}: {}", choice.label(), processes.world(), model.name, why);
+}
+
+// The job's processes: --nproc-per-node here; a launched job's ranks; for
+// `--dry-run` (on a login node, for a sweep) the --nodes x --gpus-per-node
+// the job will have; else this one process.
+strategies::Shape job_processes(const JobOptions& o) {
+  if (o.nproc_per_node > 0) return {1, o.nproc_per_node};
+  const auto layout = dist::detect_layout();
+  if (layout.world_size > 1) {
+    const int nodes = std::max(layout.num_nodes, 1);
+    return {nodes, layout.world_size / nodes};
+  }
+  if (o.dry_run && (o.nodes > 0 || o.gpus_per_node > 0))
+    return {std::max(o.nodes, 1), std::max(o.gpus_per_node, 1)};
+  return {1, 1};
 }
 
 // What the job's flags decide, checked before anything starts.
 void check_options(const train::TrainConfig& cfg, const strategies::Choice& choice, const JobOptions& o) {
-  train::validate(cfg);
-  choice.validate(cfg.precision);
-  // --fused: the strategy must run the fused model (spec.h's no_fused).
-  if (cfg.fused) {
-    if (auto why = choice.no_fused(); !why.empty()) fail("--fused with --strategy {}: {}", choice.label(), why);
-    if (cfg.precision == "fp16")
-      fail("--fused with --precision fp16: the fused model keeps its weights in bf16 (or fp32), and fp16 weights "
-           "would need loss scaling of their own; use --precision bf16");
-  }
+  // Zero or fewer would silently run one process (or check nothing).
+  if (o.nproc_per_node < 0) fail("--nproc-per-node {}: must be at least 1", o.nproc_per_node);
+  if (o.nodes < 0) fail("--nodes {}: must be at least 1", o.nodes);
+  if (o.gpus_per_node < 0) fail("--gpus-per-node {}: must be at least 1", o.gpus_per_node);
+  const auto processes = job_processes(o);
+  check_processes(choice, processes);
+  // The one check of the settings that `run --dry-run`, `sweep` and `predict`
+  // make too.
+  preflight::check_run_settings(cfg, choice, preflight::job_devices(choice, processes));
   if (!(o.collective_timeout_s > 0)) fail("--collective-timeout {}: must be positive", o.collective_timeout_s);
   if (!(o.connect_timeout_s > 0)) fail("--connect-timeout {}: must be positive", o.connect_timeout_s);
   if (o.backend != "auto" && o.backend != "nccl" && o.backend != "gloo")
@@ -266,7 +278,6 @@ void check_options(const train::TrainConfig& cfg, const strategies::Choice& choi
   if (o.allow_shared_gpu && o.backend != "gloo")
     fail("--allow-shared-gpu needs --backend gloo: NCCL refuses two ranks on one GPU (\"duplicate GPU\"), while "
          "Gloo stages CUDA tensors through host memory and lets ranks share it");
-  if (o.nproc_per_node > 0) check_processes(cfg, choice, {1, o.nproc_per_node});
   // What would otherwise fail only when the results are written, after the
   // whole run: the name, and a results folder that can take it.
   if (!cfg.run_name.empty()) results::check_run_name(cfg.run_name);
@@ -440,8 +451,6 @@ int run_job(const train::TrainConfig& cfg, const strategies::Choice& choice, con
                               .visible_devices = accelerator_count(),
                               .bound_by_visible_devices = dist::one_visible_device_named(dist::current_environment()),
                               .shared_devices = o.allow_shared_gpu});
-  check_processes(cfg, choice, {static_cast<int>(layout.num_nodes),
-                           static_cast<int>(layout.world_size / std::max<int64_t>(layout.num_nodes, 1))});
   RunContext ctx = rank_context(layout, cfg, choice, o);
   if (auto device = ctx.comm ? ctx.comm->device() : resolve_device(cfg.device, layout.local_rank); !device.is_cpu()) {
     auto d = describe(device);

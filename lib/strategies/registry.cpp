@@ -122,7 +122,16 @@ Choice configure(const std::string& label, const TomlFile* file, const std::map<
   for (auto& [flag, value] : flags) {
     auto it = std::find_if(settings.begin(), settings.end(), [&](const Setting& s) { return s.flag == flag; });
     if (it != settings.end()) {
+      // An option written in the label and given again by its flag: the
+      // user meant one of them, and taking either silently runs what the
+      // other one said not to.
+      auto in_label = std::find_if(parts.options.begin(), parts.options.end(),
+                                   [&](const auto& kv) { return kv.first == it->key; });
+      const std::string before = value_text(*it);
       set_from_string(*it, value);
+      if (in_label != parts.options.end() && value_text(*it) != before)
+        fail("{} {} and {}: two values for {}'s option '{}'; give it once", what, label,
+             flag + (type_name(*it).empty() ? "" : " " + value), choice.name(), it->key);
       continue;
     }
     std::vector<std::string> takers;

@@ -103,6 +103,10 @@ class Spec {
   virtual std::string unsupported_model(const Options& options, const Shape& shape, const ModelShape& model) const {
     return "";
   }
+  // Why each data-parallel replica's `batch_size` rows a micro-step cannot be
+  // cut as these options cut them ("" when they can): more pipeline
+  // micro-batches than rows.
+  virtual std::string unsupported_batch(const Options& options, int64_t batch_size) const { return ""; }
   // Why it cannot run the fused model (--fused: one QKV projection, fused
   // kernels, bf16-resident weights with fp32 masters); "" when it can.
   virtual std::string no_fused(const Options& options) const { return ""; }
@@ -158,6 +162,7 @@ class Choice {
   std::string unsupported_model(const Shape& shape, const ModelShape& model) const {
     return spec_->unsupported_model(*options_, shape, model);
   }
+  std::string unsupported_batch(int64_t batch_size) const { return spec_->unsupported_batch(*options_, batch_size); }
   std::string no_fused() const { return spec_->no_fused(*options_); }
   StateBytes memory(const MemoryInputs& in) const { return spec_->memory(*options_, in); }
 

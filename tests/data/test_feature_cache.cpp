@@ -11,6 +11,7 @@
 #include "data/features.h"
 #include "data/squad.h"
 #include "data_test_util.h"
+#include "core/error.h"
 #include "core/file_lock.h"
 
 using namespace hpcbench;
@@ -174,6 +175,36 @@ TEST_CASE("a token id outside the vocabulary is refused even under a matching ch
   const uint64_t sum = data::feature_cache_checksum(std::string_view(bytes).substr(0, bytes.size() - 16));
   std::memcpy(bytes.data() + bytes.size() - 16, &sum, 8);
   write_file_atomic(built.cache_file, bytes);
+  auto again = data::load_or_build_squad_features(test::squad_v11(), test::vocab_path(), cfg, true, cache);
+  CHECK_FALSE(again.from_cache);
+  require_same(again.features, built.features);
+}
+
+TEST_CASE("a cache file or folder linked to itself is a clear error naming it; a link to /dev/zero is rebuilt",
+          "[cache]") {
+  test::TempDir dir;
+  auto cache = dir.path / "cache";
+  data::FeatureConfig cfg{128, 32, 64};
+  auto built = data::load_or_build_squad_features(test::squad_v11(), test::vocab_path(), cfg, true, cache);
+  REQUIRE(!built.cache_file.empty());
+  const auto file = built.cache_file;
+  std::filesystem::remove(file);
+  std::filesystem::create_symlink(file, file);
+  try {
+    (void)data::load_or_build_squad_features(test::squad_v11(), test::vocab_path(), cfg, true, cache);
+    FAIL("a cache file linked to itself was read");
+  } catch (const UserError& e) {
+    CHECK(std::string(e.what()).find(file.string()) != std::string::npos);
+    CHECK(std::string(e.what()).find("loop of symbolic links") != std::string::npos);
+  }
+  // --cache-dir itself a link to itself.
+  auto loop = dir.path / "loop";
+  std::filesystem::create_symlink(loop, loop);
+  CHECK_THROWS_AS(data::load_or_build_squad_features(test::squad_v11(), test::vocab_path(), cfg, true, loop),
+                  UserError);
+  // An endless file where the cache file is: not read into memory, rebuilt.
+  std::filesystem::remove(file);
+  std::filesystem::create_symlink("/dev/zero", file);
   auto again = data::load_or_build_squad_features(test::squad_v11(), test::vocab_path(), cfg, true, cache);
   CHECK_FALSE(again.from_cache);
   require_same(again.features, built.features);

@@ -41,5 +41,8 @@ struct Layout {
 // when both are, differently.
 int64_t stages_given(const PipelineOptions& o);
 Layout layout_of(const PipelineOptions& o, int world);
+// Why a replica's `batch_size` rows cannot be cut into the micro-batches
+// ("" when they can; a batch_size of 0 is not known yet).
+std::string micro_batch_problem(const PipelineOptions& o, int64_t batch_size);
 
 }  // namespace hpcbench::strategies::pipeline

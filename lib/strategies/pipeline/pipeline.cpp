@@ -120,10 +120,7 @@ Topology Pipeline::setup(model::BertForQuestionAnswering& model, const StrategyC
   const auto l = pipeline::layout_of(opts_, ctx.world_size);
   const auto counts = pipeline::stage_layer_counts(model->config().num_hidden_layers, l.stages,
                                                    pipeline::parse_stage_layers(opts_.stage_layers));
-  if (ctx.batch_size > 0 && opts_.micro_batches > ctx.batch_size)
-    fail("--micro-batches {} with --batch-size {}: a micro-batch needs at least one row; use --micro-batches {} or "
-         "less (each data-parallel replica's --batch-size rows are cut into the micro-batches)",
-         opts_.micro_batches, ctx.batch_size, ctx.batch_size);
+  if (auto why = pipeline::micro_batch_problem(opts_, ctx.batch_size); !why.empty()) fail("{}", why);
   const Mesh mesh(ctx.world_size, {l.dp, l.stages, 1});
   const auto me = mesh.coord_of(ctx.rank);
   if (l.dp == 1) {

@@ -41,6 +41,15 @@ Layout layout_of(const PipelineOptions& o, int world) {
   return l;
 }
 
+std::string micro_batch_problem(const PipelineOptions& o, int64_t batch_size) {
+  if (batch_size > 0 && o.micro_batches > batch_size)
+    return fmt::format("--micro-batches {} with --batch-size {}: a micro-batch needs at least one row; use "
+                       "--micro-batches {} or less (each data-parallel replica's --batch-size rows are cut into the "
+                       "micro-batches)",
+                       o.micro_batches, batch_size, batch_size);
+  return "";
+}
+
 namespace {
 
 // Parameters on each stage: its layers' units, the embeddings on the first,
@@ -112,6 +121,9 @@ class PipelineSpec final : public Spec {
       return e.what();
     }
     return "";
+  }
+  std::string unsupported_batch(const Options& opts, int64_t batch_size) const override {
+    return micro_batch_problem(options_as<PipelineOptions>(opts), batch_size);
   }
   int data_parallel_size(const Options& opts, const Shape& shape) const override {
     return layout_of(options_as<PipelineOptions>(opts), shape.world()).dp;

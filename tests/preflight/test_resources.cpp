@@ -1,0 +1,87 @@
+// The memory the up-front check allows for: MemAvailable, and the job's
+// cgroup limit less what it uses, cgroup v2 (memory.max) or v1
+// (memory/memory.limit_in_bytes), read from a fake /proc and cgroup root
+// made by each test.
+#include "test_catch.h"
+
+#include <fstream>
+
+#include "preflight/resources.h"
+#include "test_env.h"
+
+using namespace hpcbench;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr size_t kGiB = size_t{1} << 30;
+
+void write(const fs::path& file, const std::string& text) {
+  fs::create_directories(file.parent_path());
+  std::ofstream(file) << text;
+}
+
+// A /proc/meminfo saying `gib` GiB are available.
+fs::path meminfo(const fs::path& dir, size_t gib) {
+  auto file = dir / "meminfo";
+  write(file, "MemTotal:       67108864 kB\nMemFree:         1000000 kB\nMemAvailable:   " +
+                  std::to_string(gib * 1024 * 1024) + " kB\n");
+  return file;
+}
+
+}  // namespace
+
+TEST_CASE("cgroup v1: memory.limit_in_bytes less memory.usage_in_bytes bounds the memory available") {
+  test::TempDir dir;
+  auto root = dir.path / "cgroup";
+  write(root / "memory" / "memory.limit_in_bytes", std::to_string(2 * kGiB) + "\n");
+  write(root / "memory" / "memory.usage_in_bytes", std::to_string(kGiB / 2) + "\n");
+  std::string source;
+  CHECK(preflight::available_memory_at(meminfo(dir.path, 8), root, &source) == 2 * kGiB - kGiB / 2);
+  CHECK(source.find("memory.limit_in_bytes") != std::string::npos);
+}
+
+TEST_CASE("cgroup v1 without a limit (2^63 rounded to a page) leaves MemAvailable") {
+  test::TempDir dir;
+  auto root = dir.path / "cgroup";
+  write(root / "memory" / "memory.limit_in_bytes", "9223372036854771712\n");
+  write(root / "memory" / "memory.usage_in_bytes", std::to_string(kGiB) + "\n");
+  std::string source;
+  CHECK(preflight::available_memory_at(meminfo(dir.path, 8), root, &source) == 8 * kGiB);
+  CHECK(source.find("MemAvailable") != std::string::npos);
+}
+
+TEST_CASE("cgroup v1 limit above MemAvailable leaves MemAvailable; v2 and v1 together: the lower") {
+  test::TempDir dir;
+  auto root = dir.path / "cgroup";
+  write(root / "memory" / "memory.limit_in_bytes", std::to_string(64 * kGiB));
+  CHECK(preflight::available_memory_at(meminfo(dir.path, 8), root) == 8 * kGiB);
+  write(root / "memory.max", std::to_string(4 * kGiB));
+  write(root / "memory.current", std::to_string(kGiB));
+  write(root / "memory" / "memory.limit_in_bytes", std::to_string(3 * kGiB));
+  write(root / "memory" / "memory.usage_in_bytes", "0");
+  std::string source;
+  CHECK(preflight::available_memory_at(meminfo(dir.path, 8), root, &source) == 3 * kGiB);
+  write(root / "memory" / "memory.limit_in_bytes", std::to_string(5 * kGiB));
+  CHECK(preflight::available_memory_at(meminfo(dir.path, 8), root, &source) == 3 * kGiB);
+  CHECK(source.find("memory.max") != std::string::npos);
+}
+
+TEST_CASE("a cgroup v1 limit already used up leaves nothing (not 'unknown'), so the check refuses") {
+  test::TempDir dir;
+  auto root = dir.path / "cgroup";
+  write(root / "memory" / "memory.limit_in_bytes", std::to_string(kGiB));
+  write(root / "memory" / "memory.usage_in_bytes", std::to_string(2 * kGiB));
+  const size_t avail = preflight::available_memory_at(meminfo(dir.path, 8), root);
+  CHECK(avail > 0);
+  CHECK(avail < 4096);
+}
+
+TEST_CASE("cgroup v2 'max' and unreadable or garbage limit files are no limit") {
+  test::TempDir dir;
+  auto root = dir.path / "cgroup";
+  write(root / "memory.max", "max\n");
+  write(root / "memory" / "memory.limit_in_bytes", "lots\n");
+  CHECK(preflight::available_memory_at(meminfo(dir.path, 8), root) == 8 * kGiB);
+  CHECK(preflight::available_memory_at(dir.path / "no-meminfo", dir.path / "no-cgroup") == 0);
+}

@@ -139,9 +139,11 @@ std::optional<size_t> choose_baseline(const std::vector<results::RunResult>& run
 }
 
 std::string configuration_key(const results::RunResult& r) {
-  return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", r.strategy, r.strategy_options, r.nodes,
+  // The engine too: a graphed or fused run is not a repeat of an eager one.
+  const bool graphed = r.cuda_graph.starts_with("captured");
+  return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", r.strategy, r.strategy_options, r.nodes,
                      r.gpus_per_node, r.world_size, r.device, r.device_name, r.precision, r.model, r.seq_length,
-                     r.data, r.batch_per_device, r.global_batch, r.grad_accum);
+                     r.data, r.batch_per_device, r.global_batch, r.grad_accum, graphed, r.fused);
 }
 
 std::string row_name(const ComparisonRow& row) {

@@ -217,10 +217,26 @@ void check_processes(const train::TrainConfig& cfg, const strategies::Choice& ch
     fail("--strategy {} on {} ranks with model {}: {}", choice.label(), processes.world(), model.name, why);
 }
 
+// --cuda-graph captures the whole optimizer step (docs/gpu.md, "CUDA graph"):
+// what would read the host inside it, or replay something other than what
+// was captured, is refused here rather than found out on a GPU.
+void check_cuda_graph(const train::TrainConfig& cfg, const strategies::Choice& choice) {
+  if (!cfg.cuda_graph) return;
+  if (auto why = choice.spec().no_cuda_graph(choice.options()); !why.empty())
+    fail("--cuda-graph with --strategy {}: {}", choice.label(), why);
+  if (cfg.precision == "fp16")
+    fail("--cuda-graph with --precision fp16: dynamic loss scaling reads its overflow verdict on the host every "
+         "step and skips the optimizer step on it, which a captured step cannot; use --precision bf16");
+  if (cfg.activation_checkpointing)
+    fail("--cuda-graph with --activation-checkpointing: the recompute saves and restores the device's random "
+         "generator state on the host (model/activation_checkpoint.cpp), which a capture forbids");
+}
+
 // What the job's flags decide, checked before anything starts.
 void check_options(const train::TrainConfig& cfg, const strategies::Choice& choice, const JobOptions& o) {
   train::validate(cfg);
   choice.validate(cfg.precision);
+  check_cuda_graph(cfg, choice);
   if (!(o.collective_timeout_s > 0)) fail("--collective-timeout {}: must be positive", o.collective_timeout_s);
   if (!(o.connect_timeout_s > 0)) fail("--connect-timeout {}: must be positive", o.connect_timeout_s);
   if (o.backend != "auto" && o.backend != "nccl" && o.backend != "gloo")

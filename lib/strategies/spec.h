@@ -99,6 +99,9 @@ class Spec {
   virtual std::string unsupported_model(const Options& options, const Shape& shape, const ModelShape& model) const {
     return "";
   }
+  // Why `--cuda-graph` cannot capture this strategy's optimizer step ("":
+  // it can); the run is refused before launch, naming the reason.
+  virtual std::string no_cuda_graph(const Options& options) const { return ""; }
   // Data-parallel replicas in a job of `shape` (every device, unless devices
   // hold parts of one model).
   virtual int data_parallel_size(const Options& options, const Shape& shape) const { return shape.world(); }

@@ -3,7 +3,7 @@
 #include "core/error.h"
 
 #if HPCBENCH_TRAIN_CUDA
-#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -47,7 +47,7 @@ class CudaGraphEvent final : public GraphEvent {
   }
 
  private:
-  at::cuda::CUDAEvent event_;
+  c10::cuda::CUDAEvent event_;
 };
 }  // namespace
 
@@ -62,7 +62,7 @@ struct StepGraph::Impl {
     // The side stream starts after everything already queued on the
     // current one (the model's set-up, the broadcast of its weights).
     auto previous = c10::cuda::getCurrentCUDAStream(d.index());
-    at::cuda::CUDAEvent ready;
+    c10::cuda::CUDAEvent ready;
     ready.record(previous);
     ready.block(stream);
     guard.emplace(stream);
@@ -82,7 +82,7 @@ StepGraph::~StepGraph() {
   if (!impl_) return;
   // Work queued on the side stream finishes before the default stream, which
   // evaluation and the run's end use, goes on.
-  at::cuda::CUDAEvent done;
+  c10::cuda::CUDAEvent done;
   done.record(impl_->stream);
   impl_->guard.reset();
   done.block(c10::cuda::getCurrentCUDAStream(impl_->device.index()));

@@ -103,7 +103,10 @@ namespace {
 std::atomic<bool> g_sync_armed{false};
 std::mutex g_sync_mutex;
 std::vector<std::string> g_syncs;
+// Inside a region whose reads are of host memory by construction: ATen's CPU
+// fused AdamW, or a scope the code names "hpcbench::cpu_only_read".
 thread_local int t_in_cpu_fused_adamw = 0;
+constexpr const char* kCpuOnlyRead = "hpcbench::cpu_only_read";
 
 bool is_sync_op(std::string_view name) {
   static const char* const kSyncs[] = {
@@ -122,6 +125,15 @@ bool first_tensor_on_cpu(const at::RecordFunction& fn) {
   return true;
 }
 
+// A wrapped number is a host scalar an operator was given (ddp divides by
+// the world size as one, as DDP's reducer does): reading it waits for no
+// device, on any device.
+bool reads_wrapped_number(const at::RecordFunction& fn) {
+  for (const auto& v : fn.inputs())
+    if (v.isTensor()) return v.toTensor().unsafeGetTensorImpl()->is_wrapped_number();
+  return false;
+}
+
 // copy_(self, src): into host memory from a device.
 bool device_to_host(const at::RecordFunction& fn) {
   auto in = fn.inputs();
@@ -132,12 +144,16 @@ bool device_to_host(const at::RecordFunction& fn) {
 std::unique_ptr<at::ObserverContext> on_sync_start(const at::RecordFunction& fn) {
   if (!g_sync_armed.load(std::memory_order_relaxed)) return nullptr;
   const std::string_view name = fn.name();
+  if (fn.scope() == at::RecordScope::USER_SCOPE) {
+    if (name == kCpuOnlyRead) ++t_in_cpu_fused_adamw;
+    return nullptr;
+  }
   if (name == "aten::_fused_adamw_" && first_tensor_on_cpu(fn)) {
     ++t_in_cpu_fused_adamw;
     return nullptr;
   }
   bool sync = false;
-  if (is_sync_op(name)) sync = t_in_cpu_fused_adamw == 0;
+  if (is_sync_op(name)) sync = t_in_cpu_fused_adamw == 0 && !reads_wrapped_number(fn);
   else if (name == "aten::copy_") sync = device_to_host(fn);
   if (sync) {
     std::lock_guard<std::mutex> lock(g_sync_mutex);
@@ -147,7 +163,10 @@ std::unique_ptr<at::ObserverContext> on_sync_start(const at::RecordFunction& fn)
 }
 
 void on_sync_end(const at::RecordFunction& fn, at::ObserverContext*) {
-  if (t_in_cpu_fused_adamw > 0 && std::string_view(fn.name()) == "aten::_fused_adamw_") --t_in_cpu_fused_adamw;
+  if (t_in_cpu_fused_adamw == 0) return;
+  const std::string_view name = fn.name();
+  if (name == "aten::_fused_adamw_" || (fn.scope() == at::RecordScope::USER_SCOPE && name == kCpuOnlyRead))
+    --t_in_cpu_fused_adamw;
 }
 
 }  // namespace
@@ -160,7 +179,7 @@ bool check_syncs_requested() {
 SyncDetector::SyncDetector(bool enabled) {
   if (!enabled) return;
   handle_ = at::addGlobalCallback(
-      at::RecordFunctionCallback(on_sync_start, on_sync_end).needsInputs(true).scopes({at::RecordScope::FUNCTION}));
+      at::RecordFunctionCallback(on_sync_start, on_sync_end).needsInputs(true).scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE}));
 }
 
 SyncDetector::~SyncDetector() {

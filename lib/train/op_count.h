@@ -57,9 +57,12 @@ class OpCounter {
 //   syncs rank <r> step <s>: <n> [names]
 // which is how the tests show that the --cuda-graph step never waits on the
 // device inside the step (docs/gpu.md): a capture would fail on any of them.
-// One exception, named where it is made: on a CPU, ATen's fused AdamW with
-// a tensor learning rate reads that rate through item() (its CPU kernel
-// takes a double); the CUDA kernel reads it on the device.
+// Exceptions, each a read of host memory by construction: on a CPU, ATen's
+// fused AdamW with a tensor learning rate reads that rate through item()
+// (its CPU kernel takes a double; the CUDA kernel reads it on the device);
+// code the caller names with RECORD_USER_SCOPE("hpcbench::cpu_only_read")
+// (the model's all-ones mask check, made on a CPU only); and a wrapped
+// number (a host scalar an operator was given as a tensor).
 bool check_syncs_requested();
 
 class SyncDetector {

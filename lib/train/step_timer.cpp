@@ -147,7 +147,7 @@ void StepTimer::capture_end() {
   for (size_t i = capture_from_; i < marks_.size(); ++i)
     captured_marks_.emplace_back(marks_[i].first, marks_[i].second.graph_event);
   // Recorded by the capture, not run: the replay that follows records them.
-  marks_.resize(capture_from_);
+  marks_.erase(marks_.begin() + static_cast<std::ptrdiff_t>(capture_from_), marks_.end());
 }
 
 void StepTimer::replayed() {

@@ -4,6 +4,7 @@
 #include "test_catch.h"
 
 #include <ATen/ATen.h>
+#include <ATen/ScalarOps.h>
 
 #include <algorithm>
 
@@ -108,4 +109,17 @@ TEST_CASE("fixed batch buffers hold what a gathered batch holds") {
   CHECK(at::equal(b.attention_mask, want.attention_mask));
   CHECK(at::equal(b.start_positions, want.start_positions));
   CHECK(at::equal(b.end_positions, want.end_positions));
+}
+
+TEST_CASE("a wrapped host scalar is no synchronisation, a tensor read is") {
+  train::SyncDetector d(true);
+  auto t = at::arange(4, at::kFloat);
+  auto out = at::empty_like(t);
+  auto scalar = at::native::wrapped_scalar_tensor(0.5);
+  d.arm();
+  at::mul_out(out, t, scalar);
+  CHECK(d.disarm().empty());
+  d.arm();
+  (void)t.sum().item<float>();
+  CHECK(!d.disarm().empty());
 }

@@ -34,9 +34,10 @@ Run run20(const test::TempDir& dir, const std::string& name, const std::string& 
 // Bit for bit: the graph-ready step runs the same operations on the same
 // values in the same order (the rate reaches ATen's fused AdamW as a double
 // tensor that its CPU kernel reads back exactly), so no tolerance is needed.
-// The only difference in what runs is the attention mask, which the eager
-// step leaves out for a batch without padding and a fixed buffer always
-// holds: with max-seq-length 64 every synthetic batch here has padding.
+// The one difference in what is passed is the attention mask, which the
+// eager step leaves out for a batch without padding and a fixed buffer
+// always holds: on a CPU the model drops an all-ones mask itself
+// (model::key_mask_of), so the same attention runs.
 void require_identical(const Run& graph, const Run& eager) {
   REQUIRE(graph.losses.size() == eager.losses.size());
   REQUIRE(graph.losses.size() == 20);

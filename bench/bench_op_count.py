@@ -19,7 +19,7 @@ tensors), so a short one keeps the CPU time down.
 
     V=/root/.cache/hpcbench/venv-9d1d7d1a288d
     $V/bin/python bench/bench_op_count.py --bin build/hpcbench \
-        [--model bert-base-uncased] [--seq 64] [--batch 2] [--ranks 1,2] [--no-reference]
+        [--model bert-base-uncased] [--seq 64] [--batch 2] [--ranks 1,2] [--no-reference] [--fused]
 """
 import argparse
 import os
@@ -46,16 +46,16 @@ PRESETS = {
 LINE = re.compile(r"ops rank (\d+) step (\d+): (\d+) top-level, (\d+) in all")
 
 
-def hpcbench_counts(args, name, nproc, workdir):
+def hpcbench_counts(args, name, nproc, workdir, fused=False):
     """Rank 0's counts per step after the warm-up: {step: (top, all)}."""
-    extra = STRATEGIES[name]
+    extra = STRATEGIES[name] + (["--fused"] if fused else [])
     cmd = [args.bin, "run", *extra, "--model", args.model, "--train-data", "synthetic",
            "--synthetic-samples", str(args.batch * max(nproc, 1) * (args.steps + args.warmup + 1)),
            "--max-seq-length", str(args.seq), "--doc-stride", str(args.seq // 2), "--batch-size", str(args.batch),
            "--max-steps", str(args.steps + args.warmup), "--timing-warmup-steps", str(args.warmup),
            "--precision", "fp32", "--device", "cpu", "--threads", "1", "--cache-dir", "none", "--log-every", "1000",
-           "--results-dir", workdir, "--run-name", f"{name}-{nproc}"]
-    if extra:
+           "--results-dir", workdir, "--run-name", f"{name}-{nproc}{'-fused' if fused else ''}"]
+    if STRATEGIES[name]:
         cmd[2:2] = ["--nproc-per-node", str(nproc)]
     r = subprocess.run(cmd, capture_output=True, text=True,
                        env=dict(os.environ, OMP_NUM_THREADS="1", HPCBENCH_COUNT_OPS="1"))
@@ -141,6 +141,8 @@ def main():
     ap.add_argument("--ranks", default="1,2")
     ap.add_argument("--strategies", default=",".join(STRATEGIES))
     ap.add_argument("--no-reference", action="store_true", help="hpcbench only")
+    ap.add_argument("--fused", action="store_true",
+                    help="each hpcbench row also with --fused (on the CPU the fused kernels are their ATen composites)")
     args = ap.parse_args()
     for s in args.strategies.split(","):
         if s not in STRATEGIES:
@@ -149,12 +151,14 @@ def main():
     with tempfile.TemporaryDirectory() as workdir:
         for name in args.strategies.split(","):
             for nproc in ([1] if name == "baseline" else [int(r) for r in args.ranks.split(",")]):
-                per_rank = hpcbench_counts(args, name, nproc, workdir)
-                steps = per_rank[0]
-                top = statistics.median(t for t, _ in steps.values())
-                total = statistics.median(a for _, a in steps.values())
-                same = len({v for r in per_rank.values() for v in r.values()}) == 1
-                rows.append((f"hpcbench {name}", nproc, top, total, "" if same else "counts differ by step/rank"))
+                for fused in [False, True] if args.fused else [False]:
+                    per_rank = hpcbench_counts(args, name, nproc, workdir, fused)
+                    steps = per_rank[0]
+                    top = statistics.median(t for t, _ in steps.values())
+                    total = statistics.median(a for _, a in steps.values())
+                    same = len({v for r in per_rank.values() for v in r.values()}) == 1
+                    rows.append((f"hpcbench {name}{' --fused' if fused else ''}", nproc, top, total,
+                                 "" if same else "counts differ by step/rank"))
     if not args.no_reference:
         counts = hf_counts(args)
         rows.append(("HF eager (fused AdamW, foreach clip)", 1, statistics.median(c[0] for c in counts),

@@ -9,6 +9,7 @@
 #include "core/version.h"
 #include "device/device.h"
 #include "hub/cache.h"
+#include "kernels/fused.h"
 #include "tensorboard/event_writer.h"
 
 namespace hpcbench::cli {
@@ -27,10 +28,12 @@ constexpr bool nccl_compiled() {
 
 std::string version_text() {
   return fmt::format("hpcbench {} (commit {})\nLibTorch {}\nCUDA support: {}\nNCCL support: {}\n"
-                     "TensorBoard writer: {}",
+                     "TensorBoard writer: {}\nFused CUDA kernels: {}",
                      version(), git_commit(), TORCH_VERSION, torch_cuda_compiled() ? "yes" : "no",
                      torch_cuda_compiled() && nccl_compiled() ? "yes (c10d ProcessGroupNCCL)" : "no",
-                     tensorboard::available() ? "yes (protobuf)" : "no (built without the protobuf library)");
+                     tensorboard::available() ? "yes (protobuf)" : "no (built without the protobuf library)",
+                     kernels::cuda_built() ? "yes (" + kernels::cuda_archs() + ")"
+                                           : std::string("no (built without nvcc or a CUDA LibTorch: ATen composites)"));
 }
 
 Action add_env(CLI::App& app) {

@@ -3,6 +3,7 @@
 #include <ATen/record_function.h>
 #include "model/activation_checkpoint.h"
 #include "model/sharding_units.h"
+#include "kernels/fused.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Half.h>
@@ -60,11 +61,15 @@ at::Tensor BertEmbeddingsImpl::forward(const at::Tensor& input_ids, const at::Te
   return dropout(LayerNorm(e));
 }
 
-BertSelfAttentionImpl::BertSelfAttentionImpl(const BertConfig& c, int64_t shards)
+BertSelfAttentionImpl::BertSelfAttentionImpl(const BertConfig& c, int64_t shards, bool fused)
     : heads_(c.num_attention_heads / shards),
       head_dim_(c.hidden_size / c.num_attention_heads),
       dropout_p_(c.attention_probs_dropout_prob) {
   const int64_t out = heads_ * head_dim_;
+  if (fused) {
+    qkv = register_module("qkv", torch::nn::Linear(c.hidden_size, 3 * out));
+    return;
+  }
   query = register_module("query", torch::nn::Linear(c.hidden_size, out));
   key = register_module("key", torch::nn::Linear(c.hidden_size, out));
   value = register_module("value", torch::nn::Linear(c.hidden_size, out));
@@ -73,9 +78,20 @@ BertSelfAttentionImpl::BertSelfAttentionImpl(const BertConfig& c, int64_t shards
 at::Tensor BertSelfAttentionImpl::forward(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive) {
   const int64_t b = x.size(0), s = x.size(1);
   auto heads = [&](const at::Tensor& t) { return t.view({b, s, heads_, head_dim_}).transpose(1, 2); };
-  auto q = heads(linear(query, x));
-  auto k = heads(linear(key, x));
-  auto v = heads(linear(value, x));
+  at::Tensor q, k, v;
+  if (qkv) {
+    // [b, s, 3, heads, d] -> three [b, heads, s, d] views of the one GEMM's
+    // output: SDPA takes them strided, as Hugging Face's separate
+    // projections' transposed views, so nothing is copied.
+    auto parts = linear(qkv, x).view({b, s, 3, heads_, head_dim_}).permute({2, 0, 3, 1, 4}).unbind(0);
+    q = parts[0];
+    k = parts[1];
+    v = parts[2];
+  } else {
+    q = heads(linear(query, x));
+    k = heads(linear(key, x));
+    v = heads(linear(value, x));
+  }
   // Built once per forward in the dtype the projections come out in (the
   // autocast dtype under mixed precision), which SDPA requires of a float mask.
   if (key_mask.defined() && (!additive.defined() || additive.scalar_type() != q.scalar_type()))
@@ -105,37 +121,46 @@ std::string sdpa_backend_used() {
   }
 }
 
-BertResidualOutputImpl::BertResidualOutputImpl(int64_t in, const BertConfig& c) {
+BertResidualOutputImpl::BertResidualOutputImpl(int64_t in, const BertConfig& c, bool fused) : fused_(fused) {
   dense = register_module("dense", torch::nn::Linear(in, c.hidden_size));
   LayerNorm = register_module("LayerNorm", layer_norm(c));
   dropout = register_module("dropout", torch::nn::Dropout(c.hidden_dropout_prob));
 }
 
 at::Tensor BertResidualOutputImpl::forward(const at::Tensor& x, const at::Tensor& residual) {
+  if (fused_) {
+    // The dropout module's probability and the module's training mode, as
+    // the unfused path's dropout(...) reads them.
+    return kernels::bias_dropout_add_layernorm(at::linear(x, dense->weight), dense->bias, residual, LayerNorm->weight,
+                                               LayerNorm->bias, dropout->options.p(), LayerNorm->options.eps(),
+                                               is_training());
+  }
   return LayerNorm(dropout(linear(dense, x)) + residual);
 }
 
-BertAttentionImpl::BertAttentionImpl(const BertConfig& c) {
-  self = register_module("self", BertSelfAttention(c));
-  output = register_module("output", BertResidualOutput(c.hidden_size, c));
+BertAttentionImpl::BertAttentionImpl(const BertConfig& c, bool fused) {
+  self = register_module("self", BertSelfAttention(c, 1, fused));
+  output = register_module("output", BertResidualOutput(c.hidden_size, c, fused));
 }
 
 at::Tensor BertAttentionImpl::forward(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive) {
   return output(self->forward(x, key_mask, additive), x);
 }
 
-BertIntermediateImpl::BertIntermediateImpl(const BertConfig& c, int64_t shards) : tanh_gelu_(c.hidden_act != "gelu") {
+BertIntermediateImpl::BertIntermediateImpl(const BertConfig& c, int64_t shards, bool fused)
+    : tanh_gelu_(c.hidden_act != "gelu"), fused_(fused && !tanh_gelu_) {
   dense = register_module("dense", torch::nn::Linear(c.hidden_size, c.intermediate_size / shards));
 }
 
 at::Tensor BertIntermediateImpl::forward(const at::Tensor& x) {
+  if (fused_) return kernels::bias_gelu(at::linear(x, dense->weight), dense->bias);
   return at::gelu(linear(dense, x), tanh_gelu_ ? "tanh" : "none");
 }
 
-BertLayerImpl::BertLayerImpl(const BertConfig& c) {
-  attention = register_module("attention", BertAttention(c));
-  intermediate = register_module("intermediate", BertIntermediate(c));
-  output = register_module("output", BertResidualOutput(c.intermediate_size, c));
+BertLayerImpl::BertLayerImpl(const BertConfig& c, bool fused) {
+  attention = register_module("attention", BertAttention(c, fused));
+  intermediate = register_module("intermediate", BertIntermediate(c, 1, fused));
+  output = register_module("output", BertResidualOutput(c.intermediate_size, c, fused));
 }
 
 at::Tensor BertLayerImpl::forward(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive) {
@@ -159,11 +184,11 @@ at::Tensor key_mask_of(const at::Tensor& attention_mask) {
   return keep.view({attention_mask.size(0), 1, 1, attention_mask.size(1)});
 }
 
-BertModelImpl::BertModelImpl(const BertConfig& c) {
+BertModelImpl::BertModelImpl(const BertConfig& c, bool fused) {
   embeddings = register_module("embeddings", BertEmbeddings(c));
   encoder = register_module("encoder", std::make_shared<torch::nn::Module>("BertEncoder"));
   layer = encoder->register_module("layer", torch::nn::ModuleList());
-  for (int64_t i = 0; i < c.num_hidden_layers; ++i) layer->push_back(BertLayer(c));
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) layer->push_back(BertLayer(c, fused));
 }
 
 at::Tensor BertModelImpl::forward(const at::Tensor& input_ids, const at::Tensor& token_type_ids,

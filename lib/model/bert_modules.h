@@ -30,12 +30,16 @@ class BertSelfAttentionImpl : public torch::nn::Module {
  public:
   // With `shards` > 1, the heads of one of that many tensor-parallel ranks
   // (model/tensor_parallel.h): query, key and value project to h / shards.
-  explicit BertSelfAttentionImpl(const BertConfig& c, int64_t shards = 1);
+  // `fused`: one [3h, h] projection `qkv` (query's rows, then key's, then
+  // value's: the three Hugging Face weights stacked) instead of three, so
+  // that the three projections are one GEMM.
+  explicit BertSelfAttentionImpl(const BertConfig& c, int64_t shards = 1, bool fused = false);
   // key_mask: [batch, 1, 1, seq] bool, true where a token may be attended to
   // (undefined: all). additive caches the additive mask across layers.
   at::Tensor forward(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive);
 
   torch::nn::Linear query{nullptr}, key{nullptr}, value{nullptr};
+  torch::nn::Linear qkv{nullptr};  // fused only (query, key and value are then null)
 
  private:
   int64_t heads_, head_dim_;
@@ -44,20 +48,26 @@ class BertSelfAttentionImpl : public torch::nn::Module {
 TORCH_MODULE(BertSelfAttention);
 
 // dense -> dropout -> LayerNorm(x + residual): BertSelfOutput and BertOutput.
+// `fused`: the GEMM without its bias, then bias, dropout, residual add and
+// LayerNorm in one kernel (kernels::bias_dropout_add_layernorm); the same
+// parameters under the same names.
 class BertResidualOutputImpl : public torch::nn::Module {
  public:
-  BertResidualOutputImpl(int64_t in, const BertConfig& c);
+  BertResidualOutputImpl(int64_t in, const BertConfig& c, bool fused = false);
   at::Tensor forward(const at::Tensor& x, const at::Tensor& residual);
 
   torch::nn::Linear dense{nullptr};
   torch::nn::LayerNorm LayerNorm{nullptr};  // NOLINT: Hugging Face's name
   torch::nn::Dropout dropout{nullptr};
+
+ private:
+  bool fused_;
 };
 TORCH_MODULE(BertResidualOutput);
 
 class BertAttentionImpl : public torch::nn::Module {
  public:
-  explicit BertAttentionImpl(const BertConfig& c);
+  explicit BertAttentionImpl(const BertConfig& c, bool fused = false);
   at::Tensor forward(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive);
 
   BertSelfAttention self{nullptr};
@@ -68,19 +78,22 @@ TORCH_MODULE(BertAttention);
 class BertIntermediateImpl : public torch::nn::Module {
  public:
   // `shards` > 1: one tensor-parallel rank's columns (i / shards outputs).
-  explicit BertIntermediateImpl(const BertConfig& c, int64_t shards = 1);
+  // `fused`: the GEMM without its bias, then bias + erf GELU in one kernel
+  // (kernels::bias_gelu); a tanh-GELU model (gelu_new) keeps at::gelu's.
+  explicit BertIntermediateImpl(const BertConfig& c, int64_t shards = 1, bool fused = false);
   at::Tensor forward(const at::Tensor& x);
 
   torch::nn::Linear dense{nullptr};
 
  private:
   bool tanh_gelu_;
+  bool fused_;
 };
 TORCH_MODULE(BertIntermediate);
 
 class BertLayerImpl : public torch::nn::Module {
  public:
-  explicit BertLayerImpl(const BertConfig& c);
+  explicit BertLayerImpl(const BertConfig& c, bool fused = false);
   at::Tensor forward(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive);
 
   BertAttention attention{nullptr};
@@ -108,9 +121,10 @@ at::Tensor key_mask_of(const at::Tensor& attention_mask);
 std::string sdpa_backend_used();
 
 // BertModel without the pooler (add_pooling_layer=False, as the QA model has it).
+// `fused`: its layers fused (BertLayerImpl's `fused`).
 class BertModelImpl : public torch::nn::Module {
  public:
-  explicit BertModelImpl(const BertConfig& c);
+  explicit BertModelImpl(const BertConfig& c, bool fused = false);
   // Returns the last hidden states [batch, seq, hidden].
   // `hooks` (may be null) are called around the embeddings (unit 0) and
   // each layer (unit 1 + i), as sharding_units() numbers them.

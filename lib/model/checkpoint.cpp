@@ -109,6 +109,45 @@ void check_config(const BertForQuestionAnsweringImpl& qa, const fs::path& weight
   same("type_vocab_size", m.type_vocab_size, file.type_vocab_size);
 }
 
+// The fused model's one query-key-value projection (bert_modules.h) and the
+// three Hugging Face tensors it stacks, in its row order.
+constexpr const char* kFusedQkv[] = {"attention.self.qkv.weight", "attention.self.qkv.bias"};
+constexpr const char* kQkvParts[] = {"query", "key", "value"};
+
+// `name` with its fused suffix replaced by `part`'s ("...self.query.weight"),
+// or "" when `name` is not a fused projection's.
+std::string qkv_part_name(const std::string& name, const char* part) {
+  for (const char* fused : kFusedQkv) {
+    if (!name.ends_with(fused)) continue;
+    const std::string_view suffix(fused);
+    const auto kind = suffix.substr(suffix.rfind('.'));  // ".weight" or ".bias"
+    return name.substr(0, name.size() - suffix.size()) + "attention.self." + part + std::string(kind);
+  }
+  return "";
+}
+
+// The file's query, key and value of a fused model's projection `name`,
+// stacked, checked part by part so that an error names the file's tensor.
+at::Tensor stacked_qkv(const std::map<std::string, at::Tensor>& tensors, const std::string& name,
+                       const at::Tensor& param, const fs::path& file, std::set<std::string>& used) {
+  std::vector<at::Tensor> parts;
+  auto part_shape = param.sizes().vec();
+  part_shape[0] /= 3;
+  for (const char* part : kQkvParts) {
+    const auto source = qkv_part_name(name, part);
+    auto it = tensors.find(source);
+    if (it == tensors.end())
+      fail("checkpoint {} has no tensor {} (shape {}): it is not a BERT checkpoint of this architecture",
+           file.string(), source, shape_str(part_shape));
+    if (it->second.sizes() != at::IntArrayRef(part_shape))
+      fail("checkpoint {}: tensor {} has shape {} but the model expects {}", file.string(), source,
+           shape_str(it->second.sizes()), shape_str(part_shape));
+    parts.push_back(it->second);
+    used.insert(source);
+  }
+  return at::cat(parts, 0);
+}
+
 }  // namespace
 
 std::map<std::string, at::Tensor> read_safetensors(const fs::path& path) {
@@ -210,6 +249,10 @@ LoadReport load_hf_checkpoint(torch::nn::Module& model, const fs::path& path) {
   for (auto& item : params) {
     const auto& name = item.key();
     auto& param = item.value();
+    if (!qkv_part_name(name, "query").empty()) {
+      tensors[name] = stacked_qkv(tensors, name, param, file, used);
+      used.insert(name);
+    }
     auto it = tensors.find(name);
     if (it == tensors.end()) {
       if (name.starts_with("qa_outputs.")) {
@@ -264,7 +307,16 @@ LoadReport load_hf_checkpoint(torch::nn::Module& model, const fs::path& path) {
 
 void save_checkpoint(const torch::nn::Module& model, const fs::path& path) {
   std::map<std::string, at::Tensor> tensors;
-  for (const auto& p : model.named_parameters(true)) tensors[p.key()] = p.value();
+  for (const auto& p : model.named_parameters(true)) {
+    // A fused projection is saved as the three tensors it stacks: the file
+    // is the unfused model's, byte for byte.
+    if (!qkv_part_name(p.key(), "query").empty()) {
+      auto parts = p.value().chunk(3, 0);
+      for (size_t k = 0; k < 3; ++k) tensors[qkv_part_name(p.key(), kQkvParts[k])] = parts[k];
+      continue;
+    }
+    tensors[p.key()] = p.value();
+  }
   for (const auto& b : model.named_buffers(true)) tensors[b.key()] = b.value();
   fs::path file = path;
   if (path.extension() != ".safetensors") {

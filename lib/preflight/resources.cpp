@@ -113,6 +113,7 @@ double model_state_per_rank(const train::TrainConfig& cfg, const strategies::Cho
   const bool mixed = cfg.precision == "bf16" || cfg.precision == "fp16";
   in.compute_bytes = mixed ? dtype_bytes(cfg.precision) : 4;
   in.reduce_bytes = in.compute_bytes;
+  in.resident = cfg.fused && cfg.precision == "bf16";
   return strategy.memory(in).total();
 }
 

@@ -55,7 +55,7 @@ Run build(const train::TrainConfig& cfg, const strategies::Choice& choice, const
   const int64_t n = r.data->size();
 
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
-  r.model = model::BertForQuestionAnswering(r.model_config);
+  r.model = model::BertForQuestionAnswering(r.model_config, cfg.fused);
   if (!cfg.checkpoint.empty()) model::load_hf_checkpoint(*r.model, cfg.checkpoint);
   r.model->to(r.device);
   r.model->train();
@@ -66,6 +66,7 @@ Run build(const train::TrainConfig& cfg, const strategies::Choice& choice, const
   strategies::StrategyContext sctx{r.device, ctx.rank, ctx.world_size, cfg.precision, ctx.comm, ctx.host_list(),
                                    {cfg.lr, cfg.weight_decay, cfg.adam_beta1, cfg.adam_beta2, cfg.adam_eps},
                                    cfg.batch_size};
+  sctx.fused = cfg.fused;
   r.topology = r.strategy->setup(r.model, sctx);
   const auto& t = r.topology;
 

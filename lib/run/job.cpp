@@ -237,6 +237,13 @@ void check_options(const train::TrainConfig& cfg, const strategies::Choice& choi
   train::validate(cfg);
   choice.validate(cfg.precision);
   check_cuda_graph(cfg, choice);
+  // --fused: the strategy must run the fused model (spec.h's no_fused).
+  if (cfg.fused) {
+    if (auto why = choice.no_fused(); !why.empty()) fail("--fused with --strategy {}: {}", choice.label(), why);
+    if (cfg.precision == "fp16")
+      fail("--fused with --precision fp16: the fused model keeps its weights in bf16 (or fp32), and fp16 weights "
+           "would need loss scaling of their own; use --precision bf16");
+  }
   if (!(o.collective_timeout_s > 0)) fail("--collective-timeout {}: must be positive", o.collective_timeout_s);
   if (!(o.connect_timeout_s > 0)) fail("--connect-timeout {}: must be positive", o.connect_timeout_s);
   if (o.backend != "auto" && o.backend != "nccl" && o.backend != "gloo")

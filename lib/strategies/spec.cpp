@@ -41,12 +41,15 @@ std::string join_options(const Choice& c, bool all_shown) {
 StateBytes replicated_state(const MemoryInputs& in) {
   double psi = 0;
   for (auto u : in.units) psi += static_cast<double>(u);
+  if (in.resident && in.compute_bytes != 4) return {(2.0 * in.compute_bytes + 16) * psi, 0};
   return {16 * psi, 0};
 }
 
-double replicated_state_bytes(int64_t parameters) {
+double replicated_state_bytes(int64_t parameters, bool resident, int compute_bytes) {
   MemoryInputs in;
   in.units = {parameters};
+  in.resident = resident;
+  in.compute_bytes = compute_bytes;
   return replicated_state(in).total();
 }
 

@@ -61,6 +61,10 @@ struct MemoryInputs {
   Shape shape;                 // the job's devices
   int compute_bytes = 4;       // 2 under bf16/fp16
   int reduce_bytes = 4;        // gradient reduction, unless the options name a dtype
+  // --fused under bf16: replicas hold their weights and gradients in the
+  // compute dtype beside fp32 masters and the masters' gradients
+  // (strategies/master_weights.h).
+  bool resident = false;
 };
 
 // Model-state bytes per rank (docs/memory.md): what survives between steps,
@@ -102,6 +106,9 @@ class Spec {
   // Why `--cuda-graph` cannot capture this strategy's optimizer step ("":
   // it can); the run is refused before launch, naming the reason.
   virtual std::string no_cuda_graph(const Options& options) const { return ""; }
+  // Why it cannot run the fused model (--fused: one QKV projection, fused
+  // kernels, bf16-resident weights with fp32 masters); "" when it can.
+  virtual std::string no_fused(const Options& options) const { return ""; }
   // Data-parallel replicas in a job of `shape` (every device, unless devices
   // hold parts of one model).
   virtual int data_parallel_size(const Options& options, const Shape& shape) const { return shape.world(); }
@@ -114,9 +121,11 @@ class Spec {
 };
 
 // Every rank holds the whole model and its optimizer: 16 bytes a parameter
-// (fp32 weights, gradients, Adam's two moments; under autocast too).
+// (fp32 weights, gradients, Adam's two moments; under autocast too), and
+// with resident weights 2 x compute bytes + 16 (bf16 weights and gradients,
+// fp32 masters, their gradients, Adam's moments: 20).
 StateBytes replicated_state(const MemoryInputs& in);
-double replicated_state_bytes(int64_t parameters);
+double replicated_state_bytes(int64_t parameters, bool resident = false, int compute_bytes = 2);
 
 template <typename O>
 const O& options_as(const Options& o) {
@@ -152,6 +161,7 @@ class Choice {
   std::string unsupported_model(const Shape& shape, const ModelShape& model) const {
     return spec_->unsupported_model(*options_, shape, model);
   }
+  std::string no_fused() const { return spec_->no_fused(*options_); }
   StateBytes memory(const MemoryInputs& in) const { return spec_->memory(*options_, in); }
 
   // Sets option `key` from text; UserError naming `what` and the keys known.

@@ -12,21 +12,61 @@ Topology replica_topology(const StrategyContext& ctx) {
   return t;
 }
 
+namespace {
+
+// make_adamw's two groups over the masters, split by their parameters' names.
+std::unique_ptr<torch::optim::AdamW> adamw_of_masters(torch::nn::Module& model, const MasterWeights& masters,
+                                                      const train::OptimizerConfig& cfg) {
+  std::vector<at::Tensor> decay, no_decay;
+  size_t k = 0;
+  for (auto& p : model.named_parameters(true)) {
+    if (!p.value().requires_grad()) continue;
+    (train::decays(p.key()) ? decay : no_decay).push_back(masters.masters().at(k++));
+  }
+  return train::make_adamw(std::move(decay), std::move(no_decay), cfg);
+}
+
+}  // namespace
+
 ReplicatedUpdater::ReplicatedUpdater(model::BertForQuestionAnswering model, const train::OptimizerConfig& cfg,
-                                     std::function<std::vector<at::Tensor>()> held)
+                                     std::function<std::vector<at::Tensor>()> held,
+                                     std::shared_ptr<MasterWeights> masters)
     : model_(std::move(model)),
       params_(model_->parameters()),
-      optimizer_(train::make_adamw(*model_, cfg)),
-      held_(std::move(held)) {}
+      optimizer_(masters ? adamw_of_masters(*model_, *masters, cfg) : train::make_adamw(*model_, cfg)),
+      held_(std::move(held)),
+      masters_(std::move(masters)) {}
 
-at::Tensor ReplicatedUpdater::clip(double max_norm) { return train::clip_grad_norm(params_, max_norm); }
+at::Tensor ReplicatedUpdater::clip(double max_norm) {
+  if (!masters_) return train::clip_grad_norm(params_, max_norm);
+  // The norm of the fp32 copies of the gradients, as the masters step them.
+  masters_->gradients_in();
+  masters_have_grads_ = true;
+  return train::clip_grad_norm(masters_->masters(), max_norm);
+}
 
-void ReplicatedUpdater::step() { optimizer_->step(); }
+void ReplicatedUpdater::step() {
+  if (masters_ && !masters_have_grads_) masters_->gradients_in();
+  optimizer_->step();
+  if (masters_) masters_->copy_out();
+  masters_have_grads_ = false;
+}
 
-void ReplicatedUpdater::zero_grad() { optimizer_->zero_grad(/*set_to_none=*/true); }
+void ReplicatedUpdater::zero_grad() {
+  optimizer_->zero_grad(/*set_to_none=*/true);
+  if (masters_)
+    for (auto& p : params_) p.mutable_grad() = at::Tensor();
+}
+
+void ReplicatedUpdater::gather_whole() {
+  if (masters_) masters_->use_masters();
+}
 
 size_t ReplicatedUpdater::state_bytes() const {
-  return train::model_state_bytes(model_->parameters(), *optimizer_, held_ ? held_() : std::vector<at::Tensor>{});
+  auto held = held_ ? held_() : std::vector<at::Tensor>{};
+  if (masters_)
+    for (auto& t : masters_->held()) held.push_back(t);
+  return train::model_state_bytes(model_->parameters(), *optimizer_, held);
 }
 
 }  // namespace hpcbench::strategies

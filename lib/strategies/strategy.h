@@ -37,6 +37,11 @@ struct StrategyContext {
   std::vector<std::string> hosts;
   train::OptimizerConfig optimizer;  // what the updater's AdamW is built with
   int64_t batch_size = 0;            // --batch-size: rows of a micro-step per device (0: not known)
+  // --fused: the model was built fused; under bf16 a strategy that runs it
+  // keeps its weights resident in bf16 with fp32 masters and runs forward
+  // without autocast (master_weights.h). Only strategies whose spec's
+  // no_fused() is "" see it set.
+  bool fused = false;
 };
 
 // Where this process sits in the job, as set-up found it. The trainer reads

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "model/bert.h"
+#include "strategies/master_weights.h"
 #include "train/optimizer.h"
 
 namespace hpcbench::strategies {
@@ -45,16 +46,20 @@ class Updater {
 
 // AdamW over the whole model (make_adamw's groups). `held`: tensors the
 // strategy keeps besides the model's (ddp's buckets), counted with its state,
-// each storage once.
+// each storage once. With `masters` (bf16-resident weights), AdamW steps
+// them, clipping reads their fp32 gradients, and the step ends by copying
+// them into the model's parameters; gather_whole puts them in the model.
 class ReplicatedUpdater final : public Updater {
  public:
   ReplicatedUpdater(model::BertForQuestionAnswering model, const train::OptimizerConfig& cfg,
-                    std::function<std::vector<at::Tensor>()> held = {});
+                    std::function<std::vector<at::Tensor>()> held = {},
+                    std::shared_ptr<MasterWeights> masters = nullptr);
   torch::optim::Optimizer& optimizer() override { return *optimizer_; }
   std::vector<at::Tensor> params() const override { return params_; }
   at::Tensor clip(double max_norm) override;
   void step() override;
   void zero_grad() override;
+  void gather_whole() override;
   size_t state_bytes() const override;
 
  private:
@@ -62,6 +67,8 @@ class ReplicatedUpdater final : public Updater {
   std::vector<at::Tensor> params_;
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   std::function<std::vector<at::Tensor>()> held_;
+  std::shared_ptr<MasterWeights> masters_;
+  bool masters_have_grads_ = false;  // gradients_in() ran since the last step
 };
 
 }  // namespace hpcbench::strategies

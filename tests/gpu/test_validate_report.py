@@ -5,7 +5,11 @@
   steps pull down; the references report the median);
 - a phase that left no rows (its reference runs failed) still renders in the summary
   instead of ending it with an IndexError;
-- the summary of every committed GPU results folder renders, with the versions line.
+- the summary of every committed GPU results folder renders, with the versions line;
+- the engine phase's summariser (a unit test of validate_report.py only, on a fabricated
+  engine.json: no GPU figure is checked here): ratios to HF eager and to the best compile
+  mode, the graphed and fused loss checks at their tolerances, issue 31's targets met and
+  not met, and the engine table in summary.md.
 
 Usage: test_validate_report.py REPO_ROOT"""
 import glob
@@ -51,6 +55,70 @@ with tempfile.TemporaryDirectory() as d:
     text = open(os.path.join(d, "summary.md")).read()
     assert "## baseline — FAILED" in text and "FAILED: batch 32: runs present" in text, text
 
+# --- The engine phase's summariser, on fabricated figures (a unit test of the summariser only).
+def side(sps, ms, losses, mfu=0.0, compile_s=None):
+    v = {"samples_per_s": sps, "step_ms_median": ms, "mfu": mfu, "peak_memory_bytes": 3 << 30,
+         "sdpa_backend": "cudnn_attention", "losses": losses}
+    if compile_s is not None:
+        v["compile_s"] = compile_s
+    return v
+
+
+eager_l = [4.0, 3.9, 3.8, 3.7]
+engine = {"phase": "engine", "kernels": {"status": "passed", "seconds": 3}, "checks": [], "rows": [
+    {"batch": 8, "eager_repeat_losses": [x * (1 + 2e-6) for x in eager_l], "sides": {
+        "hb-eager": side(280.0, 28.6, eager_l),
+        "hb-graph": side(700.0, 11.4, [x * (1 + 5e-6) for x in eager_l]),       # within 1e-5
+        "hb-graph-fused": side(900.0, 8.9, [x * (1 - 1.5e-3) for x in eager_l]),  # within 2e-3
+        "hf-eager": side(270.0, 29.6, eager_l),
+        "hf-compile-default": side(350.0, 22.9, eager_l, compile_s=41.0),
+        "hf-compile-reduce-overhead": side(800.0, 10.0, eager_l, compile_s=55.0),
+        "lightning": side(160.0, 50.0, eager_l)}},
+    {"batch": 32, "sides": {
+        "hb-eager": side(940.0, 34.0, eager_l),
+        "hb-graph": side(960.0, 33.3, [x * (1 + 3e-5) for x in eager_l]),       # outside 1e-5: a failed check
+        "hb-graph-fused": side(1300.0, 24.6, [x * (1 + 3e-3) for x in eager_l], mfu=0.28),  # outside 2e-3
+        "hf-eager": side(900.0, 35.5, eager_l),
+        "hf-compile-default": side(1200.0, 26.7, eager_l, compile_s=40.0),
+        "hf-compile-reduce-overhead": side(1250.0, 25.6, eager_l, compile_s=50.0)}}]}
+j = vr.derive_engine(json.loads(json.dumps(engine)))
+r8, r32 = j["rows"]
+assert abs(r8["sides"]["hb-graph-fused"]["vs_hf_eager"] - 900 / 270) < 1e-12, r8
+assert r8["best_compile"] == "hf-compile-reduce-overhead" and abs(r8["sides"]["hb-graph-fused"]["vs_best_compile"] - 900 / 800) < 1e-12
+assert r32["best_compile"] == "hf-compile-reduce-overhead", r32["best_compile"]
+assert abs(r8["eager_repeat_max_rel_diff"] - 2e-6) < 1e-9, r8["eager_repeat_max_rel_diff"]
+checks = {c["name"]: c["ok"] for c in j["checks"]}
+assert checks["engine losses, batch 8: hpcbench --cuda-graph against eager, per step over 4 steps"], checks
+assert checks["engine losses, batch 8: hpcbench --cuda-graph --fused against eager, per step over 4 steps"], checks
+assert not checks["engine losses, batch 32: hpcbench --cuda-graph against eager, per step over 4 steps"], checks
+assert not checks["engine losses, batch 32: hpcbench --cuda-graph --fused against eager, per step over 4 steps"], checks
+targets = {t["name"]: t["ok"] for t in j["targets"]}
+assert targets == {"batch 8: >= 3x HF eager samples/s": True,                   # 3.33x
+                   "batch 8: >= HF + compile reduce-overhead samples/s": True,  # 1.125x
+                   "batch 32: >= 1.3x HF eager samples/s": True,                # 1.44x
+                   "batch 32: >= the best HF + compile mode's samples/s": True,  # 1.04x reduce-overhead
+                   "batch 32: bf16 MFU >= 30 %": False}, targets                 # 28 %
+# Re-deriving a derived file gives the same checks, not twice as many.
+assert len(vr.derive_engine(j)["checks"]) == 4, j["checks"]
+# A batch whose graph + fused run is missing has its targets not met, saying why.
+miss = vr.derive_engine({"rows": [{"batch": 4, "sides": {"hf-eager": side(130.0, 30.0, eager_l)}}]})
+assert [t["ok"] for t in miss["targets"]] == [False, False] and miss["targets"][0]["detail"] == "no graph + fused run"
+with tempfile.TemporaryDirectory() as d:
+    with open(os.path.join(d, "engine.json"), "w") as f:
+        json.dump(engine, f)
+    out = subprocess.run([sys.executable, script, "summary", d, "--out", os.path.join(d, "summary.md")],
+                         capture_output=True, text=True)
+    assert "Traceback" not in out.stderr, out.stderr
+    assert out.returncode == 1, out.returncode  # batch 32's loss checks failed
+    text = open(os.path.join(d, "summary.md")).read()
+    assert "## engine" in text and "Kernel numerics (bench_kernels --check-only): passed in 3 s." in text, text
+    assert "| 8 | hpcbench --cuda-graph --fused | 900.0 | 8.90 | n/a | 3072 |  | cudnn_attention | 3.33x | 1.12x | 1.50e-03 |" \
+        in text, text
+    assert "| 8 | HF + compile (reduce-overhead) | 800.0 | 10.00 | n/a | 3072 | 55.0 | cudnn_attention | 2.96x | 1.00x |" \
+        in text, text
+    assert "NOT MET: batch 32: bf16 MFU >= 30 % (28.0 %)" in text and "met: batch 8: >= 3x HF eager samples/s (3.33x)" in text
+    assert "batch 8: 2.00e-06" in text, text
+
 folders = sorted(glob.glob(os.path.join(root, "results", "reference", "gpu", "*")))
 assert folders, "no committed GPU results under results/reference/gpu"
 for folder in folders:
@@ -65,4 +133,5 @@ for folder in folders:
         for r in base["rows"]:
             want = r["batch"] * 1000.0 / r["hpcbench"]["step_ms_median"] / r["hf_eager"]["samples_per_s"]
             assert abs(r["ratio_hf_eager"] - want) < 1e-9, (folder, r["batch"], r["ratio_hf_eager"], want)
-print(f"validate_report: ratios by the median, empty phases rendered, {len(folders)} committed folder(s) summarised")
+print(f"validate_report: ratios by the median, empty phases rendered, the engine summariser on fabricated figures, "
+      f"{len(folders)} committed folder(s) summarised")

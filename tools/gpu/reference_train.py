@@ -1,6 +1,10 @@
 """The Python references for tools/gpu/validate.sh: Hugging Face's
-BertForQuestionAnswering trained in eager PyTorch, or the same model under
-Lightning's Trainer, on exactly the batches an hpcbench run trained on.
+BertForQuestionAnswering trained in eager PyTorch, compiled with torch.compile
+(default, reduce-overhead or max-autotune), under Lightning's Trainer or
+sharded by FSDP2 at world size 1, on exactly the batches an hpcbench run
+trained on. Several trainers in one call (--trainer eager,compile-default,...)
+run one after the other in this process, each on a freshly initialised model
+and each written to its own JSON as it finishes.
 
 The batches come from the run's --dump-data file (the features and rank 0's
 sample order), so both sides see the same sequence lengths and attention
@@ -12,9 +16,19 @@ Same model configuration, sequence length, batch, precision, AdamW (decay on
 all but biases and LayerNorm), gradient clipping at 1.0 and step count as the
 hpcbench run. Step times are CUDA events around each whole step (data copy,
 forward, backward, clipping, optimizer), warm-up steps excluded, median.
+
+torch.compile compiles the model (forward, loss and, through AOTAutograd, its
+backward), the way users write it; clipping and the fused AdamW stay eager.
+Before the timed loop it runs COMPILE_WARM forward-backward passes on the first
+batch with the gradients dropped and no optimizer step (so the weights, and the
+losses that follow, are those of the eager run): tracing, Inductor's code
+generation and, under reduce-overhead, the CUDA graph's warm-up run and
+recording. Their wall time is compile_s, reported apart; the timed loop then
+excludes its warm-up steps as every other side does.
 MFU uses hpcbench's FLOP count (6*M*s + 12*L*h*s^2 per sample, M the weights
 of the Linear layers: lib/train/flops.h) and its peak table."""
 import argparse
+import gc
 import json
 import statistics
 import sys
@@ -47,6 +61,12 @@ PEAK = {
     "NVIDIA H200 NVL": H100_NVL,
 }
 SDPA_NAMES = {0: "math", 1: "flash_attention", 2: "efficient_attention", 3: "cudnn_attention", 4: "overrideable"}
+TRAINERS = ("eager", "compile-default", "compile-reduce-overhead", "compile-max-autotune", "lightning", "fsdp2")
+IMPL = {"eager": "hf-eager", "lightning": "lightning", "fsdp2": "fsdp2", "compile-default": "hf-compile-default",
+        "compile-reduce-overhead": "hf-compile-reduce-overhead", "compile-max-autotune": "hf-compile-max-autotune"}
+# reduce-overhead's CUDA graph trees run the compiled graph once to warm up, record it on
+# the second call and replay from the third: three passes leave every mode warm.
+COMPILE_WARM = 3
 
 
 def peak_tflops(name, precision):
@@ -63,6 +83,11 @@ class SdpaProbe:
         self.choice = None
         self._orig = F.scaled_dot_product_attention
         F.scaled_dot_product_attention = self
+
+    def uninstall(self):
+        """torch.compile traces the real function: Dynamo would break the graph at this
+        wrapper's host-side query and attribute write."""
+        F.scaled_dot_product_attention = self._orig
 
     def __call__(self, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **kw):
         if self.choice is None and torch.is_grad_enabled():
@@ -154,6 +179,61 @@ def run_eager(a, dev, batches, dtype):
         timer.stop()
         losses.append(out.loss.detach())
     return cfg, model, timer.ms(), [float(v) for v in losses]
+
+
+def run_compile(a, dev, batches, dtype, mode, probe):
+    """Hugging Face's model under torch.compile(mode=...). The SDPA kernel is asked of
+    the dispatcher in one eager forward with the first batch (its arguments are the
+    compiled graph's: AOTAutograd's trace asks the same dispatcher with the same shapes,
+    dtypes and mask), then the probe is removed so that Dynamo traces torch's own
+    function."""
+    cfg, model = make_model(a, dev)
+    x0 = {n: t.to(dev) for n, t in batches[0].items()}
+    with torch.autocast(dev.type, dtype=dtype, enabled=dtype is not None):
+        model(**x0)
+    probe.uninstall()
+    if dev.type == "cuda":
+        # The probe's eager activations are no part of the compiled side's peak.
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+    opt = torch.optim.AdamW(param_groups(model), lr=5e-5, fused=dev.type == "cuda")
+    scaler = torch.amp.GradScaler(dev.type, enabled=a.precision == "fp16")
+    cmodel = torch.compile(model, mode=None if mode == "default" else mode)
+    graphs = mode in ("reduce-overhead", "max-autotune") and dev.type == "cuda"
+
+    def forward(x):
+        if graphs:
+            # A new iteration: the CUDA graph trees may reuse the last replay's outputs.
+            torch.compiler.cudagraph_mark_step_begin()
+        with torch.autocast(dev.type, dtype=dtype, enabled=dtype is not None):
+            return cmodel(**x)
+
+    warm_s = []
+    for _ in range(COMPILE_WARM):
+        t0 = time.perf_counter()
+        scaler.scale(forward(x0).loss).backward()
+        opt.zero_grad(set_to_none=True)
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+        warm_s.append(time.perf_counter() - t0)
+    timer, losses = Timer(dev), []
+    for b in batches:
+        timer.start()
+        x = {n: t.to(dev, non_blocking=True) for n, t in b.items()}
+        out = forward(x)
+        scaler.scale(out.loss).backward()
+        scaler.unscale_(opt)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad(set_to_none=True)
+        timer.stop()
+        # A copy: the loss of a CUDA graph replay lives in the graph's memory, which the
+        # next replay overwrites.
+        losses.append(out.loss.detach().clone())
+    extra = {"compile_mode": mode, "compile_s": sum(warm_s), "compile_warm_steps_s": warm_s,
+             "cuda_graphs": graphs}
+    return cfg, model, timer.ms(), [float(v) for v in losses], extra
 
 
 def run_fsdp2(a, dev, batches, dtype):
@@ -254,34 +334,29 @@ def run_lightning(a, dev, batches, dtype):
     return cfg, model, timer.ms(), [float(v) for v in losses]
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--trainer", choices=["eager", "lightning", "fsdp2"], default="eager")
-    ap.add_argument("--model", default="bert-base-uncased", choices=sorted(PRESETS))
-    ap.add_argument("--data", required=True, help="an hpcbench run's --dump-data file")
-    ap.add_argument("--batch", type=int, required=True)
-    ap.add_argument("--precision", default="bf16", choices=["fp32", "tf32", "bf16", "fp16"])
-    ap.add_argument("--steps", type=int, required=True)
-    ap.add_argument("--warmup", type=int, default=10)
-    ap.add_argument("--device", default="cuda")
-    ap.add_argument("--dropout", type=float, default=0.1, help="BertConfig's hidden and attention dropout")
-    ap.add_argument("--json-out", required=True)
-    a = ap.parse_args()
-    if a.warmup >= a.steps:
-        sys.exit(f"--warmup {a.warmup} must be less than --steps {a.steps}")
+def trainers_of(text):
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [t for t in names if t not in TRAINERS]
+    if not names or bad:
+        sys.exit(f"--trainer {text}: unknown {', '.join(bad) or '(none given)'}; use a comma-separated list of "
+                 f"{', '.join(TRAINERS)}")
+    return names
 
-    dev = torch.device(a.device)
-    torch.backends.cuda.matmul.allow_tf32 = a.precision == "tf32"
-    torch.backends.cudnn.allow_tf32 = a.precision == "tf32"
-    if a.precision == "tf32":
-        torch.set_float32_matmul_precision("high")
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(a.precision)
-    batches = load_batches(a.data, a.steps, a.batch)
+
+def run_one(a, trainer, dev, batches, dtype, out_path):
     probe = SdpaProbe()
     if dev.type == "cuda":
+        torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
-    run = {"eager": run_eager, "lightning": run_lightning, "fsdp2": run_fsdp2}[a.trainer]
-    cfg, model, times, losses = run(a, dev, batches, dtype)
+    extra = {}
+    try:
+        if trainer.startswith("compile-"):
+            cfg, model, times, losses, extra = run_compile(a, dev, batches, dtype, trainer[len("compile-"):], probe)
+        else:
+            cfg, model, times, losses = {"eager": run_eager, "lightning": run_lightning, "fsdp2": run_fsdp2}[trainer](
+                a, dev, batches, dtype)
+    finally:
+        probe.uninstall()
     timed = times[a.warmup:]
     # FSDP2's parameters are DTensors: count the global shapes (world size 1 holds them whole anyway).
     matmul_weights = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
@@ -291,22 +366,73 @@ def main():
     sps = a.batch * 1000.0 / med
     name = torch.cuda.get_device_name() if dev.type == "cuda" else "cpu"
     peak = peak_tflops(name, a.precision)
-    res = {"impl": {"eager": "hf-eager", "lightning": "lightning", "fsdp2": "fsdp2"}[a.trainer], "device": name,
+    res = {"impl": IMPL[trainer], "device": name,
            "model": a.model, "dropout": a.dropout,
            "seq": s, "batch": a.batch, "precision": a.precision, "steps": a.steps, "warmup": a.warmup,
            "step_ms_median": med, "samples_per_s": sps, "mfu": sps * flops / (peak * 1e12) if peak else 0.0,
            "sdpa_backend": probe.choice or "none", "losses": losses,
            "peak_memory_bytes": torch.cuda.max_memory_allocated() if dev.type == "cuda" else 0,
-           "torch": torch.__version__}
-    if a.trainer == "lightning":
+           "torch": torch.__version__, **extra}
+    if trainer == "lightning":
         import lightning
         res["lightning"] = lightning.__version__
     import transformers
     res["transformers"] = transformers.__version__
-    with open(a.json_out, "w") as f:
+    with open(out_path, "w") as f:
         json.dump(res, f, indent=1)
+    ctime = f", compile {res['compile_s']:.1f} s apart" if "compile_s" in res else ""
     print(f"{res['impl']:<10} {name}: {a.model} seq {s} batch {a.batch} {a.precision}: {med:.2f} ms/step, "
-          f"{sps:.1f} samples/s, MFU {100 * res['mfu']:.1f}%, SDPA {res['sdpa_backend']}")
+          f"{sps:.1f} samples/s, MFU {100 * res['mfu']:.1f}%, SDPA {res['sdpa_backend']}{ctime}", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--trainer", default="eager",
+                    help=f"one or several (comma-separated, run in this order) of {', '.join(TRAINERS)}; "
+                         "compile-max-autotune takes minutes to compile")
+    ap.add_argument("--model", default="bert-base-uncased", choices=sorted(PRESETS))
+    ap.add_argument("--data", required=True, help="an hpcbench run's --dump-data file")
+    ap.add_argument("--batch", type=int, required=True)
+    ap.add_argument("--precision", default="bf16", choices=["fp32", "tf32", "bf16", "fp16"])
+    ap.add_argument("--steps", type=int, required=True)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--dropout", type=float, default=0.1, help="BertConfig's hidden and attention dropout")
+    ap.add_argument("--json-out", required=True,
+                    help="the result's JSON; with several trainers a name holding {trainer}, one file each")
+    a = ap.parse_args()
+    if a.warmup >= a.steps:
+        sys.exit(f"--warmup {a.warmup} must be less than --steps {a.steps}")
+    trainers = trainers_of(a.trainer)
+    if len(trainers) > 1 and "{trainer}" not in a.json_out:
+        sys.exit(f"--json-out {a.json_out}: with several trainers ({a.trainer}) it must hold {{trainer}}")
+
+    dev = torch.device(a.device)
+    torch.backends.cuda.matmul.allow_tf32 = a.precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = a.precision == "tf32"
+    if a.precision == "tf32":
+        torch.set_float32_matmul_precision("high")
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(a.precision)
+    batches = load_batches(a.data, a.steps, a.batch)
+    failed = []
+    for trainer in trainers:
+        out_path = a.json_out.replace("{trainer}", trainer)
+        try:
+            run_one(a, trainer, dev, batches, dtype, out_path)
+        except Exception as e:  # noqa: BLE001 - one trainer failing must not cost the others' figures
+            import traceback
+
+            traceback.print_exc()
+            failed.append(trainer)
+            with open(out_path, "w") as f:
+                json.dump({"impl": IMPL[trainer], "batch": a.batch, "error": f"{type(e).__name__}: {e}"}, f, indent=1)
+        gc.collect()
+        if trainer.startswith("compile-"):
+            # The next compiled trainer compiles afresh, as a user's separate process would
+            # (Inductor's on-disk caches stay, as they would for that user too).
+            torch._dynamo.reset()
+    if failed:
+        sys.exit(f"reference_train.py: {', '.join(failed)} failed (see above)")
 
 
 if __name__ == "__main__":

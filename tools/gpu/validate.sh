@@ -3,25 +3,39 @@
 # 10-minute call on a 16-core one-GPU machine with no network (python3 with
 # torch, transformers, lightning; cmake, ninja, nvcc; no Debian -dev packages).
 #
-#   tools/gpu/validate.sh [--dry] PHASE...      PHASE: build baseline precision strategies shared-gpu, or all
+#   tools/gpu/validate.sh [--dry] PHASE...
+#       PHASE: build engine baseline precision strategies shared-gpu, or all (that order)
 #
 #   build       configure and build against the machine's torch with the staged
 #               headers (.gpu-deps from tools/gpu/stage-deps.sh; carry it)
+#   engine      the fast engine: bench_kernels --check-only (every custom kernel against
+#               its ATen composite; a failure stops the phase), then bert-base seq 384 bf16,
+#               dropout off, at batch 8, 32 and 4: hpcbench eager, --cuda-graph and
+#               --cuda-graph --fused beside Hugging Face eager, HF + torch.compile (default,
+#               reduce-overhead; max-autotune with HPCBENCH_ENGINE_AUTOTUNE=1) and Lightning
+#               on the same batches; graphed and fused losses against eager's; each batch's
+#               results written as it finishes (HPCBENCH_ENGINE_BATCHES, default "8 32 4";
+#               HPCBENCH_ENGINE_BUDGET_S: no batch started past it, no compile past it)
 #   baseline    bert-base, seq 384, bf16, batch 32 and 4: hpcbench beside Hugging Face
 #               eager and Lightning on the same batches (lengths, masks), SDPA backends
 #   precision   fp32, tf32, fp16, bf16 at batch 32, each beside Hugging Face eager
-#   strategies  every strategy with --keep-collectives at world size 1 (NCCL for real)
-#               against the baseline: step overhead, losses; bench-comm on NCCL at world
-#               size 1 and a device-to-device copy for scale
+#   strategies  every strategy with --keep-collectives at world size 1 (NCCL for real;
+#               pipeline and tensor included, which have no collective at one rank)
+#               against the baseline: step overhead, losses; PyTorch's FSDP2 at world size 1
+#               against HF eager on the same batches; bench-comm on NCCL at world size 1 and
+#               a device-to-device copy for scale
 #   shared-gpu  2 and 4 ranks sharing the GPU over Gloo (--backend gloo --allow-shared-gpu):
 #               every strategy's losses against the baseline's at the same global batch,
 #               and the evaluation gather on real SQuAD
-#               (HPCBENCH_SHARED_STEPS steps each, default 8: fewer when device time is short)
+#               (HPCBENCH_SHARED_STEPS steps each, default 8: fewer when device time is short);
+#               first pipeline (gpipe, 1f1b; 2 stages) and tensor (tp 2) on 2 ranks, their
+#               bubble beside (P-1)/(M+P-1); HPCBENCH_SHARED_SCOPE=model-parallel runs only those
 #
 # Each phase writes <phase>.json (its figures and checks) and <phase>-runs.tar.gz (the
 # run folders' summary.csv, run.json, loss.csv, utilisation.csv), and every call ends
 # with summary.md over the phases present and validate.log: at most 8 files for 3
 # phases. They go to $OUT (the device tool's folder) or results/gpu/<device>-<date>/.
+# tools/gpu/run-second-table.sh is the one prepared call of engine, strategies, shared-gpu.
 # tools/gpu/validate_report.py summary DIR... rebuilds summary.md from several calls.
 #
 # --dry: every phase on this CPU machine with tiny shapes (bert-tiny, seq 64, a few
@@ -37,13 +51,15 @@ phases=()
 for a in "$@"; do
   case "$a" in
     --dry) dry=1 ;;
-    all) phases+=(build baseline precision strategies shared-gpu) ;;
-    build | baseline | precision | strategies | shared-gpu) phases+=("$a") ;;
-    *) echo "validate.sh: unknown phase or option '$a' (phases: build baseline precision strategies shared-gpu all; --dry)" >&2
+    # The order of importance of the next GPU run (issue 32): the engine first, then the
+    # strategies at world size 1, then ranks sharing the GPU; the first run's phases after.
+    all) phases+=(build engine strategies shared-gpu baseline precision) ;;
+    build | engine | baseline | precision | strategies | shared-gpu) phases+=("$a") ;;
+    *) echo "validate.sh: unknown phase or option '$a' (phases: build engine baseline precision strategies shared-gpu all; --dry)" >&2
        exit 2 ;;
   esac
 done
-((${#phases[@]})) || { echo "usage: tools/gpu/validate.sh [--dry] PHASE... (build baseline precision strategies shared-gpu all)" >&2; exit 2; }
+((${#phases[@]})) || { echo "usage: tools/gpu/validate.sh [--dry] PHASE... (build engine baseline precision strategies shared-gpu all)" >&2; exit 2; }
 
 # The Python that has torch: $HPCBENCH_PY, else python3, else the GPU image's venv.
 PY=${HPCBENCH_PY:-}
@@ -61,11 +77,17 @@ export PYTHONUNBUFFERED=1
 if ((dry)); then
   device=cpu model=bert-tiny seq=64 stride=32 big=8 small=2 steps=6 warm=2 samples=64 sample_ms=50 shared_seq=32
   eval_seq=64 eval_stride=16 eval_batch=4
+  # Two batches, so that the per-batch writing is exercised; torch.compile only at the first
+  # (Inductor's C++ code generation takes about a minute a mode on 2 cores, the same code
+  # path at every batch).
+  engine_batches="4 2" engine_compile_batches=4
   label=cpu-dry
 else
   device=cuda model=bert-base-uncased seq=384 stride=128 big=32 small=4 steps=40 warm=10 samples=2048 sample_ms=100
   shared_seq=128
   eval_seq=128 eval_stride=32 eval_batch=8
+  # The users' batch first, then the MFU target's, then the most launch-bound one.
+  engine_batches="8 32 4" engine_compile_batches=all
   label=$("$PY" -c 'import torch; print(torch.cuda.get_device_name().replace(" ", "-"))' 2>/dev/null || echo gpu)
 fi
 OUTDIR=${OUT:-results/gpu/$label-$(date +%Y%m%d)}
@@ -76,6 +98,7 @@ mkdir -p "$work"
 log="$OUTDIR/validate.log"
 BIN=${HPCBENCH_BIN:-$root/build-gpu/hpcbench}
 report() { "$PY" "$root/tools/gpu/validate_report.py" "$@"; }
+engine_batches=${HPCBENCH_ENGINE_BATCHES:-$engine_batches}
 say() { printf '\n=== %s\n' "$*" | tee -a "$log"; }
 # Every command's output goes to the log and the terminal; a failing command fails
 # its phase, which is recorded and the next phase still runs.
@@ -95,7 +118,8 @@ ref_run() {  # trainer, precision, batch, dump, json, then reference_train.py fl
     --batch "$batch" --data "$data" --steps "$steps" --warmup "$warm" --device "$device" --json-out "$json" "$@"
 }
 
-phase_build() {
+phase_build() {  # [record]: where build.json goes (a build that another phase needed keeps it out of $OUT)
+  local record=${1:-$OUTDIR/build.json}
   if ((dry)) && [[ -n ${HPCBENCH_BIN:-} ]]; then
     say "build: --dry uses the suite's binary $BIN"
   elif [[ -n ${HPCBENCH_BIN:-} ]] && "$BIN" --version >/dev/null 2>&1; then
@@ -110,10 +134,12 @@ phase_build() {
     [[ -d $root/.gpu-deps ]] && deps=(-DHPCBENCH_DEPS_DIR="$root/.gpu-deps")
     say "build: cmake against $prefix ${deps[*]}"
     run cmake -S "$root" -B "$root/build-gpu" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
-      "${deps[@]}" -DHPCBENCH_BUILD_TESTS=OFF -DHPCBENCH_BUILD_BENCH=OFF -DHPCBENCH_USE_CCACHE=OFF \
+      "${deps[@]}" -DHPCBENCH_BUILD_TESTS=OFF -DHPCBENCH_BUILD_BENCH=ON -DHPCBENCH_USE_CCACHE=OFF \
       -DTORCH_CUDA_ARCH_LIST=9.0 >/dev/null
-    local t0=$SECONDS
-    run cmake --build "$root/build-gpu" -j"$(nproc)" --target hpcbench >/dev/null
+    local t0=$SECONDS targets=(hpcbench)
+    # The engine phase's kernel check, where the tree has it.
+    if cmake --build "$root/build-gpu" --target help 2>/dev/null | grep -q '^bench_kernels:'; then targets+=(bench_kernels); fi
+    run cmake --build "$root/build-gpu" -j"$(nproc)" --target "${targets[@]}" >/dev/null
     echo "build seconds: $((SECONDS - t0))" | tee -a "$log"
     # The binary comes back with the results when asked (HPCBENCH_EXPORT_BIN=1), so that a
     # later call on a fresh machine carries it (HPCBENCH_BIN) instead of building again.
@@ -123,11 +149,102 @@ phase_build() {
   fi
   run "$BIN" --version
   run "$BIN" env
-  report build "$work" "$OUTDIR/build.json" --bin "$BIN"
+  report build "$work" "$record" --bin "$BIN"
 }
 
 ensure_bin() {
-  [[ -x $BIN ]] || phase_build
+  # A carried binary that does not load here is rebuilt; the record stays with the work
+  # files so that a call of three phases keeps to 8 files in $OUT.
+  [[ -x $BIN ]] && "$BIN" --version >/dev/null 2>&1 || phase_build "$work/build.json"
+}
+
+# Seconds since the phase began against its budget (HPCBENCH_<PHASE>_BUDGET_S; 0 or unset:
+# none). What a phase leaves out for time is named in $work/skipped-<phase>.txt and its JSON.
+within_budget() {  # phase, what would run
+  local var=HPCBENCH_${1^^}_BUDGET_S
+  var=${var//-/_}
+  local budget=${!var:-0}
+  if ((budget > 0 && SECONDS - phase_t0 >= budget)); then
+    say "$1: $2 not run: the phase's budget of $budget s is spent ($((SECONDS - phase_t0)) s)"
+    echo "$2" >>"$work/skipped-$1.txt"
+    return 1
+  fi
+}
+
+# The run folders (and the references' JSONs under runs/ref) so far, into <phase>-runs.tar.gz:
+# a call cut short keeps what finished.
+snapshot_runs() {  # phase
+  [[ -d $work/runs ]] || return 0
+  (cd "$work/runs" && find . -name summary.csv -o -name run.json -o -name loss.csv -o -name utilisation.csv \
+    -o -path './ref/*.json' | tar -czf "$OUTDIR/$1-runs.tar.gz" -T -) || true
+}
+
+bench_kernels_bin() {
+  local c d
+  d=$(dirname "$BIN")
+  for c in "${HPCBENCH_BENCH_KERNELS:-}" "$d/bench_kernels" "$d/bench/bench_kernels" "$root/build-gpu/bench/bench_kernels" \
+    "$root/build/bench/bench_kernels" "$root/build/bench_kernels"; do
+    [[ -n $c && -x $c ]] && { echo "$c"; return 0; }
+  done
+  return 1
+}
+
+phase_engine() {
+  ensure_bin
+  "$BIN" --version >"$work/engine-version.txt" 2>&1 || true
+  # 1. The numerics of every custom kernel against its ATen composite (on a CPU: the
+  # composites against the unfused modules), before any timing: a wrong kernel's speed is
+  # no figure.
+  local kb rc=0 t0=$SECONDS
+  if kb=$(bench_kernels_bin); then
+    say "engine: kernel numerics ($kb --check-only)"
+    # run's copy goes to the log; the terminal gets the end.
+    run "$kb" --check-only >"$work/kernels.out" 2>&1 || rc=$?
+    tail -n 30 "$work/kernels.out"
+    "$PY" -c 'import json, sys; json.dump({"status": "passed" if sys.argv[2] == "0" else "failed", "exe": sys.argv[1],
+"rc": int(sys.argv[2]), "seconds": int(sys.argv[3]), "output_tail": open(sys.argv[4]).read()[-4000:]}, open(sys.argv[5], "w"))' \
+      "$kb" "$rc" "$((SECONDS - t0))" "$work/kernels.out" "$work/kernels.json"
+  else
+    say "engine: kernel numerics: bench_kernels not built (looked beside $BIN, in build-gpu/ and build/; HPCBENCH_BENCH_KERNELS names it)"
+    echo '{"status": "not built"}' >"$work/kernels.json"
+  fi
+  if ((rc != 0)); then
+    say "engine: the kernel check failed: no timed runs"
+    report engine "$work" "$OUTDIR/engine.json" --batches "" $( ((dry)) && echo --dry)
+    return 1
+  fi
+  # 2. Timed runs, batch by batch. Dropout off everywhere: graphed losses must then equal
+  # eager's, and every side does the same work.
+  local b done_batches=() trainers
+  for b in $engine_batches; do
+    within_budget engine "batch $b" || continue
+    local common=(--precision bf16 --batch-size "$b" --dropout 0)
+    say "engine: batch $b: hpcbench eager, --cuda-graph, --cuda-graph --fused"
+    hb_run "engine-b$b-eager" "${common[@]}" --dump-data "$work/data-engine-b$b.safetensors"
+    hb_run "engine-b$b-graph" "${common[@]}" --cuda-graph
+    hb_run "engine-b$b-graph-fused" "${common[@]}" --cuda-graph --fused
+    if [[ $b == "${engine_batches%% *}" ]]; then
+      # Eager against itself: how far apart two identical runs' losses are (attention's
+      # backward may use atomics), to read the graphed-against-eager difference against.
+      hb_run "engine-b$b-eager-repeat" "${common[@]}"
+    fi
+    trainers=eager
+    if [[ $engine_compile_batches == all || " $engine_compile_batches " == *" $b "* ]] &&
+      within_budget engine "batch $b: torch.compile"; then
+      trainers+=,compile-reduce-overhead,compile-default
+      [[ ${HPCBENCH_ENGINE_AUTOTUNE:-0} == 1 ]] && trainers+=,compile-max-autotune
+    fi
+    trainers+=,lightning
+    say "engine: batch $b: Hugging Face ($trainers), the same batches"
+    mkdir -p "$work/runs/ref"
+    ref_run "$trainers" bf16 "$b" "$work/data-engine-b$b.safetensors" "$work/runs/ref/engine-b$b-{trainer}.json" \
+      --dropout 0
+    done_batches+=("$b")
+    report engine "$work" "$OUTDIR/engine.json" --batches "$(IFS=,; echo "${done_batches[*]}")" $( ((dry)) && echo --dry) ||
+      true
+    snapshot_runs engine
+  done
+  report engine "$work" "$OUTDIR/engine.json" --batches "$(IFS=,; echo "${done_batches[*]}")" $( ((dry)) && echo --dry)
 }
 
 phase_baseline() {
@@ -171,6 +288,11 @@ phase_strategies() {
   for z in 1 2 3; do hb_run "strat-zero$z" "${common[@]}" --strategy zero --zero-stage "$z" --keep-collectives; done
   hb_run strat-fsdp-full "${common[@]}" --strategy fsdp --sharding full --keep-collectives
   hb_run strat-fsdp-grad-op "${common[@]}" --strategy fsdp --sharding grad-op --keep-collectives
+  # One stage of 4 micro-batches, one tensor-parallel rank: at world size 1 their groups hold
+  # one rank and run no collective (--keep-collectives keeps what there is: nothing); their
+  # step over the baseline's is the micro-batching's and the split layers' own cost.
+  hb_run strat-pipeline "${common[@]}" --strategy pipeline --keep-collectives
+  hb_run strat-tensor "${common[@]}" --strategy tensor --keep-collectives
   say "strategies: bench-comm at world size 1"
   local max=1G
   ((dry)) && max=1M
@@ -191,9 +313,26 @@ phase_shared_gpu() {
   local shared=(--precision fp32 --dropout 0 --max-steps "$s" --timing-warmup-steps 1 --max-seq-length "$shared_seq"
     --doc-stride $((shared_seq / 2)))
   local gloo=(--backend gloo --allow-shared-gpu --collective-timeout 600)
+  # Model parallelism first (never run on a GPU before): 2 stages or 2 tensor ranks, one
+  # replica, so each trains the whole global batch of the 2-rank baseline.
+  local scope=${HPCBENCH_SHARED_SCOPE:-all}
+  say "shared-gpu: pipeline (gpipe, 1f1b; 2 stages, 4 micro-batches) and tensor (tp 2) on 2 ranks, batch $((2 * per))"
+  hb_run shared-w2-baseline "${shared[@]}" --batch-size $((2 * per))
+  local sched
+  for sched in gpipe 1f1b; do
+    hb_run "shared-w2-pipeline-$sched" "${shared[@]}" --batch-size $((2 * per)) --strategy pipeline --stages 2 \
+      --micro-batches 4 --schedule "$sched" --nproc-per-node 2 "${gloo[@]}"
+  done
+  hb_run shared-w2-tensor "${shared[@]}" --batch-size $((2 * per)) --strategy tensor --tp-size 2 --nproc-per-node 2 \
+    "${gloo[@]}"
+  snapshot_runs shared-gpu
+  if [[ $scope == model-parallel ]]; then
+    report shared-gpu "$work" "$OUTDIR/shared-gpu.json" --scope model-parallel
+    return
+  fi
   for w in 2 4; do
     say "shared-gpu: $w ranks, per-rank batch $per"
-    hb_run "shared-w$w-baseline" "${shared[@]}" --batch-size $((w * per))
+    ((w == 2)) || hb_run "shared-w$w-baseline" "${shared[@]}" --batch-size $((w * per))
     hb_run "shared-w$w-ddp" "${shared[@]}" --batch-size "$per" --strategy ddp --nproc-per-node "$w" "${gloo[@]}"
     local z
     for z in 1 2 3; do
@@ -234,8 +373,8 @@ num_attention_heads=2, intermediate_size=512); json.dump(c, open(sys.argv[2], "w
 
 status=0
 for ph in "${phases[@]}"; do
-  t0=$SECONDS
-  rm -f "$OUTDIR/$ph.json"
+  t0=$SECONDS phase_t0=$SECONDS
+  rm -f "$OUTDIR/$ph.json" "$work/skipped-$ph.txt"
   if "phase_${ph//-/_}"; then ok=1; else ok=0 status=1; fi
   # The phase's figures stay when a check or a later command failed; a phase that
   # left none is recorded as failed all the same.
@@ -248,8 +387,7 @@ j["seconds"] = secs
 json.dump(j, open(path, "w"), indent=1)' "$OUTDIR/$ph.json" "$ph" "$ok" "$((SECONDS - t0))"
   if ((ok)); then say "phase $ph done in $((SECONDS - t0)) s"; else say "phase $ph FAILED (see the log above)"; fi
   if [[ $ph != build && -d $work/runs ]]; then
-    (cd "$work/runs" && find . -name summary.csv -o -name run.json -o -name loss.csv -o -name utilisation.csv |
-      tar -czf "$OUTDIR/$ph-runs.tar.gz" -T -) || true
+    snapshot_runs "$ph"
     rm -rf "$work/runs"
   fi
 done

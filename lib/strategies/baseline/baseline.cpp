@@ -8,15 +8,18 @@ Topology Baseline::setup(model::BertForQuestionAnswering& model, const StrategyC
   ctx_ = ctx;
   int64_t parameters = 0;
   for (auto& p : model->parameters()) parameters += p.numel();
+  masters_ = resident_weights(model, ctx.fused, ctx.precision);
   auto t = replica_topology(ctx);
-  t.state_theory_bytes = replicated_state_bytes(parameters);
-  t.updater = std::make_unique<ReplicatedUpdater>(model, ctx.optimizer);
+  t.state_theory_bytes = replicated_state_bytes(parameters, masters_ != nullptr);
+  t.updater = std::make_unique<ReplicatedUpdater>(model, ctx.optimizer, nullptr, masters_);
   return t;
 }
 
 at::Tensor Baseline::forward_backward(model::BertForQuestionAnswering& model, const train::Batch& b, double scale,
                                       bool, train::StepTimer& timer) {
-  return forward_backward_step(model, b, scale, ctx_.device.type(), ctx_.precision, timer);
+  if (masters_) masters_->use_compute();
+  return forward_backward_step(model, b, scale, ctx_.device.type(), autocast_precision(masters_, ctx_.precision),
+                               timer);
 }
 
 namespace baseline {

@@ -12,6 +12,7 @@ class Baseline final : public Strategy {
 
  private:
   StrategyContext ctx_;
+  std::shared_ptr<MasterWeights> masters_;  // --fused under bf16
 };
 
 }  // namespace hpcbench::strategies

@@ -59,6 +59,10 @@ Topology Ddp::setup(model::BertForQuestionAnswering& model, const StrategyContex
   ctx_ = ctx;
   if (!ctx.comm) fail("--strategy ddp needs the job's communicator (internal: none was created)");
   auto& comm = *ctx.comm;
+  // Before the buckets are cut: they take the parameters' dtype, so that
+  // bf16-resident weights have their gradients all-reduced in bf16 (as the
+  // sharded strategies reduce in the compute dtype by default).
+  masters_ = resident_weights(model, ctx.fused, ctx.precision);
   params_.clear();
   for (auto& p : model->parameters())
     if (p.requires_grad()) params_.push_back(p);
@@ -76,8 +80,11 @@ Topology Ddp::setup(model::BertForQuestionAnswering& model, const StrategyContex
   // parameters are all there is to send.
   {
     at::NoGradGuard no_grad;
+    // With masters, theirs is the initial state that counts: rank 0's fp32
+    // masters are sent and the bf16 copies made from them.
+    if (masters_ && ctx.world_size > 1) masters_->broadcast(comm);
     for (auto& b : buckets_) {
-      if (ctx.world_size == 1) break;
+      if (ctx.world_size == 1 || masters_) break;
       for (size_t pos = 0; pos < b.params.size(); ++pos) b.views[pos].copy_(params_[b.params[pos]]);
       comm.broadcast(b.flat, 0);
       for (size_t pos = 0; pos < b.params.size(); ++pos) params_[b.params[pos]].copy_(b.views[pos]);
@@ -97,14 +104,14 @@ Topology Ddp::setup(model::BertForQuestionAnswering& model, const StrategyContex
 
   auto t = replica_topology(ctx);
   t.options = fmt::format("{},buckets={}", choice_.options_text(), buckets_.size());
-  t.state_theory_bytes = replicated_state_bytes(numel);
+  t.state_theory_bytes = replicated_state_bytes(numel, masters_ != nullptr);
   // The buckets are counted with the parameters, gradients and Adam's states
   // (the gradients are their views: each storage once).
   t.updater = std::make_unique<ReplicatedUpdater>(model, ctx.optimizer, [this] {
     std::vector<at::Tensor> flats;
     for (auto& b : buckets_) flats.push_back(b.flat);
     return flats;
-  });
+  }, masters_);
   return t;
 }
 
@@ -160,7 +167,9 @@ at::Tensor Ddp::forward_backward(model::BertForQuestionAnswering& model, const t
     }
     next_bucket_ = 0;
   }
-  auto loss = forward_backward_step(model, b, scale, ctx_.device.type(), ctx_.precision, timer);
+  if (masters_) masters_->use_compute();
+  auto loss = forward_backward_step(model, b, scale, ctx_.device.type(), autocast_precision(masters_, ctx_.precision),
+                                    timer);
   syncing_ = false;
   return loss;
 }

@@ -50,6 +50,7 @@ class Ddp final : public Strategy {
   Choice choice_;
   ddp::DdpOptions opts_;
   StrategyContext ctx_;
+  std::shared_ptr<MasterWeights> masters_;  // --fused under bf16
   std::vector<at::Tensor> params_;
   at::Tensor inv_world_;  // 1 / world size
   std::vector<std::pair<size_t, size_t>> slot_;  // param -> (bucket, position)

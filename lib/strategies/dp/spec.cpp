@@ -14,6 +14,10 @@ class DpSpec final : public Spec {
   std::string summary() const override {
     return "DataParallel: one process replicates the model over its devices every step";
   }
+  std::string no_fused(const Options&) const override {
+    return "one process drives its replicas from copies of the model that it makes itself, which are neither "
+           "fused nor bf16-resident; use --strategy ddp";
+  }
   Traits traits() const override {
     Traits t;
     t.devices_option = "replicas";

@@ -68,6 +68,10 @@ class PipelineSpec final : public Spec {
     return "pipeline parallelism: encoder layers cut into stages over ranks, micro-batches pipelined "
            "(GPipe or 1F1B), composable with data parallelism";
   }
+  std::string no_fused(const Options&) const override {
+    return "its stages step their own parameters with an updater that keeps no fp32 master weights, which "
+           "--fused's bf16-resident weights need; use baseline, ddp, zero or fsdp";
+  }
   Traits traits() const override {
     Traits t;
     t.needs_comm = true;

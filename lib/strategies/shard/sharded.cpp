@@ -96,7 +96,10 @@ at::Tensor Sharded::forward_backward(model::BertForQuestionAnswering& model, con
     Hooks(model::BertForQuestionAnsweringImpl* m, model::UnitHooks* h) : m(m) { m->set_unit_hooks(h); }
     ~Hooks() { m->set_unit_hooks(nullptr); }
   } hooks(model.ptr().get(), s_.plan.shard_params ? this : nullptr);
-  return forward_backward_step(model, b, scale, s_.ctx.device.type(), s_.ctx.precision, timer);
+  // --fused under mixed precision: the compute copies are the bf16-resident
+  // weights the fused model runs without autocast (master_weights.h).
+  const std::string precision = s_.ctx.fused && s_.mixed ? "fp32" : s_.ctx.precision;
+  return forward_backward_step(model, b, scale, s_.ctx.device.type(), precision, timer);
 }
 
 void Sharded::finish_gradients(train::StepTimer& timer) {

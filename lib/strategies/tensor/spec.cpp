@@ -40,6 +40,10 @@ class TensorSpec final : public Spec {
     return "Megatron-LM tensor parallelism: attention heads and the MLP split over --tp-size ranks of a node, "
            "data-parallel across groups (--dp-size)";
   }
+  std::string no_fused(const Options&) const override {
+    return "its shards cut query, key and value column-wise each (a rank holds its heads of the three), while "
+           "the fused model holds them as one [3h, h] projection";
+  }
   Traits traits() const override {
     Traits t;
     t.needs_comm = true;

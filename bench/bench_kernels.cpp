@@ -1,0 +1,376 @@
+// The fused kernels' numerics check and timing (lib/kernels).
+//
+//   bench_kernels [--check-only] [--rows N] [--iters N]
+//
+// Every kernel, forward and backward, fp32 and bf16, on random inputs of a
+// fixed seed, against its ATen composite (the same dropout mask applied),
+// each output and gradient one row: its largest error, the tolerance and
+// why. On a machine without a CUDA device the composites are checked against
+// the unfused modules instead and the CUDA rows are said not to have run.
+// Then, unless --check-only, the kernels' times beside the composites' on
+// CUDA. Exit status 1 when any check fails, 2 on bad arguments.
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/cuda.h>
+#include <torch/nn/functional/normalization.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/dropout.h>
+#if HPCBENCH_BENCH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#endif
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/fused.h"
+
+namespace K = hpcbench::kernels;
+
+namespace {
+
+using Named = std::vector<std::pair<std::string, at::Tensor>>;
+
+constexpr double kEps = 1e-12;  // BERT's layer_norm_eps
+constexpr double kDropout = 0.1;  // BERT's hidden_dropout_prob
+
+// Tolerance on max|a - b| / max|b| (the error relative to the tensor's
+// scale: elements near zero, where any rounding is a large relative error,
+// do not decide). fp32: unit roundoff 6e-8, grown by sums over up to 3072
+// columns (LayerNorm's mean and variance, its backward's two row sums) or
+// rows (the bias and weight gradients) taken in another order; 1e-5. bf16:
+// unit roundoff 2^-9 (8-bit mantissa); the composite rounds x + bias, the
+// dropout, the residual sum and the output where the kernel rounds once, so
+// about four roundings of one element's value separate them: 2^-6.
+double tolerance(at::ScalarType t) { return t == at::kBFloat16 ? 1.0 / 64 : 1e-5; }
+const char* why(at::ScalarType t) {
+  return t == at::kBFloat16 ? "bf16: 8-bit mantissa, ~4 roundings apart" : "fp32: reduction order over rows/columns";
+}
+
+struct Row {
+  std::string compare, device, dtype, shape;
+  double p;
+  std::string tensor;
+  double max_abs, err, tol;
+  bool ok;
+};
+int failures = 0;
+
+void header() {
+  fmt::print("# bench_kernels: the fused kernels (lib/kernels) against a reference, forward and backward\n");
+  fmt::print("# err = max|a - b| / max|b| per tensor (b the reference); tol: fp32 1e-5 (rounding 6e-8 grown by\n");
+  fmt::print("#   sums over up to 3072 terms in another order), bf16 2^-6 = 0.0156 (8-bit mantissa: the composite\n");
+  fmt::print("#   rounds x+bias, the dropout, the residual sum and the output; the kernel once, in fp32)\n");
+  fmt::print("# {:<30} {:<6} {:<5} {:<11} {:>5} {:<9} {:>10} {:>10} {:>10} {}\n", "compare", "device", "dtype",
+             "shape", "p", "tensor", "max_abs", "err", "tol", "ok");
+}
+
+void print(const Row& r) {
+  if (!r.ok) ++failures;
+  fmt::print("  {:<30} {:<6} {:<5} {:<11} {:>5.2f} {:<9} {:>10.3e} {:>10.3e} {:>10.3e} {}\n", r.compare, r.device,
+             r.dtype, r.shape, r.p, r.tensor, r.max_abs, r.err, r.tol, r.ok ? "ok" : "FAIL");
+}
+
+// A pass/fail fact that is not a tolerance comparison (mask statistics, RNG advance).
+void fact(const std::string& what, const std::string& device, bool ok, const std::string& detail) {
+  if (!ok) ++failures;
+  fmt::print("  {:<62} {:<40} {}\n", what + " (" + device + ")", detail, ok ? "ok" : "FAIL");
+}
+
+std::string dtype_name(at::ScalarType t) { return t == at::kBFloat16 ? "bf16" : "fp32"; }
+std::string shape_name(int64_t rows, int64_t n) { return fmt::format("{}x{}", rows, n); }
+
+void compare(const std::string& what, const Named& got, const Named& want, at::ScalarType dtype, int64_t rows,
+             int64_t n, double p) {
+  for (size_t i = 0; i < want.size(); ++i) {
+    const at::Tensor& a = got[i].second;
+    const at::Tensor& b = want[i].second;
+    Row r{what, a.is_cuda() ? "cuda" : "cpu", dtype_name(dtype), shape_name(rows, n), p, want[i].first, 0, 0,
+          tolerance(dtype), false};
+    if (a.defined() && b.defined() && a.sizes() == b.sizes()) {
+      auto a64 = a.to(at::kDouble), b64 = b.to(at::kDouble);
+      r.max_abs = (a64 - b64).abs().max().item<double>();
+      r.err = r.max_abs / std::max(b64.abs().max().item<double>(), 1e-30);
+      r.ok = std::isfinite(r.err) && r.err <= r.tol;
+    } else {
+      r.max_abs = r.err = NAN;
+    }
+    print(r);
+  }
+}
+
+struct Inputs {
+  at::Tensor x, bias, residual, weight, ln_bias, dy;
+};
+
+Inputs make_inputs(int64_t rows, int64_t n, at::ScalarType dtype, c10::Device device, uint64_t seed) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  auto f = at::TensorOptions().dtype(at::kFloat);
+  auto to = [&](at::Tensor t) { return t.to(device, dtype); };
+  Inputs in;
+  in.x = to(at::randn({rows, n}, gen, f));
+  in.bias = to(0.5 * at::randn({n}, gen, f));
+  in.residual = to(at::randn({rows, n}, gen, f));
+  in.weight = to(1 + 0.2 * at::randn({n}, gen, f));
+  in.ln_bias = to(0.1 * at::randn({n}, gen, f));
+  in.dy = to(at::randn({rows, n}, gen, f));
+  return in;
+}
+
+at::Tensor leaf(const at::Tensor& t) { return t.detach().clone().requires_grad_(true); }
+
+using GeluFn = std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>;
+using LnFn = std::function<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                      const at::Tensor&)>;
+
+Named run_gelu(const Inputs& in, const GeluFn& fn) {
+  auto x = leaf(in.x), b = leaf(in.bias);
+  at::Tensor y = fn(x, b);
+  y.backward(in.dy);
+  return {{"out", y.detach()}, {"d_x", x.grad()}, {"d_bias", b.grad()}};
+}
+
+Named run_ln(const Inputs& in, const LnFn& fn) {
+  auto x = leaf(in.x), b = leaf(in.bias), r = leaf(in.residual), w = leaf(in.weight), lb = leaf(in.ln_bias);
+  at::Tensor y = fn(x, b, r, w, lb);
+  y.backward(in.dy);
+  return {{"out", y.detach()}, {"d_x", x.grad()},      {"d_bias", b.grad()},
+          {"d_resid", r.grad()}, {"d_weight", w.grad()}, {"d_lnbias", lb.grad()}};
+}
+
+// The unfused modules the model runs today: x + bias, then GELU; x + bias,
+// dropout, + residual, then LayerNorm.
+at::Tensor unfused_gelu(const at::Tensor& x, const at::Tensor& b) {
+  static torch::nn::GELU gelu(torch::nn::GELUOptions().approximate("none"));
+  return gelu(x + b);
+}
+at::Tensor unfused_ln(const at::Tensor& h, const at::Tensor& r, const at::Tensor& w, const at::Tensor& lb) {
+  namespace F = torch::nn::functional;
+  return F::layer_norm(h + r, F::LayerNormFuncOptions({h.size(-1)}).weight(w).bias(lb).eps(kEps));
+}
+
+// The composites against the unfused modules: the reference semantics. With
+// dropout the module draws the mask and the composite is given it: the same
+// generator state applied to ones gives the same draws (at::dropout's draws
+// depend on the shape and the generator only). Not read off the module's
+// output: in bf16, x + bias is exactly 0 for a few elements.
+void check_composites(c10::Device dev, int64_t rows, int64_t n_gelu, int64_t n_ln) {
+  for (auto dtype : {at::kFloat, at::kBFloat16}) {
+    Inputs g = make_inputs(rows, n_gelu, dtype, dev, 1);
+    compare("composite vs unfused gelu", run_gelu(g, K::composite::bias_gelu), run_gelu(g, unfused_gelu), dtype, rows,
+            n_gelu, 0);
+    Inputs in = make_inputs(rows, n_ln, dtype, dev, 2);
+    for (double p : {0.0, kDropout}) {
+      torch::nn::Dropout dropout(p);
+      at::manual_seed(13);
+      at::Tensor mask = dropout(at::ones_like(in.x)) != 0;
+      at::manual_seed(13);
+      Named want = run_ln(in, [&](auto& x, auto& b, auto& r, auto& w, auto& lb) {
+        return unfused_ln(dropout(x + b), r, w, lb);
+      });
+      Named got = run_ln(in, [&](auto& x, auto& b, auto& r, auto& w, auto& lb) {
+        return K::composite::bias_dropout_add_layernorm(x, b, r, w, lb, p, kEps, true, p > 0 ? mask : at::Tensor());
+      });
+      compare("composite vs unfused layernorm", got, want, dtype, rows, n_ln, p);
+    }
+  }
+}
+
+#if HPCBENCH_BENCH_CUDA
+// The kernels (through the dispatcher) against the composites on the same
+// device; with dropout, the composite is given the kernel's mask.
+void check_kernels(c10::Device dev, int64_t rows, int64_t n_gelu, int64_t n_ln) {
+  for (auto dtype : {at::kFloat, at::kBFloat16}) {
+    Inputs g = make_inputs(rows, n_gelu, dtype, dev, 3);
+    compare("kernel vs composite gelu", run_gelu(g, K::bias_gelu), run_gelu(g, K::composite::bias_gelu), dtype, rows,
+            n_gelu, 0);
+    Inputs in = make_inputs(rows, n_ln, dtype, dev, 4);
+    for (double p : {0.0, kDropout}) {
+      at::Tensor mask;
+      Named got = run_ln(in, [&](auto& x, auto& b, auto& r, auto& w, auto& lb) {
+        auto o = K::bias_dropout_add_layernorm_with_mask(x, b, r, w, lb, p, kEps, true);
+        mask = o.keep_mask;
+        return o.out;
+      });
+      Named want = run_ln(in, [&](auto& x, auto& b, auto& r, auto& w, auto& lb) {
+        return K::composite::bias_dropout_add_layernorm(x, b, r, w, lb, p, kEps, true, mask);
+      });
+      compare("kernel vs composite layernorm", got, want, dtype, rows, n_ln, p);
+      if (p > 0) {
+        // 1 - p of the elements kept: within 5 standard deviations.
+        const double kept = mask.to(at::kDouble).mean().item<double>();
+        const double sd = std::sqrt(p * (1 - p) / static_cast<double>(mask.numel()));
+        fact(fmt::format("dropout keeps 1 - p, {} {}", dtype_name(dtype), shape_name(rows, n_ln)), "cuda",
+             std::abs(kept - (1 - p)) < 5 * sd, fmt::format("kept {:.5f}, want {:.3f} +- {:.5f}", kept, 1 - p, 5 * sd));
+      }
+    }
+  }
+}
+
+// The RNG: each call draws a new mask; the same generator state draws the
+// same mask whatever the dtype (the mask depends on seed, offset and element
+// only); and a captured CUDA graph draws a new mask on every replay (the
+// kernel reads seed and offset from device memory), each replay's output
+// equal to the composite's with that replay's mask.
+void check_rng(c10::Device dev, int64_t rows, int64_t n) {
+  at::NoGradGuard no_grad;
+  Inputs f = make_inputs(rows, n, at::kFloat, dev, 5);
+  Inputs h = make_inputs(rows, n, at::kBFloat16, dev, 5);
+  auto call = [&](const Inputs& in) {
+    return K::bias_dropout_add_layernorm_with_mask(in.x, in.bias, in.residual, in.weight, in.ln_bias, kDropout, kEps,
+                                                   true);
+  };
+  at::manual_seed(7);
+  auto a = call(f), b = call(f);
+  fact("successive calls draw different masks", "cuda", !at::equal(a.keep_mask, b.keep_mask),
+       fmt::format("{} of {} differ", (a.keep_mask != b.keep_mask).sum().item<int64_t>(), a.keep_mask.numel()));
+  at::manual_seed(7);
+  auto c = call(h);
+  fact("same generator state, fp32 and bf16: same mask", "cuda", at::equal(a.keep_mask, c.keep_mask), "");
+
+  at::cuda::CUDAGraph graph;
+  auto side = at::cuda::getStreamFromPool(false, dev.index());
+  K::MaskedOutput captured;
+  c10::cuda::device_synchronize();  // the inputs, made on the default stream
+  {
+    at::cuda::CUDAStreamGuard guard(side);
+    call(f);  // warm up on the capturing stream
+    graph.capture_begin();
+    captured = call(f);
+    graph.capture_end();
+  }
+  graph.replay();
+  c10::cuda::device_synchronize();
+  at::Tensor first = captured.keep_mask.clone();
+  graph.replay();
+  c10::cuda::device_synchronize();
+  fact("graph replays draw different masks", "cuda", !at::equal(first, captured.keep_mask),
+       fmt::format("{} of {} differ", (first != captured.keep_mask).sum().item<int64_t>(), first.numel()));
+  auto want = K::composite::bias_dropout_add_layernorm(f.x, f.bias, f.residual, f.weight, f.ln_bias, kDropout, kEps,
+                                                       true, captured.keep_mask);
+  compare("graph replay vs composite", {{"out", captured.out}}, {{"out", want}}, at::kFloat, rows, n, kDropout);
+}
+
+// Median of `reps` timings of `iters` forward + backward passes.
+double time_ms(const std::function<void()>& step, int iters, int reps = 5) {
+  for (int i = 0; i < 3; ++i) step();
+  c10::cuda::device_synchronize();
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < iters; ++i) step();
+    c10::cuda::device_synchronize();
+    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / iters);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+void timings(c10::Device dev, int64_t rows, int64_t n_gelu, int64_t n_ln, int iters) {
+  fmt::print("\n# timing on {}: forward + backward per call (ms), median of 5 runs of {} calls, wall clock\n",
+             at::cuda::getDeviceProperties(dev.index())->name, iters);
+  fmt::print("# {:<24} {:<5} {:<11} {:>5} {:>12} {:>12} {:>8}\n", "kernel", "dtype", "shape", "p", "fused_ms",
+             "composite_ms", "speedup");
+  for (auto dtype : {at::kBFloat16, at::kFloat}) {
+    Inputs g = make_inputs(rows, n_gelu, dtype, dev, 8);
+    auto x = leaf(g.x), b = leaf(g.bias);
+    // torch::autograd::grad rather than backward(): no accumulation into
+    // .grad, which would add an operation per gradient to both sides.
+    double fused = time_ms([&] { torch::autograd::grad({K::bias_gelu(x, b)}, {x, b}, {g.dy}); }, iters);
+    double comp = time_ms([&] { torch::autograd::grad({K::composite::bias_gelu(x, b)}, {x, b}, {g.dy}); }, iters);
+    fmt::print("  {:<24} {:<5} {:<11} {:>5.2f} {:>12.4f} {:>12.4f} {:>7.2f}x\n", "bias_gelu", dtype_name(dtype),
+               shape_name(rows, n_gelu), 0.0, fused, comp, comp / fused);
+    Inputs in = make_inputs(rows, n_ln, dtype, dev, 9);
+    auto lx = leaf(in.x), lb = leaf(in.bias), lr = leaf(in.residual), lw = leaf(in.weight), llb = leaf(in.ln_bias);
+    for (double p : {0.0, kDropout}) {
+      const std::vector<at::Tensor> leaves{lx, lb, lr, lw, llb};
+      double f = time_ms(
+          [&] {
+            torch::autograd::grad({K::bias_dropout_add_layernorm(lx, lb, lr, lw, llb, p, kEps, true)}, leaves, {in.dy});
+          },
+          iters);
+      double c = time_ms(
+          [&] {
+            torch::autograd::grad({K::composite::bias_dropout_add_layernorm(lx, lb, lr, lw, llb, p, kEps, true)},
+                                  leaves, {in.dy});
+          },
+          iters);
+      fmt::print("  {:<24} {:<5} {:<11} {:>5.2f} {:>12.4f} {:>12.4f} {:>7.2f}x\n", "bias_dropout_add_layernorm",
+                 dtype_name(dtype), shape_name(rows, n_ln), p, f, c, c / f);
+    }
+  }
+}
+#endif
+
+[[noreturn]] void usage(const std::string& bad) {
+  if (!bad.empty()) fmt::print(stderr, "bench_kernels: {}\n", bad);
+  fmt::print(stderr, "usage: bench_kernels [--check-only] [--rows N] [--iters N]\n");
+  std::exit(2);
+}
+
+int64_t positive(const std::string& flag, const char* value) {
+  if (!value) usage(flag + ": a value is missing");
+  char* end = nullptr;
+  long long v = std::strtoll(value, &end, 10);
+  if (*value == '\0' || *end != '\0' || v <= 0) usage(fmt::format("{} {}: not a positive integer", flag, value));
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool check_only = false;
+  int64_t rows = 0, iters = 50;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--check-only") {
+      check_only = true;
+    } else if (a == "--rows") {
+      rows = positive(a, i + 1 < argc ? argv[++i] : nullptr);
+    } else if (a == "--iters") {
+      iters = positive(a, i + 1 < argc ? argv[++i] : nullptr);
+    } else if (a == "-h" || a == "--help") {
+      usage("");
+    } else {
+      usage("unknown argument " + a);
+    }
+  }
+  // bert-base: hidden 768, FFN 3072; on a GPU 8 sequences of 384 tokens (the
+  // users' batch), on the CPU a few rows, as the check there is the composites'.
+  const int64_t n_gelu = 3072, n_ln = 768;
+  const bool cuda = torch::cuda::is_available();
+  if (rows == 0) rows = cuda ? 8 * 384 : 64;
+  fmt::print("# fused CUDA kernels built: {}{}\n", K::cuda_built() ? "yes, " : "no", K::cuda_archs());
+  header();
+  check_composites(c10::Device(c10::kCPU), rows, n_gelu, n_ln);
+#if HPCBENCH_BENCH_CUDA
+  if (cuda && K::cuda_built()) {
+    c10::Device dev(c10::kCUDA, 0);
+    c10::cuda::CUDAGuard guard(dev);
+    check_composites(dev, rows, n_gelu, n_ln);
+    check_kernels(dev, rows, n_gelu, n_ln);
+    // Shapes that are no multiple of 4 or 8: the element-by-element paths.
+    check_kernels(dev, 77, 1001, 1001);
+    check_rng(dev, rows, n_ln);
+    if (failures == 0 && !check_only) timings(dev, rows, n_gelu, n_ln, static_cast<int>(iters));
+  } else {
+    fmt::print("# CUDA rows not run: {}\n", !cuda ? "no CUDA device visible" : "the CUDA kernels are not built");
+  }
+#else
+  fmt::print("# CUDA rows not run: LibTorch was built without CUDA\n");
+#endif
+  if (!check_only && !(cuda && K::cuda_built())) fmt::print("# timing not run: it compares the CUDA kernels\n");
+  fmt::print("# {}\n", failures == 0 ? "all checks passed" : fmt::format("{} checks FAILED", failures));
+  return failures == 0 ? 0 : 1;
+}

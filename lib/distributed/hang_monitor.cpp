@@ -9,7 +9,19 @@ namespace {
 // Free events kept beyond what is in use: a step has at most a few waits
 // whose events the monitor has not yet seen pass.
 constexpr size_t kKeptEvents = 32;
+
+// pause_all(): one capture per process pauses every group's monitor.
+std::mutex g_pause_mutex;
+std::condition_variable g_pause_cv;
+bool g_paused = false;
+int g_probing = 0;  // monitors in a round of queries
 }  // namespace
+
+void HangMonitor::pause_all(bool paused) {
+  std::unique_lock<std::mutex> lock(g_pause_mutex);
+  g_paused = paused;
+  if (paused) g_pause_cv.wait(lock, [] { return g_probing == 0; });
+}
 
 HangMonitor::HangMonitor(std::chrono::milliseconds timeout, OnHang on_hang, std::chrono::milliseconds poll)
     : timeout_(timeout), poll_(poll), on_hang_(std::move(on_hang)), thread_([this] { run(); }) {}
@@ -89,6 +101,11 @@ void HangMonitor::run() {
   while (!stop_) {
     cv_.wait_for(lock, poll_, [this] { return stop_; });
     if (stop_ || fired_) continue;
+    {
+      std::lock_guard<std::mutex> pause(g_pause_mutex);
+      if (g_paused) continue;
+      ++g_probing;
+    }
     // Probes are queried without the lock (see the header); copies keep
     // them valid if settle() replaces them meanwhile.
     std::vector<std::pair<uint64_t, Probe>> probes;
@@ -124,6 +141,11 @@ void HangMonitor::run() {
     // Dropped without the lock: the last reference to a work or an event.
     probes.clear();
     dropped.clear();
+    {
+      std::lock_guard<std::mutex> pause(g_pause_mutex);
+      --g_probing;
+    }
+    g_pause_cv.notify_all();
     if (fire) on_hang_(hung, secs);
     lock.lock();
   }

@@ -56,6 +56,13 @@ class HangMonitor {
   // small pool and go back to it once the monitor is done with them, so that
   // a step does not create (and the driver allocate) one per wait.
   void settle_after(uint64_t id, const c10::Stream& stream);
+  // A CUDA graph capture is under way in this process (or no longer):
+  // while paused no monitor queries a work or an event, which a capture in
+  // global mode forbids and whose events recorded in the capture cannot be
+  // queried anyway; pausing waits for a round of queries in progress. The
+  // captured collectives are not watched (Comm skips them), and no clock
+  // runs out meanwhile.
+  static void pause_all(bool paused);
   size_t watched();        // collectives not yet seen finished (tests)
   size_t events_created();  // events the pool made so far (tests)
 

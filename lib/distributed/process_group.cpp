@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -384,6 +385,19 @@ Comm::~Comm() {
   }
 }
 
+namespace {
+std::atomic<bool> g_capturing{false};
+}  // namespace
+
+void set_capturing(bool capturing) {
+  // Paused before the capture starts, resumed after it ended.
+  if (capturing) HangMonitor::pause_all(true);
+  g_capturing = capturing;
+  if (!capturing) HangMonitor::pause_all(false);
+}
+
+bool capture_under_way() { return g_capturing.load(); }
+
 void Comm::set_observer(CommObserver* observer) { *observer_ = observer; }
 
 std::string Comm::backend_name() const { return backend_->getBackendName(); }
@@ -467,7 +481,8 @@ Pending Comm::issue(std::string what, Issue&& call) {
     p.observed = true;
   }
   p.seq = ++issued_;
-  p.watch = monitor_ ? monitor_->watch(p.what) : 0;
+  const bool watched = monitor_ && !capture_under_way();
+  p.watch = watched ? monitor_->watch(p.what) : 0;
   auto t0 = Clock::now();
   try {
     monitor::nvtx::Scope range(!device_.is_cpu(), p.what.c_str());
@@ -476,7 +491,7 @@ Pending Comm::issue(std::string what, Issue&& call) {
     failed(p.what, t0, message_of_current(), p.seq);
   }
   if (!p.work) failed(p.what, t0, "the backend returned no work", p.seq);
-  if (monitor_) monitor_->attach(p.watch, p.work);
+  if (watched) monitor_->attach(p.watch, p.work);
   if (obs) obs->issued(p.handle, p.work);
   return p;
 }
@@ -499,7 +514,8 @@ void Comm::wait(Pending& p) {
       p.work->wait();  // NCCL: the compute stream waits; the host does not
       // Done once the compute stream has passed its wait: the monitor lets
       // go of the work (and its tensors) now, as the caller does.
-      if (monitor_) monitor_->settle_after(p.watch, at::accelerator::getCurrentStream(device_.index()));
+      if (monitor_ && !capture_under_way())
+        monitor_->settle_after(p.watch, at::accelerator::getCurrentStream(device_.index()));
     }
   } catch (const std::exception& e) {
     failed(p.what, t0, message_of(e), p.seq);

@@ -87,6 +87,16 @@ c10::Device select_device(const std::string& spec, const RankLayout& layout, boo
 
 class HangMonitor;
 
+// A CUDA graph capture of the training step is under way in this process
+// (or no longer): collectives issued meanwhile are recorded into the graph,
+// not run, so no Comm hands them to its hang monitor (whose queries are
+// paused, HangMonitor::pause_all) or records an event behind their waits.
+// Every rank captures the same step, so the collectives are issued
+// identically on every rank (c10d's ProcessGroupNCCL captures them; it keeps
+// works issued under capture out of its own watchdog).
+void set_capturing(bool capturing);
+bool capture_under_way();
+
 class Comm {
  public:
   // Collective over all ranks of `layout`: returns once every rank has joined.

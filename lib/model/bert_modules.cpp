@@ -1,4 +1,6 @@
 #include "model/bert_modules.h"
+
+#include <ATen/record_function.h>
 #include "model/activation_checkpoint.h"
 #include "model/sharding_units.h"
 #include "kernels/fused.h"
@@ -173,7 +175,12 @@ at::Tensor key_mask_of(const at::Tensor& attention_mask) {
   // use its fused kernels. Checked on CPU only: on a device the check would
   // wait for it in every forward, so the caller decides there (train::Batch
   // sends no mask for a batch without padding).
-  if (keep.is_cpu() && keep.all().item<bool>()) return {};
+  if (keep.is_cpu()) {
+    // Named for the host-sync detector (train/op_count.h): a read only a CPU
+    // run makes, of host memory.
+    RECORD_USER_SCOPE("hpcbench::cpu_only_read");
+    if (keep.all().item<bool>()) return {};
+  }
   return keep.view({attention_mask.size(0), 1, 1, attention_mask.size(1)});
 }
 

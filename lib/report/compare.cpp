@@ -154,7 +154,10 @@ std::vector<std::pair<std::string, std::string>> work_fields(const results::RunR
           {"batch per device", std::to_string(r.batch_per_device)},
           {"global batch", std::to_string(r.global_batch)},
           {"grad accum", std::to_string(r.grad_accum)},
-          {"activation checkpointing", r.activation_checkpointing ? "on" : "off"}};
+          {"activation checkpointing", r.activation_checkpointing ? "on" : "off"},
+          // The engine too: a graphed or fused run is not a repeat of an eager one.
+          {"CUDA graph", r.cuda_graph.starts_with("captured") ? "captured" : "not captured"},
+          {"fused", r.fused ? "on" : "off"}};
 }
 
 std::string configuration_key(const results::RunResult& r) {

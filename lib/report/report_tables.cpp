@@ -49,6 +49,21 @@ bool any_bubble(const Comparison& c) {
   return std::any_of(c.rows.begin(), c.rows.end(), [](auto& r) { return r.run.bubble_fraction >= 0; });
 }
 
+// The fast engine's settings where any run used them (--cuda-graph,
+// --fused): "graph", "graph (not captured: cpu)", "fused", "eager".
+bool any_engine(const Comparison& c) {
+  return std::any_of(c.rows.begin(), c.rows.end(), [](auto& r) {
+    return r.run.fused > 0 || (!r.run.cuda_graph.empty() && r.run.cuda_graph != "off");
+  });
+}
+std::string engine_text(const results::RunResult& r) {
+  std::vector<std::string> parts;
+  if (r.cuda_graph.starts_with("captured")) parts.push_back("graph");
+  else if (!r.cuda_graph.empty() && r.cuda_graph != "off") parts.push_back("graph (" + r.cuda_graph + ")");
+  if (r.fused > 0) parts.push_back("fused");
+  return parts.empty() ? "eager" : fmt::format("{}", fmt::join(parts, "+"));
+}
+
 // A pipeline's measured bubble beside its theory, in percent of the step.
 std::string bubble_text(const results::RunResult& r) {
   if (r.bubble_fraction < 0) return "-";
@@ -166,6 +181,7 @@ Table comparison_table(const Comparison& c) {
       t.rows.back().push_back(ok ? sampled(r.samples_per_kj, "{:.1f}") : "-");
     }
     if (any_bubble(c)) t.rows.back().push_back(ok ? bubble_text(r) : "-");
+    if (any_engine(c)) t.rows.back().push_back(engine_text(r));
   }
   if (!c.device_baselines.empty()) t.columns.push_back({"base run", "", false});
   if (any_sampled(c)) {
@@ -173,6 +189,7 @@ Table comparison_table(const Comparison& c) {
     t.columns.push_back({"samples/kJ", "seq/kJ", true});
   }
   if (any_bubble(c)) t.columns.push_back({"bubble (theory)", "%", true});
+  if (any_engine(c)) t.columns.push_back({"engine", "", false});
   drop_empty_columns(t, figures_from);
   return t;
 }

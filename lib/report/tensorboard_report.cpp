@@ -37,7 +37,9 @@ std::vector<std::pair<std::string, tb::HParamValue>> hparams_of(const results::R
           {"seq_length", static_cast<double>(r.seq_length)},
           {"batch_per_device", static_cast<double>(r.batch_per_device)},
           {"global_batch", static_cast<double>(r.global_batch)},
-          {"device", r.device_name.empty() ? r.device : r.device_name}};
+          {"device", r.device_name.empty() ? r.device : r.device_name},
+          {"cuda_graph", r.cuda_graph.empty() ? std::string("-") : r.cuda_graph},
+          {"fused", static_cast<double>(r.fused)}};
 }
 
 const std::map<std::string, std::string> kHParamHelp = {
@@ -50,7 +52,9 @@ const std::map<std::string, std::string> kHParamHelp = {
     {"seq_length", "tokens per sequence"},
     {"batch_per_device", "sequences per device per micro-step"},
     {"global_batch", "sequences per optimizer step, all devices"},
-    {"device", "device name"}};
+    {"device", "device name"},
+    {"cuda_graph", "--cuda-graph: off, captured, or not captured and why"},
+    {"fused", "--fused: 1 with the fused kernels and bf16-resident weights"}};
 
 const std::vector<tb::MetricDef> kMetrics = {
     {"metrics/throughput", "throughput (samples/s)", "median over the configuration's repeats"},

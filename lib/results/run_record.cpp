@@ -89,6 +89,8 @@ const std::vector<Column>& columns() {
       {"hfu", "", &R::hfu},
       {"bubble_fraction", "", &R::bubble_fraction},
       {"bubble_theory", "", &R::bubble_theory},
+      {"cuda_graph", "", &R::cuda_graph},
+      {"fused", "", &R::fused},
   };
   return cols;
 }

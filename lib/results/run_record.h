@@ -107,6 +107,14 @@ struct RunResult {
   // stages and micro-batches, (P - 1) / (M + P - 1).
   double bubble_fraction = -1;
   double bubble_theory = -1;
+  // The fast engine's settings (docs/gpu.md). cuda_graph: "off", "captured"
+  // (the optimizer step replayed from a CUDA graph; steps with an epoch's
+  // short last micro-batch ran outside it, "captured, N short steps
+  // outside"), or "not captured: <why>" (--cuda-graph where no capture is
+  // possible, a CPU: the graph-ready step ran eagerly); "" in files older
+  // than the field. fused: 1 with --fused.
+  std::string cuda_graph;
+  int64_t fused = 0;
   // ok, failed, pending, running; interrupted (a stop signal ended the run
   // early: its figures are over the steps done); "unknown" when a file has
   // no status.

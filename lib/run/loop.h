@@ -4,6 +4,7 @@
 // finished, clipped and stepped by the strategy's updater, timed by one step
 // timer that every collective reports to.
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -21,6 +22,10 @@ struct Steps {
   size_t state_bytes = 0;  // model-state bytes right after the first update (where they peak)
   double wall_s = 0;       // the whole loop, warm-up included
   bool stopped = false;    // TrainHooks::stop_before ended the loop early
+  // --cuda-graph: "captured", or "not captured: <why>" ("" without it), and
+  // the steps that ran outside the graph because a micro-batch was short.
+  std::string cuda_graph;
+  int64_t short_steps = 0;
 };
 
 Steps train_steps(Run& run, const train::TrainConfig& cfg, const RunContext& ctx, const TrainHooks& hooks,

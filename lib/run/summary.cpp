@@ -113,6 +113,8 @@ JobSteps combine_ranks(const Run& run, const train::TrainConfig& cfg, const RunC
   job.wall_s = steps.wall_s;
   job.steps_planned = run.total_steps;
   job.stopped = steps.stopped;
+  job.cuda_graph = steps.cuda_graph;
+  job.short_steps = steps.short_steps;
   return job;
 }
 
@@ -186,6 +188,9 @@ TrainOutput summarise(const Run& run, const train::TrainConfig& cfg, const RunCo
   res.peak_tflops = run.peak_tflops;
   res.mfu = run.peak_tflops > 0 ? res.tflops_per_device / run.peak_tflops : 0;
   res.activation_checkpointing = cfg.activation_checkpointing ? 1 : 0;
+  res.cuda_graph = !cfg.cuda_graph ? "off" : job.cuda_graph;
+  if (job.short_steps > 0) res.cuda_graph += fmt::format(", {} short steps outside", job.short_steps);
+  res.fused = cfg.fused ? 1 : 0;
   res.hardware_flops_per_sample = run.hardware_flops_per_sample;
   res.hfu = run.peak_tflops > 0
                 ? res.samples_per_s_per_device * run.hardware_flops_per_sample / 1e12 / run.peak_tflops

@@ -23,6 +23,8 @@ struct JobSteps {
   double wall_s = 0;
   int64_t steps_planned = 0;
   bool stopped = false;  // a stop signal ended training early
+  std::string cuda_graph;   // Steps::cuda_graph
+  int64_t short_steps = 0;  // Steps::short_steps
 };
 
 // Collective: every rank calls it; every rank gets the job's figures.

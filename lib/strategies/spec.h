@@ -107,6 +107,9 @@ class Spec {
   // cut as these options cut them ("" when they can): more pipeline
   // micro-batches than rows.
   virtual std::string unsupported_batch(const Options& options, int64_t batch_size) const { return ""; }
+  // Why `--cuda-graph` cannot capture this strategy's optimizer step ("":
+  // it can); the run is refused before launch, naming the reason.
+  virtual std::string no_cuda_graph(const Options& options) const { return ""; }
   // Why it cannot run the fused model (--fused: one QKV projection, fused
   // kernels, bf16-resident weights with fp32 masters); "" when it can.
   virtual std::string no_fused(const Options& options) const { return ""; }

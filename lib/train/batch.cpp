@@ -68,6 +68,46 @@ Batch FeatureTensors::gather_staged(const at::Tensor& idx, c10::Device device, b
   return out;
 }
 
+void FeatureTensors::gather_into(const at::Tensor& idx, const Batch& out) const {
+  at::index_select_out(const_cast<at::Tensor&>(out.input_ids), ids_, 0, idx);
+  at::index_select_out(const_cast<at::Tensor&>(out.token_type_ids), types_, 0, idx);
+  at::index_select_out(const_cast<at::Tensor&>(out.attention_mask), mask_, 0, idx);
+  at::index_select_out(const_cast<at::Tensor&>(out.start_positions), start_, 0, idx);
+  at::index_select_out(const_cast<at::Tensor&>(out.end_positions), end_, 0, idx);
+}
+
+namespace {
+// One flat int64 buffer cut into a batch's five fields.
+Batch cut_fields(const at::Tensor& flat, int64_t b, int64_t seq) {
+  auto parts = at::split_with_sizes(flat, {b * seq, b * seq, b * seq, b, b});
+  return Batch{parts[0].view({b, seq}), parts[1].view({b, seq}), parts[2].view({b, seq}), parts[3], parts[4]};
+}
+}  // namespace
+
+StaticBatches::StaticBatches(int64_t slots, int64_t rows, int64_t seq, c10::Device device) : rows_(rows) {
+  const int64_t numel = 3 * rows * seq + 2 * rows;
+  for (int64_t k = 0; k < slots; ++k) {
+    auto host = at::zeros({numel}, at::TensorOptions().dtype(at::kLong).pinned_memory(!device.is_cpu()));
+    host_.push_back(cut_fields(host, rows, seq));
+    if (device.is_cpu()) {
+      device_.push_back(host_.back());
+      continue;
+    }
+    auto flat = at::zeros({numel}, at::TensorOptions().dtype(at::kLong).device(device));
+    staging_.push_back(host);
+    flat_.push_back(flat);
+    device_.push_back(cut_fields(flat, rows, seq));
+  }
+}
+
+const Batch& StaticBatches::load(const FeatureTensors& features, const at::Tensor& indices, int64_t k) {
+  TORCH_CHECK(indices.numel() == rows_, "StaticBatches: ", indices.numel(), " rows for slots of ", rows_);
+  const auto i = static_cast<size_t>(k);
+  features.gather_into(indices, host_[i]);
+  if (!flat_.empty()) flat_[i].copy_(staging_[i], /*non_blocking=*/true);
+  return device_[i];
+}
+
 Batch Batch::to(c10::Device device) const {
   if (device.is_cpu()) return *this;
   auto mv = [&](const at::Tensor& t) {

@@ -33,10 +33,33 @@ class FeatureTensors {
   // `device` in one non-blocking copy and cut into the fields there. The
   // attention mask is left out when no row has padding, as Batch::to does.
   Batch gather_staged(const at::Tensor& indices, c10::Device device, bool pin) const;
+  // The rows into `out`'s tensors (every field, sized for them), in place.
+  void gather_into(const at::Tensor& indices, const Batch& out) const;
 
  private:
   at::Tensor ids_, types_, mask_, start_, end_;
   std::vector<char> row_padded_;  // per feature: its mask has a zero
+};
+
+// The batches of a step captured in a CUDA graph (docs/gpu.md): fixed
+// tensors, one set per micro-step of an optimizer step, that each step's rows
+// are copied into, since a replay reads the addresses its capture read. Every
+// field is always there, the attention mask too: whether a batch has padding
+// would otherwise change the captured work. On an accelerator each slot has
+// its own pinned staging buffer, reused: a step's copy has run before the
+// step's synchronisation, so the next step may overwrite its source.
+class StaticBatches {
+ public:
+  StaticBatches(int64_t slots, int64_t rows, int64_t seq, c10::Device device);
+  // Rows `indices` (exactly rows() of them) into slot `k`.
+  const Batch& load(const FeatureTensors& features, const at::Tensor& indices, int64_t k);
+  const Batch& slot(int64_t k) const { return device_[static_cast<size_t>(k)]; }
+  int64_t rows() const { return rows_; }
+
+ private:
+  int64_t rows_;
+  std::vector<at::Tensor> staging_, flat_;  // accelerator: pinned host, device
+  std::vector<Batch> host_, device_;        // on a CPU the same tensors
 };
 
 }  // namespace hpcbench::train

@@ -98,4 +98,108 @@ std::string OpCounter::take_report(int rank, int64_t step) {
   return out;
 }
 
+namespace {
+
+std::atomic<bool> g_sync_armed{false};
+std::mutex g_sync_mutex;
+std::vector<std::string> g_syncs;
+// Inside a region whose reads are of host memory by construction: ATen's CPU
+// fused AdamW, or a scope the code names "hpcbench::cpu_only_read".
+thread_local int t_in_cpu_fused_adamw = 0;
+constexpr const char* kCpuOnlyRead = "hpcbench::cpu_only_read";
+
+bool is_sync_op(std::string_view name) {
+  static const char* const kSyncs[] = {
+      "aten::item",          "aten::_local_scalar_dense", "aten::is_nonzero",       "aten::nonzero",
+      "aten::nonzero_numpy", "aten::equal",               "aten::allclose",         "aten::masked_select",
+      "aten::unique_dim",    "aten::_unique",             "aten::_unique2",         "aten::unique_consecutive",
+      "aten::bincount",      "aten::histc",               "aten::repeat_interleave", "aten::tolist"};
+  for (const char* s : kSyncs)
+    if (name == s) return true;
+  return false;
+}
+
+bool first_tensor_on_cpu(const at::RecordFunction& fn) {
+  for (const auto& v : fn.inputs())
+    if (v.isTensor()) return v.toTensor().device().is_cpu();
+  return true;
+}
+
+// A wrapped number is a host scalar an operator was given (ddp divides by
+// the world size as one, as DDP's reducer does): reading it waits for no
+// device, on any device.
+bool reads_wrapped_number(const at::RecordFunction& fn) {
+  for (const auto& v : fn.inputs())
+    if (v.isTensor()) return v.toTensor().unsafeGetTensorImpl()->is_wrapped_number();
+  return false;
+}
+
+// copy_(self, src): into host memory from a device.
+bool device_to_host(const at::RecordFunction& fn) {
+  auto in = fn.inputs();
+  if (in.size() < 2 || !in[0].isTensor() || !in[1].isTensor()) return false;
+  return in[0].toTensor().device().is_cpu() && !in[1].toTensor().device().is_cpu();
+}
+
+std::unique_ptr<at::ObserverContext> on_sync_start(const at::RecordFunction& fn) {
+  if (!g_sync_armed.load(std::memory_order_relaxed)) return nullptr;
+  const std::string_view name = fn.name();
+  if (fn.scope() == at::RecordScope::USER_SCOPE) {
+    if (name == kCpuOnlyRead) ++t_in_cpu_fused_adamw;
+    return nullptr;
+  }
+  if (name == "aten::_fused_adamw_" && first_tensor_on_cpu(fn)) {
+    ++t_in_cpu_fused_adamw;
+    return nullptr;
+  }
+  bool sync = false;
+  if (is_sync_op(name)) sync = t_in_cpu_fused_adamw == 0 && !reads_wrapped_number(fn);
+  else if (name == "aten::copy_") sync = device_to_host(fn);
+  if (sync) {
+    std::lock_guard<std::mutex> lock(g_sync_mutex);
+    g_syncs.emplace_back(name);
+  }
+  return nullptr;
+}
+
+void on_sync_end(const at::RecordFunction& fn, at::ObserverContext*) {
+  if (t_in_cpu_fused_adamw == 0) return;
+  const std::string_view name = fn.name();
+  if (name == "aten::_fused_adamw_" || (fn.scope() == at::RecordScope::USER_SCOPE && name == kCpuOnlyRead))
+    --t_in_cpu_fused_adamw;
+}
+
+}  // namespace
+
+bool check_syncs_requested() {
+  const char* v = std::getenv("HPCBENCH_CHECK_SYNC");
+  return v != nullptr && std::string_view(v) != "" && std::string_view(v) != "0";
+}
+
+SyncDetector::SyncDetector(bool enabled) {
+  if (!enabled) return;
+  handle_ = at::addGlobalCallback(
+      at::RecordFunctionCallback(on_sync_start, on_sync_end).needsInputs(true).scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE}));
+}
+
+SyncDetector::~SyncDetector() {
+  if (handle_ != 0) at::removeCallback(handle_);
+  g_sync_armed = false;
+}
+
+void SyncDetector::arm() {
+  if (!enabled()) return;
+  std::lock_guard<std::mutex> lock(g_sync_mutex);
+  g_syncs.clear();
+  g_sync_armed = true;
+}
+
+std::vector<std::string> SyncDetector::disarm() {
+  g_sync_armed = false;
+  std::lock_guard<std::mutex> lock(g_sync_mutex);
+  std::vector<std::string> out;
+  out.swap(g_syncs);
+  return out;
+}
+
 }  // namespace hpcbench::train

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace hpcbench::train {
 
@@ -42,6 +43,38 @@ class OpCounter {
   // take() as the lines `hpcbench run` prints (with HPCBENCH_COUNT_OPS=names
   // one more line per top-level operation name, the most frequent first).
   std::string take_report(int rank, int64_t step);
+
+ private:
+  at::CallbackHandle handle_ = 0;
+};
+
+// Host synchronisations in a region of a step, seen through the same global
+// RecordFunction callback: operations whose result the host reads from a
+// tensor's value (item, _local_scalar_dense, is_nonzero, nonzero, equal,
+// allclose, masked_select, unique, ... each waits for the device), and
+// copies from a device into host memory. HPCBENCH_CHECK_SYNC=1 on
+// `hpcbench run` arms it from each step's first mark to its end and prints
+//   syncs rank <r> step <s>: <n> [names]
+// which is how the tests show that the --cuda-graph step never waits on the
+// device inside the step (docs/gpu.md): a capture would fail on any of them.
+// Exceptions, each a read of host memory by construction: on a CPU, ATen's
+// fused AdamW with a tensor learning rate reads that rate through item()
+// (its CPU kernel takes a double; the CUDA kernel reads it on the device);
+// code the caller names with RECORD_USER_SCOPE("hpcbench::cpu_only_read")
+// (the model's all-ones mask check, made on a CPU only); and a wrapped
+// number (a host scalar an operator was given as a tensor).
+bool check_syncs_requested();
+
+class SyncDetector {
+ public:
+  explicit SyncDetector(bool enabled);
+  ~SyncDetector();
+  SyncDetector(const SyncDetector&) = delete;
+  SyncDetector& operator=(const SyncDetector&) = delete;
+  bool enabled() const { return handle_ != 0; }
+  void arm();
+  // The synchronising operations since arm(), in order; stops watching.
+  std::vector<std::string> disarm();
 
  private:
   at::CallbackHandle handle_ = 0;

@@ -46,7 +46,9 @@ at::Tensor FusedAdamW::step(LossClosure closure) {
     at::AutoGradMode enable_grad(true);
     loss = closure();
   }
-  for (auto& group : param_groups()) {
+  if (tensor_lr_ && lr_.empty()) load_lr();
+  for (size_t gi = 0; gi < param_groups().size(); ++gi) {
+    auto& group = param_groups()[gi];
     auto& o = static_cast<torch::optim::AdamWOptions&>(group.options());
     std::vector<at::Tensor> params, grads, exp_avgs, exp_avg_sqs, steps;
     for (auto& p : group.params()) {
@@ -72,11 +74,36 @@ at::Tensor FusedAdamW::step(LossClosure closure) {
     // One operation for the group, as torch.optim.AdamW(fused=True) counts
     // its steps, instead of one add_ (and on a GPU one launch) per parameter.
     at::_foreach_add_(steps, 1);
-    at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, steps, o.lr(),
-                      std::get<0>(o.betas()), std::get<1>(o.betas()), o.weight_decay(), o.eps(),
-                      /*amsgrad=*/false, /*maximize=*/false);
+    if (tensor_lr_)
+      at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, steps, lr_[gi],
+                        std::get<0>(o.betas()), std::get<1>(o.betas()), o.weight_decay(), o.eps(),
+                        /*amsgrad=*/false, /*maximize=*/false);
+    else
+      at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, steps, o.lr(),
+                        std::get<0>(o.betas()), std::get<1>(o.betas()), o.weight_decay(), o.eps(),
+                        /*amsgrad=*/false, /*maximize=*/false);
   }
   return loss;
+}
+
+void FusedAdamW::tensor_lr() { tensor_lr_ = true; }
+
+void FusedAdamW::load_lr() {
+  if (!tensor_lr_) return;
+  at::NoGradGuard no_grad;
+  auto& groups = param_groups();
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    if (lr_.size() <= gi) {
+      const auto& p = groups[gi].params().front();
+      // The CUDA kernel reads its rate tensor as float32 (a rate rounded to
+      // float: on a GPU graphed and eager updates may differ in the last
+      // bit). The CPU kernel reads its tensor through item<double>(), so a
+      // double there passes the rate the double overload gets, bit for bit.
+      auto dtype = p.is_cpu() ? at::kDouble : at::kFloat;
+      lr_.push_back(at::empty({}, p.options().dtype(dtype).requires_grad(false)));
+    }
+    lr_[gi].fill_(groups[gi].options().get_lr());
+  }
 }
 
 LinearSchedule::LinearSchedule(torch::optim::Optimizer& optimizer, double base_lr, int64_t warmup_steps,

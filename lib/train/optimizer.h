@@ -30,14 +30,25 @@ bool decays(const std::string& parameter_name);
 // op-by-op loop: 9x faster on CPU for bert-tiny, the same update. The
 // moments live in the usual AdamWParamState, so state_dict, memory
 // accounting and the param groups behave as for torch::optim::AdamW.
+//
+// With tensor_lr() each group's rate is a tensor on the parameters' device
+// that the kernel reads there (ATen's _fused_adamw_.tensor_lr), and
+// load_lr() copies the groups' rates (the schedule's) into those tensors: a
+// step captured in a CUDA graph then takes each step's rate instead of the
+// one captured. The step counts are device tensors already.
 class FusedAdamW : public torch::optim::AdamW {
  public:
   using torch::optim::AdamW::AdamW;
   at::Tensor step(LossClosure closure = nullptr) override;
+  void tensor_lr();
+  // Outside the captured region: each group's rate into its tensor.
+  void load_lr();
 
  private:
   // Per-parameter step counts as float tensors, the form the kernel takes.
   std::unordered_map<c10::TensorImpl*, at::Tensor> steps_;
+  std::vector<at::Tensor> lr_;  // per group, with tensor_lr()
+  bool tensor_lr_ = false;
 };
 
 // FusedAdamW with group 0 = decayed parameters (weight_decay), group 1 = the

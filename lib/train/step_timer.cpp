@@ -78,7 +78,10 @@ void StepTimer::open_phase_range() {
 StepTimer::Stamp StepTimer::stamp() {
   Stamp s;
   s.t = Clock::now();  // host clocks time Gloo's collectives on any device
-  if (!device_.is_cpu()) {
+  if (graph_events_) {
+    s.graph_event = make_graph_event(device_);
+    s.graph_event->record();
+  } else if (!device_.is_cpu()) {
     s.event = std::make_unique<c10::Event>(device_.type(), c10::EventFlag::BACKEND_DEFAULT);
     s.event->record(at::accelerator::getCurrentStream(device_.index()));
   }
@@ -87,6 +90,7 @@ StepTimer::Stamp StepTimer::stamp() {
 
 double StepTimer::since_start(const Stamp& s) const {
   if (device_.is_cpu()) return std::chrono::duration<double, std::milli>(s.t - start_.t).count();
+  if (s.graph_event) return start_.graph_event->elapsed_ms(*s.graph_event);
   return start_.event->elapsedTime(*s.event);
 }
 
@@ -110,6 +114,7 @@ void StepTimer::begin() {
     ++generation_;
     active_ = true;
   }
+  replayed_ = false;
   start_ = stamp();
 }
 
@@ -123,15 +128,47 @@ void StepTimer::mark(Phase ended) {
   }
 }
 
+void StepTimer::use_graph_events() {
+  if (device_.is_cpu()) return;  // host clocks are exact there
+  graph_events_ = true;
+}
+
+void StepTimer::capture_begin() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  capturing_ = true;
+  capture_from_ = marks_.size();
+  captured_collectives_ = 0;
+}
+
+void StepTimer::capture_end() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  capturing_ = false;
+  captured_marks_.clear();
+  for (size_t i = capture_from_; i < marks_.size(); ++i)
+    captured_marks_.emplace_back(marks_[i].first, marks_[i].second.graph_event);
+  // Recorded by the capture, not run: the replay that follows records them.
+  marks_.erase(marks_.begin() + static_cast<std::ptrdiff_t>(capture_from_), marks_.end());
+}
+
+void StepTimer::replayed() {
+  for (auto& [phase, event] : captured_marks_) {
+    Stamp s;
+    s.t = Clock::now();
+    s.graph_event = event;
+    marks_.emplace_back(phase, std::move(s));
+  }
+  replayed_ = true;
+}
+
 void StepTimer::comm_begin() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!active_) return;
+  if (!active_ || capturing_) return;
   waits_.push_back(Wait{kBracket, stamp(), {}});
 }
 
 void StepTimer::comm_end() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!active_) return;
+  if (!active_ || capturing_) return;
   for (auto it = waits_.rbegin(); it != waits_.rend(); ++it)
     if (it->collective == kBracket && !it->end.event && it->end.t == Clock::time_point{}) {
       it->end = stamp();
@@ -143,6 +180,12 @@ size_t StepTimer::issuing(const void* queue) {
   reap();
   std::lock_guard<std::mutex> lock(mutex_);
   if (!active_) return kBracket;  // outside a step (set-up, the end-of-run gathers): not timed
+  if (capturing_) {
+    // A capture records the collective without running it: no event may be
+    // queried and no work is complete. Counted, so that replays report it.
+    ++captured_collectives_;
+    return kBracket;
+  }
   Collective c;
   c.queue = queue;
   c.issue = stamp();
@@ -257,7 +300,11 @@ StepTimes StepTimer::end() {
     monitor::nvtx::pop();
     last_sequence_ = sequence_;
   }
-  if (!device_.is_cpu() && !marks_.empty()) marks_.back().second.event->synchronize();
+  if (!device_.is_cpu() && !marks_.empty()) {
+    auto& last = marks_.back().second;
+    if (last.graph_event) last.graph_event->synchronize();
+    else last.event->synchronize();
+  }
   double prev = 0;
   std::vector<std::pair<Phase, Interval>> phase_spans;
   for (const auto& [phase, s] : marks_) {
@@ -268,6 +315,11 @@ StepTimes StepTimer::end() {
   }
   t.ms = prev;
   t.collectives = static_cast<int>(collectives_.size());
+  if (replayed_) {
+    // The graph issued the captured collectives again, unseen by the host.
+    t.collectives += captured_collectives_;
+    t.comm_untimed += captured_collectives_;
+  }
   // The compute stream, which waited for every collective waited for, has
   // run to its end: what is still held can be read now, or never.
   if (timing_ == CommTiming::WorkDuration) {

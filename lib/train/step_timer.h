@@ -39,6 +39,14 @@
 // range needs its name when it starts, so each range takes the name of the
 // phase that ended at the same position in the previous step (every step
 // runs the same sequence); the first step's are guessed.
+//
+// A step captured in a CUDA graph (train/cuda_graph.h, docs/gpu.md): every
+// stamp is then a GraphEvent, and the marks made while the step is captured
+// become the graph's own event nodes, recorded again by every replay, so the
+// phases of a replayed step are measured as those of an eager one. The
+// collectives of a capture are only counted: a replay issues them again
+// without the host seeing them, so a replayed step reports them as untimed
+// (comm_untimed), never as a communication time of zero.
 #include <c10/core/Device.h>
 #include <c10/core/Event.h>
 
@@ -52,6 +60,7 @@
 
 #include "distributed/comm_observer.h"
 #include "results/steps.h"
+#include "train/cuda_graph.h"
 
 namespace hpcbench::train {
 
@@ -91,6 +100,16 @@ class StepTimer final : public dist::CommObserver {
   // Synchronises; the step's figures.
   StepTimes end();
 
+  // The captured step: from now on every stamp is a GraphEvent (CUDA only).
+  void use_graph_events();
+  // Around the capture of the step: the marks made in between are the
+  // graph's; collectives issued meanwhile are counted, not timed.
+  void capture_begin();
+  void capture_end();
+  // After a replay of the captured step: the graph's marks join this step's.
+  void replayed();
+  bool capturing() const { return capturing_; }
+
   // dist::CommObserver
   size_t issuing(const void* queue) override;
   void issued(size_t handle, const c10::intrusive_ptr<c10d::Work>& work) override;
@@ -104,6 +123,7 @@ class StepTimer final : public dist::CommObserver {
   using Clock = std::chrono::steady_clock;
   struct Stamp {
     std::unique_ptr<c10::Event> event;  // accelerator
+    std::shared_ptr<GraphEvent> graph_event;  // accelerator, with use_graph_events()
     Clock::time_point t;                // always: CPU, and host-clock communication
   };
   struct Collective {
@@ -143,6 +163,12 @@ class StepTimer final : public dist::CommObserver {
   std::vector<Collective> collectives_;
   std::vector<Wait> waits_;
   uint64_t generation_ = 0;  // steps begun: reap() results of an older step are dropped
+  bool graph_events_ = false;
+  bool capturing_ = false;  // read by the observer calls too, under mutex_
+  size_t capture_from_ = 0;  // marks_ before it were made before the capture
+  std::vector<std::pair<Phase, std::shared_ptr<GraphEvent>>> captured_marks_;
+  int captured_collectives_ = 0;
+  bool replayed_ = false;  // this step replayed the graph
   size_t first_held_ = 0;    // collectives_ before it hold no work
 };
 

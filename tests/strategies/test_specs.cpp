@@ -234,3 +234,25 @@ TEST_CASE("pipeline: its layouts, the checks naming the flag, memory per stage a
       CHECK(bytes == Approx(8.0 / m * 16 * 8 * 4));
     }
 }
+
+TEST_CASE("each strategy says whether --cuda-graph can capture its step, with the reason when not") {
+  // Captured (graph-ready on a CPU, tests/strategies/test_cuda_graph.cpp).
+  for (const char* name : {"baseline", "ddp", "tensor"}) {
+    INFO(name);
+    const Spec* s = find_spec(name);
+    REQUIRE(s);
+    CHECK(s->no_cuda_graph(*s->defaults()).empty());
+  }
+  // Refused before launch, each for a reason of its own.
+  const std::vector<std::pair<const char*, const char*>> refused = {
+      {"dp", "several devices"}, {"pipeline", "host"}, {"zero", "storage"}, {"fsdp", "storage"}};
+  for (const auto& [name, why] : refused) {
+    INFO(name);
+    const Spec* s = find_spec(name);
+    REQUIRE(s);
+    CHECK(s->no_cuda_graph(*s->defaults()).find(why) != std::string::npos);
+  }
+  // A strategy the registry gains later is refused or captured knowingly:
+  // every registered one is named above.
+  CHECK(specs().size() == 7);
+}

@@ -23,6 +23,10 @@ class DpSpec final : public Spec {
     t.devices_option = "replicas";
     return t;
   }
+  std::string no_cuda_graph(const Options&) const override {
+    return "one process drives several devices (--replicas), while a CUDA graph captures the work of one device,"
+           " and dp's copies between the replicas are timed on host clocks inside the step";
+  }
   std::unique_ptr<Options> defaults() const override { return std::make_unique<DpOptions>(); }
   std::vector<std::string> always_shown() const override { return {"replicas"}; }
   std::vector<std::string> facts() const override { return {"devices"}; }

@@ -86,6 +86,10 @@ class PipelineSpec final : public Spec {
     t.needs_comm = true;
     return t;
   }
+  std::string no_cuda_graph(const Options&) const override {
+    return "its stage runner reads events and host clocks inside the step to measure each stage's idle time (its"
+           " bubble), and runs its point-to-point sends and receives on a host-side schedule";
+  }
   std::unique_ptr<Options> defaults() const override { return std::make_unique<PipelineOptions>(); }
   std::vector<std::string> always_shown() const override { return {"stages", "micro-batches", "schedule"}; }
   std::vector<std::string> facts() const override { return {"layout"}; }

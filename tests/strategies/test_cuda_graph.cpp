@@ -1,0 +1,164 @@
+// --cuda-graph on a CPU, through the real binary: the graph-ready step (fixed
+// batch buffers, a tensor learning rate, no host synchronisation, the whole
+// step as one unit a graph would capture) runs uncaptured there and must
+// train exactly as the eager step does; no operation inside it waits on the
+// device; and what cannot be captured is refused before launch, naming the
+// flag and the reason.
+#include <algorithm>
+#include <regex>
+#include <string>
+
+#include "cli_parity.h"
+
+using namespace hpcbench;
+using test::parity::Run;
+
+namespace {
+
+// bert-tiny, fp32, dropout off (tests/strategies/cli_parity.h), 20 steps.
+Run run20(const test::TempDir& dir, const std::string& name, const std::string& args) {
+  auto ckpt = dir.path / (name + ".safetensors");
+  auto results = dir.path / ("results-" + name);
+  auto r = test::run_command(test::parity::bin() + " run" + test::parity::kCommon + " --max-steps 20 --log-every 1000 " +
+                             args + " --run-name " + name + " --results-dir " + results.string() +
+                             " --save-checkpoint " + ckpt.string());
+  INFO(args << "\n" << r.output);
+  REQUIRE(r.exit_code == 0);
+  Run out;
+  out.params = model::read_safetensors(ckpt);
+  out.json = nlohmann::json::parse(test::slurp(results / name / "run.json"));
+  for (auto& s : out.json["steps"]) out.losses.push_back(s["loss"].get<double>());
+  return out;
+}
+
+// Bit for bit: the graph-ready step runs the same operations on the same
+// values in the same order (the rate reaches ATen's fused AdamW as a double
+// tensor that its CPU kernel reads back exactly), so no tolerance is needed.
+// The one difference in what is passed is the attention mask, which the
+// eager step leaves out for a batch without padding and a fixed buffer
+// always holds: on a CPU the model drops an all-ones mask itself
+// (model::key_mask_of), so the same attention runs.
+void require_identical(const Run& graph, const Run& eager) {
+  REQUIRE(graph.losses.size() == eager.losses.size());
+  REQUIRE(graph.losses.size() == 20);
+  for (size_t i = 0; i < graph.losses.size(); ++i) {
+    INFO("step " << i + 1);
+    CHECK(graph.losses[i] == eager.losses[i]);
+  }
+  auto d = test::parity::compare(graph.params, eager.params);
+  INFO("worst tensor " << d.worst_tensor);
+  CHECK(d.global_rel == 0.0);
+}
+
+}  // namespace
+
+TEST_CASE("the graph-ready step trains exactly as the eager step") {
+  test::TempDir dir;
+  struct Case {
+    std::string name, args;
+  };
+  const std::vector<Case> cases = {
+      {"baseline", "--batch-size 4"},
+      {"baseline-accum", "--batch-size 2 --grad-accum 2"},
+      {"ddp", "--strategy ddp --nproc-per-node 2 --batch-size 2"},
+      {"tensor", "--strategy tensor --tp-size 2 --nproc-per-node 2 --batch-size 4"},
+      // The fused model's bf16 weights with fp32 masters (its copies between
+      // them are part of the captured step).
+      {"fused-bf16", "--batch-size 4 --precision bf16 --fused"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.name);
+    auto eager = run20(dir, c.name + "-eager", c.args);
+    auto graph = run20(dir, c.name + "-graph", c.args + " --cuda-graph");
+    require_identical(graph, eager);
+    CHECK(eager.json["result"]["cuda_graph"] == "off");
+    // A CPU cannot capture: the run says so rather than claiming a graph.
+    CHECK(graph.json["result"]["cuda_graph"].get<std::string>().starts_with("not captured: cpu"));
+    CHECK(graph.json["result"]["fused"] == (c.name == "fused-bf16" ? 1 : 0));
+  }
+}
+
+TEST_CASE("an epoch's short last micro-batch runs outside the graph, its real rows counted") {
+  test::TempDir dir;
+  // 64 synthetic samples at batch 5 leave a short last micro-batch in each
+  // epoch; 20 steps cross at least one epoch's end.
+  auto eager = run20(dir, "short-eager", "--batch-size 5");
+  auto graph = run20(dir, "short-graph", "--batch-size 5 --cuda-graph");
+  require_identical(graph, eager);
+  const auto text = graph.json["result"]["cuda_graph"].get<std::string>();
+  INFO(text);
+  std::smatch m;
+  REQUIRE(std::regex_search(text, m, std::regex(R"((\d+) short steps outside)")));
+  int64_t short_rows = 0;
+  for (size_t i = 0; i < eager.json["steps"].size(); ++i) {
+    CHECK(graph.json["steps"][i]["samples"] == eager.json["steps"][i]["samples"]);
+    short_rows += eager.json["steps"][i]["samples"].get<int64_t>() < 5 ? 1 : 0;
+  }
+  CHECK(std::stoi(m[1]) == short_rows);
+  CHECK(short_rows > 0);
+}
+
+namespace {
+// Every "syncs rank R step S: N [...]" line of a run with HPCBENCH_CHECK_SYNC=1.
+std::vector<std::pair<int, std::string>> sync_lines(const test::TempDir& dir, const std::string& name,
+                                                    const std::string& args) {
+  auto cmd = "HPCBENCH_CHECK_SYNC=1 " + test::parity::bin() + " run" + test::parity::kCommon +
+             " --max-steps 4 --log-every 1000 " + args + " --run-name " + name + " --results-dir " +
+             (dir.path / ("results-" + name)).string();
+  auto r = test::run_command(cmd);
+  INFO(cmd << "\n" << r.output);
+  REQUIRE(r.exit_code == 0);
+  std::vector<std::pair<int, std::string>> out;
+  std::regex line(R"(syncs rank \d+ step \d+: (\d+) \[([^\]]*)\])");
+  for (std::sregex_iterator it(r.output.begin(), r.output.end(), line), end; it != end; ++it)
+    out.emplace_back(std::stoi((*it)[1]), (*it)[2]);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("no host synchronisation runs inside the graph-ready step, and the detector sees one that does") {
+  test::TempDir dir;
+  for (const std::string args : {"--batch-size 4 --cuda-graph", "--strategy ddp --nproc-per-node 2 --batch-size 2 --cuda-graph"}) {
+    INFO(args);
+    auto lines = sync_lines(dir, "graph" + std::to_string(args.size()), args);
+    CHECK(lines.size() >= 4);  // every step of every rank reports
+    for (auto& [n, names] : lines) {
+      INFO(names);
+      CHECK(n == 0);
+    }
+  }
+  // The eager step with fp16's loss scaling reads its overflow verdict on the
+  // host inside the step: the detector must report it on every step.
+  auto lines = sync_lines(dir, "fp16", "--batch-size 4 --precision fp16");
+  REQUIRE(lines.size() == 4);
+  for (auto& [n, names] : lines) {
+    INFO(names);
+    CHECK(n > 0);
+    CHECK(names.find("_local_scalar_dense") != std::string::npos);
+  }
+}
+
+TEST_CASE("what --cuda-graph cannot capture is refused before launch, naming the flag and the reason") {
+  test::TempDir dir;
+  struct Case {
+    std::string args, reason;
+  };
+  const std::vector<Case> cases = {
+      {"--strategy dp", "several devices"},
+      {"--strategy pipeline --nproc-per-node 2", "host"},
+      {"--strategy zero --nproc-per-node 2", "storage"},
+      {"--strategy fsdp --nproc-per-node 2", "storage"},
+      {"--precision fp16", "loss scaling"},
+      {"--activation-checkpointing", "random generator"},
+  };
+  for (const auto& c : cases) {
+    auto results = dir.path / "refused";
+    auto r = test::run_command(test::parity::bin() + " run" + test::parity::kCommon + " --max-steps 2 --cuda-graph " +
+                               c.args + " --run-name refused --results-dir " + results.string());
+    INFO(c.args << "\n" << r.output);
+    CHECK(r.exit_code != 0);
+    CHECK(r.output.find("--cuda-graph") != std::string::npos);
+    CHECK(r.output.find(c.reason) != std::string::npos);
+    CHECK(!std::filesystem::exists(results / "refused"));  // nothing half-written
+  }
+}

@@ -17,9 +17,13 @@ namespace fs = std::filesystem;
 TEST_CASE("sweep refuses run flags and a --time that would fail in the queue, writing nothing") {
   test::TempDir dir;
   auto out = dir.path / "sweep";
-  // An sbatch that records that it was called: nothing may reach it.
+  // An sbatch that records that it was called: nothing may reach it. Where
+  // a sweep may submit, it answers a new job id each time, as SLURM does (a
+  // repeated id is refused).
   auto sbatch = dir.path / "sbatch";
-  write_file_atomic(sbatch, "#!/bin/sh\ntouch '" + (dir.path / "called").string() + "'\necho 1\n");
+  const auto count = (dir.path / "count").string();
+  write_file_atomic(sbatch, "#!/bin/sh\ntouch '" + (dir.path / "called").string() + "'\nn=$(cat '" + count +
+                                "' 2>/dev/null || echo 0); n=$((n + 1)); echo $n > '" + count + "'; echo $n\n");
   fs::permissions(sbatch, fs::perms::owner_all);
   struct Case {
     std::string args, expect;

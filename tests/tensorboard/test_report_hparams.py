@@ -18,7 +18,7 @@ work = sys.argv[1]
 tb = os.path.join(work, "tb")
 results = os.path.join(work, "results")
 HPARAMS = ["strategy", "options", "devices", "nodes", "precision", "model", "seq_length", "batch_per_device",
-           "global_batch", "device"]
+           "global_batch", "device", "cuda_graph", "fused"]
 # MFU is left out: no row has one (a CPU has no known peak).
 METRICS = ["metrics/throughput", "metrics/speedup", "metrics/efficiency", "metrics/memory_gib_per_device",
            "metrics/comm_exposed_ms"]
@@ -66,7 +66,8 @@ for folder in folders:
             "devices": float(max(r0["world_size"], r0["nodes"] * r0["gpus_per_node"])), "nodes": float(r0["nodes"]),
             "precision": r0["precision"], "model": r0["model"], "seq_length": float(r0["seq_length"]),
             "batch_per_device": float(r0["batch_per_device"]), "global_batch": float(r0["global_batch"]),
-            "device": r0["device_name"] or r0["device"]}
+            "device": r0["device_name"] or r0["device"], "cuda_graph": r0.get("cuda_graph") or "-",
+            "fused": float(r0.get("fused", 0))}
     check(hp == want, f"{folder}: hparams {hp} != the runs' {want}")
     # The report's row: the median repeat's id, its figures the group's.
     row = next(t for t in table.values() if t["run_id"] in {r["run_id"] for r in repeats})

@@ -666,13 +666,13 @@ TEST_CASE("SIGTERM ends a wait for a lock, with flock, fcntl or a lock file, and
     INFO("kind " << kind);
     std::optional<NoLocks> no;
     if (kind > 0) no.emplace(kind == 2);
-    auto a = dir.path / ("k" + std::to_string(kind) + ".lock");
+    // Names built with fmt: `"literal" + std::string&&` draws a false
+    // -Wrestrict from GCC 12 (libstdc++'s char_traits.h; GCC bug 105651).
+    auto a = dir.path / fmt::format("k{}.lock", kind);
     FileLock held(a, "test");
     CHECK(static_cast<int>(held.method()) == kind + 1);
-    auto [rc, said] = wait_then_sigterm(a, dir.path / ("said" + std::to_string(kind)));
+    auto [rc, said] = wait_then_sigterm(a, dir.path / fmt::format("said{}", kind));
     CHECK(rc == 128 + SIGTERM);
-    // Built piece by piece: `"literal" + std::string&&` draws a false
-    // -Wrestrict from GCC 12 (libstdc++'s char_traits.h; GCC bug 105651).
     std::string want = "interrupted by SIGTERM while waiting for the test's lock (lock ";
     want += a.string();
     CHECK_THAT(said, Catch::Contains(want));

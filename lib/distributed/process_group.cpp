@@ -522,6 +522,10 @@ void Comm::wait(Pending& p) {
   }
   if (obs) obs->waited(p.handle);
   p.work.reset();
+  // A host-staged receive is complete now (Gloo's wait blocks the host).
+  if (p.deliver_to.defined()) p.deliver_to.copy_(p.host);
+  p.host.reset();
+  p.deliver_to.reset();
 }
 
 Pending Comm::allreduce_async(at::Tensor& tensor, std::string what) {

@@ -197,3 +197,13 @@ TEST_CASE("waits block the host on Gloo and only order the stream on NCCL") {
   CHECK(dist::wait_mode("gloo") == dist::WaitMode::HostBlocking);
   CHECK(dist::wait_mode("nccl") == dist::WaitMode::StreamOrdered);
 }
+
+// The first GPU run of pipeline on 2 ranks sharing a GPU over Gloo failed at the
+// first activation: Gloo's send wrote the CUDA pointer to its socket
+// ("writev: Bad address"). Its point to point is host-only; a device tensor goes
+// through a host copy, while NCCL and host tensors go as they are.
+TEST_CASE("Gloo's point to point stages device tensors through the host") {
+  CHECK(dist::p2p_stages_on_host(dist::wait_mode("gloo"), c10::Device("cuda:0")));
+  CHECK_FALSE(dist::p2p_stages_on_host(dist::wait_mode("gloo"), c10::Device("cpu")));
+  CHECK_FALSE(dist::p2p_stages_on_host(dist::wait_mode("nccl"), c10::Device("cuda:0")));
+}

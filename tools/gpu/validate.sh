@@ -241,11 +241,10 @@ phase_engine() {
     hb_run "engine-b$b-eager" "${common[@]}" --dump-data "$work/data-engine-b$b.safetensors"
     hb_run "engine-b$b-graph" "${common[@]}" --cuda-graph
     hb_run "engine-b$b-graph-fused" "${common[@]}" --cuda-graph --fused
-    if [[ $b == "${engine_batches%% *}" ]]; then
-      # Eager against itself: how far apart two identical runs' losses are (attention's
-      # backward may use atomics), to read the graphed-against-eager difference against.
-      hb_run "engine-b$b-eager-repeat" "${common[@]}"
-    fi
+    # Eager against itself at every batch: how far apart two identical runs' losses drift
+    # (attention's backward sums with atomics), the floor the graphed and fused runs' losses
+    # are read against (validate_report.py: ENGINE_DRIFT_FACTOR).
+    hb_run "engine-b$b-eager-repeat" "${common[@]}"
     trainers=eager
     if [[ $engine_compile_batches == all || " $engine_compile_batches " == *" $b "* ]] &&
       within_budget engine "batch $b: torch.compile"; then
@@ -253,7 +252,8 @@ phase_engine() {
       [[ " $engine_default_compile_batches " == *" $b "* ]] && trainers+=,compile-default
       [[ ${HPCBENCH_ENGINE_AUTOTUNE:-0} == 1 ]] && trainers+=,compile-max-autotune
     fi
-    trainers+=,lightning
+    # HPCBENCH_ENGINE_LIGHTNING=0 leaves Lightning out (a second call that measured it already).
+    [[ ${HPCBENCH_ENGINE_LIGHTNING:-1} == 0 ]] || trainers+=,lightning
     say "engine: batch $b: Hugging Face ($trainers), the same batches"
     mkdir -p "$work/runs/ref"
     ref_run "$trainers" bf16 "$b" "$work/data-engine-b$b.safetensors" "$work/runs/ref/engine-b$b-{trainer}.json" \

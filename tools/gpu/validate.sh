@@ -296,6 +296,9 @@ phase_strategies() {
   local common=(--precision bf16 --batch-size "$big" --dropout 0)
   say "strategies: baseline"
   hb_run strat-baseline "${common[@]}" --dump-data "$work/data-strat.safetensors"
+  # The baseline against itself: attention's backward sums with atomics, so two identical runs
+  # drift apart; ddp's and tensor's losses are read against that drift (validate_report.py).
+  hb_run strat-baseline-repeat "${common[@]}"
   # PyTorch's own overhead at world size 1, the reference for the sharded rows: FSDP2 against
   # Hugging Face eager on the same batches, dropout off as here.
   say "strategies: Hugging Face eager and FSDP2 (fully_shard, world size 1), the same batches"

@@ -34,6 +34,10 @@ import time
 #   same atomics: 1e-3. zero and fsdp compute in bf16 copies of fp32 master
 #   shards (mixed precision as FSDP2 does it: weights cast, not autocast), which
 #   rounds differently from autocast's per-op casts: 2e-2 relative over 40 steps.
+#   The second GPU run found ddp at 1.01e-3 while two identical eager runs of the baseline
+#   drifted 0.9e-3 to 2.6e-3 apart the same day (the engine phase): the replicated bound is
+#   below the baseline's own drift, so the phase now repeats its baseline and holds ddp and
+#   tensor to the larger of 1e-3 and ENGINE_DRIFT_FACTOR times that drift.
 TOL_FP32_SHARED = 1e-4
 TOL_BF16_REPLICATED = 1e-3
 TOL_BF16_SHARDED = 2e-2
@@ -361,6 +365,12 @@ def parse_bench_comm(path):
 def phase_strategies(a):
     base = read_run(a.work, "strat-baseline")
     res = {"baseline": figures_of(base), "rows": [], "checks": [], "targets": []}
+    drift = None
+    try:
+        drift = max_rel_diff(read_run(a.work, "strat-baseline-repeat")["losses"], base["losses"])
+        res["baseline_repeat_max_rel_diff"] = drift
+    except Exception:  # noqa: BLE001 - the second GPU run's phase had no repeat
+        pass
     for name in ("ddp", "zero1", "zero2", "zero3", "fsdp-full", "fsdp-grad-op", "pipeline", "tensor"):
       try:
         run = read_run(a.work, f"strat-{name}")
@@ -370,11 +380,14 @@ def phase_strategies(a):
         tol = TOL_BF16_REPLICATED if name in ("ddp", "tensor") else TOL_BF16_SHARDED
         if base.get("precision") != "bf16":
             tol = TOL_FP32_SHARED
+        elif tol == TOL_BF16_REPLICATED and drift is not None:
+            tol = max(tol, ENGINE_DRIFT_FACTOR * drift)
         d = max_rel_diff(run["losses"], base["losses"])
         overhead = run["step_ms_median"] / base["step_ms_median"] - 1
         res["rows"].append({"strategy": name, "hpcbench": figures_of(run), "overhead": overhead,
                             "loss_max_rel_diff": d, "tolerance": tol})
-        res["checks"].append(check(f"{name}: losses equal to the baseline's", d <= tol, f"max rel diff {d:.2e} <= {tol:g}"))
+        res["checks"].append(check(f"{name}: losses equal to the baseline's", d <= tol, f"max rel diff {d:.2e} <= {tol:.3g}"
+                                   + (f" (baseline against itself {drift:.2e})" if drift is not None else "")))
         if name in ("pipeline", "tensor"):
             # One stage, one tensor rank: their groups hold one rank, which these strategies skip
             # whatever --keep-collectives says (nothing to keep); what they add is measured all the same.

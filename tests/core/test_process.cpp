@@ -37,7 +37,7 @@ struct TempDir {
     REQUIRE(::mkdtemp(tmpl));
     path = tmpl;
   }
-  ~TempDir() { fs::remove_all(path); }
+  ~TempDir() { remove_tree(path); }
 };
 
 // Runs `body` in a forked copy of this test and returns its exit status:

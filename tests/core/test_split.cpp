@@ -1,5 +1,6 @@
 #include "test_catch.h"
 
+#include "core/atomic_file.h"
 #include "core/split.h"
 #include "core/write_probe.h"
 
@@ -41,5 +42,5 @@ TEST_CASE("write_probe proves a folder takes a folder and a file with data, and 
   CHECK(st.st_blocks * 512 >= 8192);
   ::close(fd);
   CHECK(std::filesystem::is_empty(dir));  // unlinked from the start
-  std::filesystem::remove_all(dir);
+  hpcbench::remove_tree(dir);
 }

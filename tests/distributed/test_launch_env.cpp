@@ -105,8 +105,11 @@ TEST_CASE("inconsistent rank variables are errors naming the variable") {
   CHECK_THROWS_WITH(dist::detect_layout(EnvMap{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "70000"}}),
                     Catch::Contains("MASTER_PORT"));
   auto env = slurm_step(0, 8, 0, 0);
-  env["SLURM_STEP_TASKS_PER_NODE"] = "four";
-  CHECK_THROWS_WITH(dist::detect_layout(env), Catch::Contains("SLURM_STEP_TASKS_PER_NODE"));
+  for (const char* bad : {"four", "4,,4", "4,4,"}) {
+    INFO(bad);
+    env["SLURM_STEP_TASKS_PER_NODE"] = bad;
+    CHECK_THROWS_WITH(dist::detect_layout(env), Catch::Contains("SLURM_STEP_TASKS_PER_NODE"));
+  }
   env = slurm_step(9, 8, 0, 0);
   CHECK_THROWS_WITH(dist::detect_layout(env), Catch::Contains("SLURM_PROCID=9"));
 }

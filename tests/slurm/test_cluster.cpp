@@ -300,7 +300,7 @@ TEST_CASE("a job one of whose tasks is killed ends FAILED with the error in its 
 
 // A rank killed in the middle of a sweep's job: the job ends FAILED within its
 // time limit with the error in its log, the report shows it as failed, and
-// the sweep's other runs are intact. HPCBENCH_TEST_FAULT reaches the jobs
+// the sweep's other runs are intact. HPCBENCH_INJECT reaches the jobs
 // through sbatch's exported environment; it kills rank 1 only, so the
 // one-rank baseline is untouched.
 TEST_CASE("a sweep job whose rank 1 is killed ends FAILED; the report marks it failed, the baseline is intact",
@@ -309,7 +309,7 @@ TEST_CASE("a sweep job whose rank 1 is killed ends FAILED; the report marks it f
   test::TempDir tmp;
   auto bin = test::hpcbench_bin().string();
   auto dir = tmp.path / "sweep";
-  auto r = test::sh("HPCBENCH_TEST_FAULT=1:2:kill " + bin +
+  auto r = test::sh("HPCBENCH_INJECT=fault=1:2:kill " + bin +
                     " sweep --strategies baseline,ddp --nodes 2 --gpus-per-node 1 --cpu --submit --time 2"
                     " --global-batch 8 --out " + dir.string() +
                     " -- --max-steps 6 --synthetic-samples 64 --max-seq-length 64 --doc-stride 16"

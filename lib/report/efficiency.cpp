@@ -19,7 +19,7 @@
 #include "core/text_wrap.h"
 #include "report/table.h"
 #include "results/steps.h"
-#include "strategies/registry.h"
+#include "specs/registry.h"
 
 namespace hpcbench::report {
 

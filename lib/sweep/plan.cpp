@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "strategies/registry.h"
+#include "specs/registry.h"
 #include "sweep/slurm_time.h"
 
 namespace hpcbench::sweep {

@@ -10,7 +10,7 @@
 #include "core/printable.h"
 #include "core/stop_signal.h"
 #include "results/run_reader.h"
-#include "strategies/registry.h"
+#include "specs/registry.h"
 #include "sweep/job_script.h"
 #include "sweep/shell.h"
 

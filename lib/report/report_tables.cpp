@@ -71,7 +71,7 @@ std::string bubble_text(const results::RunResult& r) {
 }
 
 // The strategy and, where its record names one, its rank layout ("dp2-pp2").
-std::string strategy_text(const results::RunResult& r) {
+std::string strategy_with_layout(const results::RunResult& r) {
   const std::string key = "layout=";
   auto at = r.strategy_options.find(key);
   if (at == std::string::npos || (at > 0 && r.strategy_options[at - 1] != ',')) return r.strategy;
@@ -151,7 +151,7 @@ Table comparison_table(const Comparison& c) {
   for (auto& row : c.rows) {
     const results::RunResult& r = row.run;
     bool ok = r.status == "ok";
-    std::vector<std::string> cells = {row_name(row), strategy_text(r), std::to_string(results::devices(r)),
+    std::vector<std::string> cells = {row_name(row), strategy_with_layout(r), std::to_string(results::devices(r)),
                                       r.global_batch > 0 ? std::to_string(r.global_batch) : "-", r.status};
     if (repeats) cells.push_back(std::to_string(row.repeats.size()));
     for (auto& cell : std::vector<std::string>{

@@ -18,7 +18,7 @@
 #include "core/time.h"
 #include "device/device.h"
 #include "model/bert.h"
-#include "strategies/registry.h"
+#include "specs/registry.h"
 #include "train/setup.h"
 
 namespace hpcbench::cli {

@@ -24,7 +24,7 @@
 #include "predict/system_toml.h"
 #include "preflight/run_settings.h"
 #include "results/csv.h"
-#include "strategies/registry.h"
+#include "specs/registry.h"
 #include "train/setup.h"
 
 namespace hpcbench::cli {

@@ -7,7 +7,7 @@
 #include "core/settings.h"
 #include "launch_flags.h"
 #include "run/job.h"
-#include "strategies/registry.h"
+#include "specs/registry.h"
 #include "train/config.h"
 #include "train/names.h"
 

@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "core/self_exec.h"
 #include "core/time.h"
-#include "strategies/registry.h"
+#include "specs/registry.h"
 #include "sweep/job_script.h"
 #include "sweep/manifest.h"
 #include "sweep/plan.h"

@@ -28,8 +28,8 @@ TORCH_MODULE(BertEmbeddings);
 
 class BertSelfAttentionImpl : public torch::nn::Module {
  public:
-  // With `shards` > 1, the heads of one of that many tensor-parallel ranks
-  // (model/tensor_parallel.h): query, key and value project to h / shards.
+  // With `shards` > 1, the heads of one of that many tensor-parallel ranks:
+  // query, key and value project to h / shards.
   // `fused`: one [3h, h] projection `qkv` (query's rows, then key's, then
   // value's: the three Hugging Face weights stacked) instead of three, so
   // that the three projections are one GEMM.

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "results/bench_comm_file.h"
-#include "strategies/schedule.h"
+#include "specs/schedule.h"
 
 namespace hpcbench::predict {
 
@@ -35,7 +35,7 @@ struct System {
   std::string device = "cuda";  // the kind of device: "cuda" (GPUs) or "cpu"
 };
 
-// The ranks of a collective (strategies/schedule.h: what a strategy issues).
+// The ranks of a collective (specs/schedule.h: what a strategy issues).
 using strategies::Group;
 
 // Latency terms (ring steps) of each op over n ranks: all-reduce 2(n-1)

@@ -11,6 +11,7 @@
 #include "predict/layout.h"
 #include "predict/step_model.h"
 #include "predict/versus.h"
+#include "specs/label.h"
 
 namespace hpcbench::predict {
 

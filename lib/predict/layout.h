@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "strategies/schedule.h"
+#include "specs/schedule.h"
 
 namespace hpcbench::model {
 struct BertConfig;

@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "strategies/schedule.h"
+#include "specs/schedule.h"
 
 namespace hpcbench::predict {
 
-// The tasks a strategy's spec issued (strategies/schedule.h), collectives
+// The tasks a strategy's spec issued (specs/schedule.h), collectives
 // costed.
 using strategies::Stream;
 using strategies::Task;

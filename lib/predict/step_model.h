@@ -12,7 +12,7 @@
 #include "predict/collective.h"
 #include "predict/layout.h"
 #include "predict/replay.h"
-#include "strategies/spec.h"
+#include "specs/spec.h"
 
 namespace hpcbench::predict {
 

@@ -11,6 +11,7 @@
 #include "predict/baseline.h"
 #include "predict/layout.h"
 #include "predict/step_model.h"
+#include "specs/label.h"
 
 namespace hpcbench::predict {
 

@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <string>
 
-#include "strategies/model_shape.h"
-#include "strategies/schedule.h"
-#include "strategies/spec.h"
+#include "specs/model_shape.h"
+#include "specs/schedule.h"
+#include "specs/spec.h"
 #include "train/config.h"
 
 namespace hpcbench::preflight {

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "strategies/registry.h"
+#include "specs/registry.h"
 
 namespace hpcbench::report {
 

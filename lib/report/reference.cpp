@@ -8,7 +8,7 @@
 #include "core/bounded_read.h"
 #include "core/error.h"
 #include "results/csv.h"
-#include "strategies/registry.h"
+#include "specs/registry.h"
 
 namespace hpcbench::report {
 

@@ -72,7 +72,7 @@ std::string bubble_text(const results::RunResult& r) {
 }
 
 // The strategy and, where its record names one, its rank layout ("dp2-pp2").
-std::string strategy_text(const results::RunResult& r) {
+std::string strategy_with_layout(const results::RunResult& r) {
   for (auto& item : split(r.strategy_options))
     if (item.starts_with("layout=")) return r.strategy + " " + item.substr(std::string_view("layout=").size());
   return r.strategy;
@@ -150,7 +150,7 @@ Table comparison_table(const Comparison& c) {
   for (auto& row : c.rows) {
     const results::RunResult& r = row.run;
     bool ok = r.status == "ok";
-    std::vector<std::string> cells = {row_name(row), strategy_text(r), std::to_string(results::devices(r)),
+    std::vector<std::string> cells = {row_name(row), strategy_with_layout(r), std::to_string(results::devices(r)),
                                       r.global_batch > 0 ? std::to_string(r.global_batch) : "-", r.status};
     if (repeats) cells.push_back(std::to_string(row.repeats.size()));
     for (auto& cell : std::vector<std::string>{

@@ -32,7 +32,7 @@
 #include "results/run_folder.h"
 #include "run/data_dump.h"
 #include "run/trainer.h"
-#include "strategies/registry.h"
+#include "specs/registry.h"
 #include "tensorboard/run_log.h"
 #include "train/setup.h"
 

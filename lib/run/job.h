@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "strategies/spec.h"
+#include "specs/spec.h"
 #include "train/config.h"
 
 namespace hpcbench::run {

@@ -13,7 +13,7 @@
 #include "results/run_record.h"
 #include "results/steps.h"
 #include "run/context.h"
-#include "strategies/spec.h"
+#include "specs/spec.h"
 #include "train/batch.h"
 #include "train/config.h"
 

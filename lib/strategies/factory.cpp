@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "strategies/registry.h"
+#include "specs/registry.h"
 #include "strategies/strategy.h"
 
 namespace hpcbench::strategies {
@@ -15,7 +15,7 @@ using Maker = std::unique_ptr<Strategy> (*)(const Choice&);
   const Spec& spec();                              \
   std::unique_ptr<Strategy> make(const Choice& c); \
   }
-#include "strategies/registry.inc"
+#include "specs/registry.inc"
 #undef HPCBENCH_STRATEGY
 
 namespace {
@@ -23,7 +23,7 @@ namespace {
 std::vector<std::pair<const Spec*, Maker>>& makers() {
   static std::vector<std::pair<const Spec*, Maker>> all = {
 #define HPCBENCH_STRATEGY(name) {&name::spec(), &name::make},
-#include "strategies/registry.inc"
+#include "specs/registry.inc"
 #undef HPCBENCH_STRATEGY
   };
   return all;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "model/bert.h"
-#include "strategies/spec.h"
+#include "specs/spec.h"
 #include "strategies/updater.h"
 #include "train/batch.h"
 #include "train/optimizer.h"

@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "core/split.h"
-#include "strategies/registry.h"
+#include "specs/registry.h"
 #include "sweep/slurm_time.h"
 
 namespace hpcbench::sweep {

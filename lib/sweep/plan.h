@@ -34,7 +34,7 @@ struct SweepOptions {
 
 struct SweepJob {
   std::string name;      // "<strategy>-<nodes>x<gpus>", also the run folder's name
-  std::string strategy;  // its label (strategies/spec.h)
+  std::string strategy;  // its label (specs/spec.h)
   int nodes = 1;
   int gpus_per_node = 1;
   int world_size() const { return nodes * gpus_per_node; }

@@ -11,7 +11,7 @@
 #include "core/process.h"
 #include "core/stop_signal.h"
 #include "results/run_reader.h"
-#include "strategies/registry.h"
+#include "specs/registry.h"
 #include "sweep/job_script.h"
 
 #include <cmath>

@@ -3,7 +3,7 @@
 #include <set>
 
 #include "core/error.h"
-#include "strategies/registry.h"
+#include "specs/registry.h"
 #include "train/names.h"
 
 namespace hpcbench::train {

@@ -27,7 +27,7 @@ struct TrainConfig {
   int64_t max_query_length = 64;
   std::string cache_dir;  // feature cache; empty: the default under ~/.cache
   // [train]
-  std::string strategy;  // a label (strategies/spec.h); empty: the one-device reference
+  std::string strategy;  // a label (specs/spec.h); empty: the one-device reference
   int64_t batch_size = 8;  // per device
   int64_t grad_accum = 1;
   int64_t epochs = 1;

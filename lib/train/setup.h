@@ -11,7 +11,7 @@
 
 #include "data/features.h"
 #include "model/bert.h"
-#include "strategies/model_shape.h"
+#include "specs/model_shape.h"
 #include "train/config.h"
 
 namespace torch::optim {

@@ -1,7 +1,7 @@
 // Activation checkpointing's saving, measured: the bytes a training forward
 // leaves alive for backward, counted exactly by a CPU allocator, with and
 // without recomputation, against the memory model's activation term
-// (lib/strategies/model_shape.h, docs/memory.md). Without recomputation each
+// (lib/specs/model_shape.h, docs/memory.md). Without recomputation each
 // encoder layer keeps its Korthikanti et al. activations; with it, only its
 // input (e·s·b·h bytes). The rest (embeddings, QA head, the loss) is the same
 // either way and drops out of the difference.
@@ -13,7 +13,7 @@
 #include "counting_allocator.h"
 #include "model/bert.h"
 #include "model/bert_modules.h"
-#include "strategies/model_shape.h"
+#include "specs/model_shape.h"
 #include "train/setup.h"
 
 using namespace hpcbench;

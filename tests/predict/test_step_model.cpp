@@ -6,13 +6,13 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "results/bench_comm_file.h"
 #include "model/bert.h"
 #include "predict/layout.h"
 #include "predict/step_model.h"
+#include "results/bench_comm_file.h"
+#include "specs/model_shape.h"
+#include "specs/registry.h"
 #include "strategies/ddp/buckets.h"
-#include "strategies/model_shape.h"
-#include "strategies/registry.h"
 #include "strategies/tensor/cost.h"
 
 using namespace hpcbench;

@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 #include "preflight/run_settings.h"
-#include "strategies/registry.h"
+#include "specs/registry.h"
 #include "train/config.h"
 
 using namespace hpcbench;

@@ -1,5 +1,5 @@
 """The model and batch the model-parallel references share with the C++ tests
-(tests/model/test_tensor_parallel.cpp, tests/strategies/test_pipeline.cpp):
+(tests/strategies/test_tensor_layers.cpp, tests/strategies/test_pipeline.cpp):
 a small BertForQuestionAnswering (4 layers so that 4 pipeline stages get one
 each, 4 heads so that 4 tensor-parallel ranks get one each), seeded, dropout
 off, SDPA attention as hpcbench's; a batch of 8 rows with padding in some

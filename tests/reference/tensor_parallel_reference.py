@@ -1,7 +1,7 @@
 """DTensor's tensor parallelism (torch.distributed.tensor.parallel.
 parallelize_module with ColwiseParallel / RowwiseParallel) on transformers'
 BertForQuestionAnswering, Gloo on CPU, over 2 and 4 ranks: the truth for
-hpcbench's Megatron-style split (tests/model/test_tensor_parallel.cpp).
+hpcbench's Megatron-style split (tests/strategies/test_tensor_layers.cpp).
 
 Every encoder layer gets Megatron's plan: query, key, value and
 intermediate.dense column-parallel, attention.output.dense and output.dense

@@ -28,7 +28,7 @@
 #include "counting_allocator.h"
 #include "distributed/launch_env.h"
 #include "distributed/process_group.h"
-#include "strategies/registry.h"
+#include "specs/registry.h"
 #include "strategies/shard/sharded.h"
 #include "test_env.h"
 #include "train/batch.h"

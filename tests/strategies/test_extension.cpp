@@ -17,7 +17,7 @@
 #include "report/report_tables.h"
 #include "results/run_reader.h"
 #include "results/steps.h"
-#include "strategies/registry.h"
+#include "specs/registry.h"
 #include "strategies/strategy.h"
 #include "sweep/plan.h"
 #include "toy/toy.h"

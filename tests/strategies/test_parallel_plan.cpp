@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "core/error.h"
-#include "strategies/mesh.h"
-#include "strategies/model_shape.h"
+#include "specs/mesh.h"
+#include "specs/model_shape.h"
 #include "strategies/pipeline/cost.h"
 #include "strategies/pipeline/schedule.h"
 #include "strategies/pipeline/timeline.h"

@@ -1,4 +1,4 @@
-// The pipeline (lib/model/pipeline_stages.h, lib/strategies/pipeline/runner.h)
+// The pipeline (lib/strategies/pipeline/stages.h, lib/strategies/pipeline/runner.h)
 // over 2 and 4 Gloo ranks (copies of this executable), GPipe and 1F1B, several
 // micro-batch counts: each stage runs the same forwards and backwards in the
 // same order as torch.distributed.pipelining's ScheduleGPipe / Schedule1F1B
@@ -19,11 +19,11 @@
 #include "distributed/process_group.h"
 #include "model/bert.h"
 #include "model/checkpoint.h"
-#include "model/pipeline_stages.h"
+#include "model/model_test_util.h"
 #include "spawn_ranks.h"
 #include "strategies/pipeline/cut.h"
 #include "strategies/pipeline/runner.h"
-#include "model/model_test_util.h"
+#include "strategies/pipeline/stages.h"
 #include "test_env.h"
 
 using namespace hpcbench;
@@ -118,7 +118,7 @@ TEST_CASE("pipeline worker", "[.][pp_worker]") {
   for (const auto& run : runs(stages)) {
     auto whole = whole_model();
     auto counts = stage_layer_counts(whole->config().num_hidden_layers, stages);
-    model::PipelineStage stage(*whole, rank, counts);
+    strategies::pipeline::PipelineStage stage(*whole, rank, counts);
     stage->set_activation_checkpointing(run.recompute);
     StageLinks links{&comm, rank > 0 ? rank - 1 : -1, rank + 1 < stages ? rank + 1 : -1};
     StageRunner runner(stage, links, {parse_schedule(run.schedule)}, c10::Device(c10::kCPU));
@@ -227,7 +227,7 @@ TEST_CASE("pipeline cuts: balanced by default, explicit counts, and the cuts tha
   auto cfg = model::BertConfig::preset("bert-tiny");
   model::BertForQuestionAnswering whole(cfg);
   const std::vector<int64_t> halves{1, 1};
-  model::PipelineStage first(*whole, 0, halves), last(*whole, 1, halves);
+  strategies::pipeline::PipelineStage first(*whole, 0, halves), last(*whole, 1, halves);
   auto a = first->named_parameters(), z = last->named_parameters();
   CHECK(a.contains("bert.embeddings.word_embeddings.weight"));
   CHECK(a.contains("bert.encoder.layer.0.output.dense.weight"));

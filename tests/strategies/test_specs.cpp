@@ -9,8 +9,8 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "specs/registry.h"
 #include "strategies/pipeline/schedule.h"
-#include "strategies/registry.h"
 
 using namespace hpcbench;
 using namespace hpcbench::strategies;
@@ -102,7 +102,7 @@ TEST_CASE("configure: defaults, then the TOML section, then the label, then flag
   CHECK(configure("zero:stage=2", &file, {{"--zero-stage", "2"}, {"--no-prefetch", "off"}}, "--strategy").label() ==
         "zero:prefetch=off,overlap=off");
   // A flag that gives an option the label gives, differently, is two values
-  // for one option (issue 33): refused naming both, never one silently taken.
+  // for one option: refused naming both, never one silently taken.
   CHECK_THROWS_WITH(configure("zero:stage=3", &file, {{"--zero-stage", "2"}}, "--strategy"),
                     Catch::Contains("--strategy zero:stage=3 and --zero-stage 2"));
   CHECK(configure("fsdp", &file, {}, "--strategy").label() == "fsdp:sharding=grad-op");

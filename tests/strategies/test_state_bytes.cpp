@@ -13,7 +13,7 @@
 
 #include "counting_allocator.h"
 #include "distributed/process_group.h"
-#include "strategies/registry.h"
+#include "specs/registry.h"
 #include "strategies/strategy.h"
 #include "train/optimizer.h"
 #include "train/setup.h"

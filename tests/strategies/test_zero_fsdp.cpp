@@ -25,7 +25,7 @@
 #include "distributed/process_group.h"
 #include "model/bert.h"
 #include "model/checkpoint.h"
-#include "strategies/registry.h"
+#include "specs/registry.h"
 #include "strategies/shard/groups.h"
 #include "strategies/shard/sharded.h"
 #include "test_env.h"

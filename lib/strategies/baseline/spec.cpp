@@ -1,7 +1,7 @@
 // The one-device reference every speedup is measured against.
 #include <fmt/format.h>
 
-#include "strategies/spec.h"
+#include "specs/spec.h"
 
 namespace hpcbench::strategies::baseline {
 

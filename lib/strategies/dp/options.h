@@ -1,5 +1,5 @@
 #pragma once
-#include "strategies/spec.h"
+#include "specs/spec.h"
 
 namespace hpcbench::strategies::dp {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "strategies/model_shape.h"
+#include "specs/model_shape.h"
 #include "strategies/pipeline/schedule.h"
 #include "strategies/pipeline/timeline.h"
 

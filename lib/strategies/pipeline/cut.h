@@ -1,6 +1,6 @@
 #pragma once
 // Which encoder layers each pipeline stage holds, without tensors (the
-// stages themselves are model::PipelineStage; predict's memory formula and
+// stages themselves are PipelineStage (stages.h); predict's memory formula and
 // the strategy's set-up cut the same way).
 #include <cstdint>
 #include <string>

@@ -1,7 +1,7 @@
 #pragma once
 #include <string>
 
-#include "strategies/spec.h"
+#include "specs/spec.h"
 
 namespace hpcbench::strategies::pipeline {
 

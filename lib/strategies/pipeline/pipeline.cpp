@@ -10,9 +10,9 @@
 #include <set>
 
 #include "core/error.h"
-#include "model/pipeline_stages.h"
-#include "strategies/mesh.h"
+#include "specs/mesh.h"
 #include "strategies/pipeline/cut.h"
+#include "strategies/pipeline/stages.h"
 #include "strategies/support.h"
 #include "train/optimizer.h"
 #include "train/setup.h"
@@ -29,7 +29,7 @@ class StageUpdater final : public Updater {
   StageUpdater(model::BertForQuestionAnswering whole, std::vector<int64_t> counts, int stage, dist::Comm* pp,
                const train::OptimizerConfig& cfg)
       : whole_(std::move(whole)), counts_(std::move(counts)), stage_(stage), pp_(pp) {
-    model::PipelineStage mine(*whole_, stage_, counts_);
+    pipeline::PipelineStage mine(*whole_, stage_, counts_);
     params_ = mine->parameters();
     optimizer_ = train::make_adamw(*mine, cfg);
     // What other stages hold is freed here: a rank keeps its stage only.
@@ -73,7 +73,7 @@ class StageUpdater final : public Updater {
     freed_.clear();
     if (pp_->size() == 1) return;
     for (int s = 0; s < static_cast<int>(counts_.size()); ++s) {
-      model::PipelineStage stage(*whole_, s, counts_);
+      pipeline::PipelineStage stage(*whole_, s, counts_);
       for (auto& p : stage->parameters()) {
         auto t = p.detach();
         pp_->broadcast(t, s);
@@ -138,7 +138,7 @@ Topology Pipeline::setup(model::BertForQuestionAnswering& model, const StrategyC
     }
   }
   const int s = me.pp;
-  model::PipelineStage stage(*model, s, counts);
+  pipeline::PipelineStage stage(*model, s, counts);
   // --activation-checkpointing, as the trainer set it on the whole model.
   stage->set_activation_checkpointing(model->bert()->activation_checkpointing());
   pipeline::StageLinks links{pp_comm_, s > 0 ? s - 1 : -1, s + 1 < l.stages ? s + 1 : -1};
@@ -161,7 +161,7 @@ Topology Pipeline::setup(model::BertForQuestionAnswering& model, const StrategyC
   int64_t most = 0;
   for (int k = 0; k < l.stages; ++k) {
     int64_t n = 0;
-    for (auto& p : model::PipelineStage(*model, k, counts)->parameters()) n += p.numel();
+    for (auto& p : pipeline::PipelineStage(*model, k, counts)->parameters()) n += p.numel();
     most = std::max(most, n);
   }
   t.state_theory_bytes = replicated_state_bytes(most);

@@ -1,7 +1,7 @@
 #pragma once
 // Pipeline parallelism (GPipe, 1F1B), with data parallelism across pipelines:
 // the job's ranks a dp x pp grid placed as Megatron-LM places it
-// (strategies/mesh.h); each rank holds one stage of the model (its encoder
+// (specs/mesh.h); each rank holds one stage of the model (its encoder
 // layers, the embeddings on the first, the QA head and the loss on the last)
 // and frees the rest. The trainer's batch for a micro-step (--batch-size
 // rows per data-parallel replica) is cut into --micro-batches pieces that

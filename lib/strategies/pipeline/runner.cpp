@@ -23,7 +23,7 @@ int gradient_tag(int m) { return 2 * m + 1; }
 
 }  // namespace
 
-StageRunner::StageRunner(model::PipelineStage stage, StageLinks links, RunnerOptions options, c10::Device device)
+StageRunner::StageRunner(PipelineStage stage, StageLinks links, RunnerOptions options, c10::Device device)
     : stage_(std::move(stage)), links_(links), opts_(std::move(options)), device_(device) {
   if (!stage_->first() && links_.prev < 0) fail("internal: stage {} has no previous rank", stage_->stage());
   if (!stage_->last() && links_.next < 0) fail("internal: stage {} has no next rank", stage_->stage());

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "distributed/process_group.h"
-#include "model/pipeline_stages.h"
 #include "strategies/pipeline/schedule.h"
+#include "strategies/pipeline/stages.h"
 #include "strategies/pipeline/timeline.h"
 #include "train/batch.h"
 
@@ -42,7 +42,7 @@ struct RunnerOptions {
 
 class StageRunner {
  public:
-  StageRunner(model::PipelineStage stage, StageLinks links, RunnerOptions options, c10::Device device);
+  StageRunner(PipelineStage stage, StageLinks links, RunnerOptions options, c10::Device device);
   ~StageRunner();
   StageRunner(const StageRunner&) = delete;
   StageRunner& operator=(const StageRunner&) = delete;
@@ -66,7 +66,7 @@ class StageRunner {
   const std::vector<at::Tensor>& micro_losses() const { return losses_; }
   // What the stage ran last step, in order (the schedule's order).
   const std::vector<Action>& ran() const { return ran_; }
-  model::PipelineStage& stage() { return stage_; }
+  PipelineStage& stage() { return stage_; }
 
  private:
   struct Stamp {
@@ -79,7 +79,7 @@ class StageRunner {
   void backward(int m, double loss_scale);
   void wait_sends();
 
-  model::PipelineStage stage_;
+  PipelineStage stage_;
   StageLinks links_;
   RunnerOptions opts_;
   c10::Device device_;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/settings.h"
-#include "strategies/spec.h"
+#include "specs/spec.h"
 
 namespace hpcbench::strategies::shard {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <functional>
 
-#include "strategies/model_shape.h"
+#include "specs/model_shape.h"
 
 namespace hpcbench::strategies::tensor {
 

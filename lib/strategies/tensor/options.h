@@ -2,8 +2,8 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "strategies/mesh.h"
-#include "strategies/spec.h"
+#include "specs/mesh.h"
+#include "specs/spec.h"
 
 namespace hpcbench::strategies::tensor {
 
@@ -20,7 +20,7 @@ struct TensorOptions final : OptionsOf<TensorOptions> {
   }
 };
 
-// The job's ranks as dp x tp (strategies/mesh.h: tensor groups are
+// The job's ranks as dp x tp (specs/mesh.h: tensor groups are
 // consecutive ranks). `per_node`: ranks on each node (0: all on one).
 // Throws UserError naming --tp-size / --dp-size.
 inline Mesh tensor_mesh(const TensorOptions& o, int world, int per_node) {

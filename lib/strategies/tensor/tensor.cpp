@@ -1,7 +1,7 @@
 // Megatron-LM's tensor parallelism (Shoeybi et al. 2019) as a strategy: the
-// ranks form dp x tp (strategies/mesh.h, tensor groups of consecutive ranks
+// ranks form dp x tp (specs/mesh.h, tensor groups of consecutive ranks
 // inside a node); each rank trains its slice of the model
-// (model/tensor_parallel.h), every rank of a group reads the same batch, and
+// (strategies/tensor/layers.h), every rank of a group reads the same batch, and
 // across groups the shards' gradients are averaged by one plain all-reduce
 // after backward (ddp's buckets hook the whole model's parameters, which the
 // shard is not).
@@ -16,9 +16,9 @@
 #include "core/error.h"
 #include "distributed/process_group.h"
 #include "model/bert_modules.h"
-#include "model/tensor_parallel.h"
 #include "strategies/strategy.h"
 #include "strategies/support.h"
+#include "strategies/tensor/layers.h"
 #include "strategies/tensor/options.h"
 #include "train/setup.h"
 
@@ -26,7 +26,6 @@ namespace hpcbench::strategies::tensor {
 
 namespace {
 
-using model::TensorParallelBertForQuestionAnswering;
 
 // The shard's optimizer, the global gradient norm over the group's slices,
 // and the whole model gathered back into the trainer's (whose own weights
@@ -49,7 +48,7 @@ class ShardUpdater final : public Updater {
     std::vector<at::Tensor> split, replicated;
     for (const auto& p : shard_->named_parameters())
       if (p.value().grad().defined())
-        (model::tensor_parallel_dim(p.key()) >= 0 ? split : replicated).push_back(p.value().grad());
+        (tensor_parallel_dim(p.key()) >= 0 ? split : replicated).push_back(p.value().grad());
     at::NoGradGuard no_grad;
     auto squares = [&](const std::vector<at::Tensor>& g) {
       if (g.empty()) return at::zeros({1}, params_.front().options().requires_grad(false));
@@ -76,7 +75,7 @@ class ShardUpdater final : public Updater {
   void zero_grad() override { optimizer_->zero_grad(/*set_to_none=*/true); }
 
   void gather_whole() override {
-    auto full = model::full_state(*shard_);  // collective over the group
+    auto full = full_state(*shard_);  // collective over the group
     at::NoGradGuard no_grad;
     for (auto& p : whole_->named_parameters()) p.value().set_data(full.at(p.key()));
   }
@@ -148,7 +147,7 @@ TensorParallelBertForQuestionAnswering make_shard(model::BertForQuestionAnswerin
     gen.set_state(rng);
   }
   shard->to(device);
-  model::load_tensor_parallel(*shard, model::named_tensors(*whole));
+  load_tensor_parallel(*shard, named_tensors(*whole));
   shard->set_activation_checkpointing(whole->bert()->activation_checkpointing());
   shard->train();
   return shard;
@@ -165,7 +164,7 @@ class TensorParallel final : public Strategy {
     const int per_node = ranks_per_node(ctx.hosts);
     const auto mesh = tensor_mesh(choice_.as<TensorOptions>(), ctx.world_size, per_node);
     check_group_on_one_node(mesh, ctx.rank, ctx.hosts);
-    model::check_tensor_parallel(whole->config(), mesh.tp());
+    check_tensor_parallel(whole->config(), mesh.tp());
     check_same_model(comm, "tensor", fmt::format("{} parameters", whole->config().num_parameters()));
     broadcast_whole(whole, comm);
 

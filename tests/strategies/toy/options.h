@@ -3,7 +3,7 @@
 // averaged after backward in one flat buffer, all-reduced in `chunks` pieces.
 // It shows that a strategy is one folder (this one) and one registry line
 // (test_extension.cpp's add_strategy, which stands for registry.inc).
-#include "strategies/spec.h"
+#include "specs/spec.h"
 
 namespace hpcbench::strategies::toy {
 

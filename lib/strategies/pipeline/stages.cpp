@@ -1,4 +1,4 @@
-#include "model/pipeline_stages.h"
+#include "strategies/pipeline/stages.h"
 
 #include <ATen/ATen.h>
 
@@ -9,7 +9,10 @@
 #include "core/error.h"
 #include "model/activation_checkpoint.h"
 
-namespace hpcbench::model {
+namespace hpcbench::strategies::pipeline {
+
+// Built of the model's own modules and functions (lib/model).
+using namespace hpcbench::model;
 
 PipelineStageImpl::PipelineStageImpl(BertForQuestionAnsweringImpl& whole, int stage, const std::vector<int64_t>& counts)
     : config_(whole.config()), stage_(stage), stages_(static_cast<int>(counts.size())) {
@@ -44,4 +47,4 @@ at::Tensor PipelineStageImpl::forward(const at::Tensor& input, const at::Tensor&
   return last() ? at::linear(h, qa_outputs_->weight, qa_outputs_->bias) : h;
 }
 
-}  // namespace hpcbench::model
+}  // namespace hpcbench::strategies::pipeline

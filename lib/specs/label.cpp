@@ -1,5 +1,6 @@
-#include "strategies/spec.h"
+#include "specs/label.h"
 
+#include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
@@ -7,7 +8,7 @@
 
 #include "core/error.h"
 #include "core/split.h"
-#include "strategies/registry.h"
+#include "specs/registry.h"
 
 namespace hpcbench::strategies {
 
@@ -39,31 +40,6 @@ std::string join_options(const Choice& c, bool all_shown) {
 
 }  // namespace
 
-StateBytes replicated_state(const MemoryInputs& in) {
-  double psi = 0;
-  for (auto u : in.units) psi += static_cast<double>(u);
-  if (in.resident && in.compute_bytes != 4) return {(2.0 * in.compute_bytes + 16) * psi, 0};
-  return {16 * psi, 0};
-}
-
-double replicated_state_bytes(int64_t parameters, bool resident, int compute_bytes) {
-  MemoryInputs in;
-  in.units = {parameters};
-  in.resident = resident;
-  in.compute_bytes = compute_bytes;
-  return replicated_state(in).total();
-}
-
-Choice::Choice(const Spec& spec) : spec_(&spec), options_(spec.defaults()) {}
-Choice::Choice(const Choice& other) : spec_(other.spec_), options_(other.options_->clone()) {}
-Choice& Choice::operator=(const Choice& other) {
-  if (this != &other) {
-    spec_ = other.spec_;
-    options_ = other.options_->clone();
-  }
-  return *this;
-}
-
 std::string Choice::label() const {
   auto o = join_options(*this, false);
   return o.empty() ? name() : name() + ":" + o;
@@ -85,24 +61,6 @@ std::string Choice::file_name() const {
   for (auto& ch : out)
     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-' && ch != '_') ch = '-';
   return out;
-}
-
-void Choice::set(const std::string& key, const std::string& value, const std::string& what) {
-  std::vector<std::string> keys;
-  for (auto& s : options_->settings()) {
-    if (s.key != key) {
-      keys.push_back(s.key);
-      continue;
-    }
-    try {
-      set_from_string(s, value);
-    } catch (const UserError& e) {
-      fail("{}: {}={}: {}", what, key, value, e.what());
-    }
-    return;
-  }
-  if (keys.empty()) fail("{}: {} has no options (not {}={})", what, name(), key, value);
-  fail("{}: {} has no option '{}' (its options: {})", what, name(), key, fmt::join(keys, ", "));
 }
 
 LabelParts split_label(const std::string& label, const std::string& what) {

@@ -1,4 +1,4 @@
-#include "strategies/schedule.h"
+#include "specs/schedule.h"
 
 namespace hpcbench::strategies {
 

@@ -14,13 +14,13 @@
 #include "model/bert.h"
 #include "model/bert_modules.h"
 
-namespace hpcbench::model {
+namespace hpcbench::strategies::pipeline {
 
 class PipelineStageImpl : public torch::nn::Module {
  public:
   // Stage `stage` of counts.size() stages of `whole` (counts from
-  // strategies::pipeline::stage_layer_counts, which checks them).
-  PipelineStageImpl(BertForQuestionAnsweringImpl& whole, int stage, const std::vector<int64_t>& counts);
+  // stage_layer_counts (cut.h), which checks them).
+  PipelineStageImpl(model::BertForQuestionAnsweringImpl& whole, int stage, const std::vector<int64_t>& counts);
 
   // `input`: the input ids on the first stage, the previous stage's hidden
   // states [batch, seq, hidden] on the others. Returns this stage's hidden
@@ -33,18 +33,18 @@ class PipelineStageImpl : public torch::nn::Module {
   bool last() const { return stage_ + 1 == stages_; }
   int64_t first_layer() const { return first_layer_; }
   int64_t layers() const { return static_cast<int64_t>(layers_.size()); }
-  const BertConfig& config() const { return config_; }
+  const model::BertConfig& config() const { return config_; }
   void set_activation_checkpointing(bool on) { recompute_ = on; }
 
  private:
-  BertConfig config_;
+  model::BertConfig config_;
   int stage_ = 0, stages_ = 1;
   int64_t first_layer_ = 0;
-  BertEmbeddings embeddings_{nullptr};
-  std::vector<BertLayer> layers_;
+  model::BertEmbeddings embeddings_{nullptr};
+  std::vector<model::BertLayer> layers_;
   torch::nn::Linear qa_outputs_{nullptr};
   bool recompute_ = false;
 };
 TORCH_MODULE(PipelineStage);
 
-}  // namespace hpcbench::model
+}  // namespace hpcbench::strategies::pipeline

@@ -1,4 +1,4 @@
-#include "strategies/mesh.h"
+#include "specs/mesh.h"
 
 #include "core/error.h"
 

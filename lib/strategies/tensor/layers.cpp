@@ -1,4 +1,4 @@
-#include "model/tensor_parallel.h"
+#include "strategies/tensor/layers.h"
 
 #include <ATen/ATen.h>
 #include <torch/autograd.h>
@@ -10,7 +10,10 @@
 #include "distributed/process_group.h"
 #include "model/activation_checkpoint.h"
 
-namespace hpcbench::model {
+namespace hpcbench::strategies::tensor {
+
+// Built of the model's own modules and functions (lib/model).
+using namespace hpcbench::model;
 
 namespace {
 
@@ -211,4 +214,4 @@ std::map<std::string, at::Tensor> full_state(TensorParallelBertForQuestionAnswer
   return out;
 }
 
-}  // namespace hpcbench::model
+}  // namespace hpcbench::strategies::tensor

@@ -1,4 +1,4 @@
-#include "strategies/registry.h"
+#include "specs/registry.h"
 
 #include <fmt/ranges.h>
 
@@ -12,7 +12,7 @@ namespace hpcbench::strategies {
   namespace name {              \
   const Spec& spec();           \
   }
-#include "strategies/registry.inc"
+#include "specs/registry.inc"
 #undef HPCBENCH_STRATEGY
 
 namespace {
@@ -20,7 +20,7 @@ namespace {
 std::vector<const Spec*>& registry() {
   static std::vector<const Spec*> all = {
 #define HPCBENCH_STRATEGY(name) &name::spec(),
-#include "strategies/registry.inc"
+#include "specs/registry.inc"
 #undef HPCBENCH_STRATEGY
   };
   return all;

@@ -4,20 +4,16 @@
 // checks of those options, its traits, its memory formula and its step as
 // the scaling model replays it. `run`, `sweep`, `predict`, `main` and
 // `report` know strategies only through these specs and the registry
-// (registry.h); the code that trains under a strategy is its Strategy
-// (strategy.h), in the same folder.
-//
-// One grammar names a configuration everywhere: the label
-// "<name>[:<key>=<value>,...]" (`run --strategy zero:stage=3,prefetch=off`,
-// `sweep --strategies`, `predict --strategies`), whose options part is what
-// run records keep as strategy_options.
+// (registry.h). A strategy's spec is defined in its folder (spec.cpp),
+// beside its Strategy (strategies/strategy.h, above train), the code that
+// trains under it; this library sits below train. Labels: label.h.
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/settings.h"
-#include "strategies/model_shape.h"
-#include "strategies/schedule.h"
+#include "specs/model_shape.h"
+#include "specs/schedule.h"
 
 namespace hpcbench::strategies {
 
@@ -176,23 +172,5 @@ class Choice {
   const Spec* spec_;
   std::unique_ptr<Options> options_;
 };
-
-// A label's name and key=value items, unchecked beyond their form.
-struct LabelParts {
-  std::string name;
-  std::vector<std::pair<std::string, std::string>> options;
-};
-LabelParts split_label(const std::string& label, const std::string& what);
-
-// A label (zero, zero:stage=3,prefetch=off); throws UserError naming `what`
-// (the flag), the known strategies or the strategy's option keys.
-Choice parse_label(const std::string& label, const std::string& what);
-// Comma-separated labels ("ddp,zero:stage=3,prefetch=off,fsdp": a token
-// holding '=' continues the label before it), without repeats.
-std::vector<Choice> parse_labels(const std::string& text, const std::string& what);
-// A run record's strategy and strategy_options. Files of older versions
-// wrote switches as "no-overlap", which is read as overlap=off; facts are
-// skipped.
-Choice parse_record(const std::string& strategy, const std::string& options);
 
 }  // namespace hpcbench::strategies

@@ -44,7 +44,7 @@ namespace hpcbench::dist {
 class Comm;
 }
 
-namespace hpcbench::model {
+namespace hpcbench::strategies::tensor {
 
 // Megatron's f and g over `group` (identity when it is null or of one rank).
 at::Tensor copy_to_tensor_parallel(const at::Tensor& x, dist::Comm* group);
@@ -52,7 +52,7 @@ at::Tensor reduce_from_tensor_parallel(const at::Tensor& x, dist::Comm* group);
 
 // Throws UserError, naming --tp-size and the model, when `config` cannot be
 // split over `ranks`: heads, and the MLP's width, must divide by it.
-void check_tensor_parallel(const BertConfig& config, int ranks);
+void check_tensor_parallel(const model::BertConfig& config, int ranks);
 
 // How a parameter is split: along dim 0 (column-parallel: rows of the
 // weight, and the bias), dim 1 (row-parallel weight) or not at all (-1).
@@ -61,7 +61,7 @@ int tensor_parallel_dim(const std::string& name);
 // dense (a row-parallel slice) -> g -> + bias -> dropout -> LayerNorm(x + residual).
 class RowParallelResidualOutputImpl : public torch::nn::Module {
  public:
-  RowParallelResidualOutputImpl(int64_t in_per_rank, const BertConfig& c, dist::Comm* group);
+  RowParallelResidualOutputImpl(int64_t in_per_rank, const model::BertConfig& c, dist::Comm* group);
   at::Tensor forward(const at::Tensor& x, const at::Tensor& residual);
 
   torch::nn::Linear dense{nullptr};
@@ -75,10 +75,10 @@ TORCH_MODULE(RowParallelResidualOutput);
 
 class TensorParallelAttentionImpl : public torch::nn::Module {
  public:
-  TensorParallelAttentionImpl(const BertConfig& c, dist::Comm* group, int ranks);
+  TensorParallelAttentionImpl(const model::BertConfig& c, dist::Comm* group, int ranks);
   at::Tensor forward(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive);
 
-  BertSelfAttention self{nullptr};
+  model::BertSelfAttention self{nullptr};
   RowParallelResidualOutput output{nullptr};
 
  private:
@@ -88,11 +88,11 @@ TORCH_MODULE(TensorParallelAttention);
 
 class TensorParallelBertLayerImpl : public torch::nn::Module {
  public:
-  TensorParallelBertLayerImpl(const BertConfig& c, dist::Comm* group, int ranks);
+  TensorParallelBertLayerImpl(const model::BertConfig& c, dist::Comm* group, int ranks);
   at::Tensor forward(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive);
 
   TensorParallelAttention attention{nullptr};
-  BertIntermediate intermediate{nullptr};
+  model::BertIntermediate intermediate{nullptr};
   RowParallelResidualOutput output{nullptr};
 
  private:
@@ -105,24 +105,24 @@ class TensorParallelBertForQuestionAnsweringImpl : public torch::nn::Module {
   // `group`: the tensor-parallel ranks (null: one rank, the whole model).
   // Random weights drawn as the whole model draws them, then cut: seed torch
   // first and every rank holds the slices of one and the same model.
-  TensorParallelBertForQuestionAnsweringImpl(const BertConfig& config, std::shared_ptr<dist::Comm> group);
+  TensorParallelBertForQuestionAnsweringImpl(const model::BertConfig& config, std::shared_ptr<dist::Comm> group);
 
-  QAOutput forward(const at::Tensor& input_ids, const at::Tensor& token_type_ids, const at::Tensor& attention_mask,
+  model::QAOutput forward(const at::Tensor& input_ids, const at::Tensor& token_type_ids, const at::Tensor& attention_mask,
                    const std::optional<at::Tensor>& start_positions = std::nullopt,
                    const std::optional<at::Tensor>& end_positions = std::nullopt);
 
-  const BertConfig& config() const { return config_; }
+  const model::BertConfig& config() const { return config_; }
   int ranks() const { return ranks_; }
   int rank() const { return rank_; }
   dist::Comm* group() const { return group_.get(); }
   void set_activation_checkpointing(bool on) { recompute_ = on; }
 
-  BertEmbeddings embeddings{nullptr};
+  model::BertEmbeddings embeddings{nullptr};
   torch::nn::ModuleList layer{nullptr};
   torch::nn::Linear qa_outputs{nullptr};
 
  private:
-  BertConfig config_;
+  model::BertConfig config_;
   std::shared_ptr<dist::Comm> group_;
   int ranks_ = 1, rank_ = 0;
   bool recompute_ = false;
@@ -144,4 +144,4 @@ void load_tensor_parallel(TensorParallelBertForQuestionAnsweringImpl& model,
 std::map<std::string, at::Tensor> full_state(TensorParallelBertForQuestionAnsweringImpl& model,
                                              bool gradients = false);
 
-}  // namespace hpcbench::model
+}  // namespace hpcbench::strategies::tensor

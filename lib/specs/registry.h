@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/settings.h"
-#include "strategies/spec.h"
+#include "specs/label.h"
 
 namespace hpcbench::strategies {
 

@@ -1,4 +1,4 @@
-#include "strategies/model_shape.h"
+#include "specs/model_shape.h"
 
 namespace hpcbench::strategies {
 

@@ -1,4 +1,4 @@
-// Megatron-style tensor parallelism (lib/model/tensor_parallel.h) over 2 and 4
+// Megatron-style tensor parallelism (lib/strategies/tensor/layers.h) over 2 and 4
 // Gloo ranks (copies of this executable): logits, loss and every gradient
 // equal to the unsplit model's and to DTensor's parallelize_module with
 // ColwiseParallel / RowwiseParallel on transformers' model
@@ -18,10 +18,10 @@
 #include "distributed/process_group.h"
 #include "model/bert.h"
 #include "model/checkpoint.h"
-#include "model/tensor_parallel.h"
-#include "model_test_util.h"
+#include "model/model_test_util.h"
 #include "spawn_ranks.h"
-#include "strategies/model_shape.h"
+#include "specs/model_shape.h"
+#include "strategies/tensor/layers.h"
 #include "train/amp.h"
 
 using namespace hpcbench;
@@ -106,7 +106,7 @@ Tensors run_tp(const fs::path& dir, int ranks, bool recompute) {
   for (int r = 1; r < ranks; ++r) {
     auto other = model::read_safetensors(out / ("rank" + std::to_string(r) + ".safetensors"));
     for (auto& [k, v] : other) {
-      if (!k.starts_with("local.") || model::tensor_parallel_dim(k.substr(6)) >= 0) continue;
+      if (!k.starts_with("local.") || strategies::tensor::tensor_parallel_dim(k.substr(6)) >= 0) continue;
       INFO("rank " << r << " " << k);
       CHECK(at::equal(v, rank0.at(k)));
     }
@@ -129,8 +129,8 @@ TEST_CASE("tensor-parallel worker", "[.][tp_worker]") {
   opts.timeout = std::chrono::seconds(60);
   auto comm = std::make_shared<dist::Comm>(layout, c10::Device(c10::kCPU), opts);
   auto whole = whole_model();
-  model::TensorParallelBertForQuestionAnswering tp(whole->config(), comm);
-  model::load_tensor_parallel(*tp, model::named_tensors(*whole));
+  strategies::tensor::TensorParallelBertForQuestionAnswering tp(whole->config(), comm);
+  strategies::tensor::load_tensor_parallel(*tp, strategies::tensor::named_tensors(*whole));
   tp->set_activation_checkpointing(recompute != 0);
   tp->train();
   auto b = model::read_safetensors(ref_dir() / "batch.safetensors");
@@ -139,7 +139,7 @@ TEST_CASE("tensor-parallel worker", "[.][tp_worker]") {
   o.loss.backward();
   Tensors r{{"start_logits", o.start_logits.detach()}, {"end_logits", o.end_logits.detach()},
             {"loss", o.loss.detach().reshape({1})}};
-  for (auto& [k, g] : model::full_state(*tp, /*gradients=*/true)) r["grad." + k] = g;
+  for (auto& [k, g] : strategies::tensor::full_state(*tp, /*gradients=*/true)) r["grad." + k] = g;
   int64_t numel = 0;
   for (auto& p : tp->named_parameters()) {
     r["local." + p.key()] = p.value().grad().contiguous();
@@ -222,20 +222,20 @@ TEST_CASE("activation checkpointing of the whole model: gradients equal to witho
 }
 
 TEST_CASE("tensor parallelism: which tensors split, and models that cannot be split") {
-  CHECK(model::tensor_parallel_dim("bert.encoder.layer.0.attention.self.query.weight") == 0);
-  CHECK(model::tensor_parallel_dim("bert.encoder.layer.0.attention.self.value.bias") == 0);
-  CHECK(model::tensor_parallel_dim("bert.encoder.layer.0.intermediate.dense.bias") == 0);
-  CHECK(model::tensor_parallel_dim("bert.encoder.layer.0.attention.output.dense.weight") == 1);
-  CHECK(model::tensor_parallel_dim("bert.encoder.layer.0.output.dense.weight") == 1);
-  CHECK(model::tensor_parallel_dim("bert.encoder.layer.0.output.dense.bias") == -1);
-  CHECK(model::tensor_parallel_dim("bert.encoder.layer.0.output.LayerNorm.weight") == -1);
-  CHECK(model::tensor_parallel_dim("bert.embeddings.word_embeddings.weight") == -1);
-  CHECK(model::tensor_parallel_dim("qa_outputs.weight") == -1);
+  CHECK(strategies::tensor::tensor_parallel_dim("bert.encoder.layer.0.attention.self.query.weight") == 0);
+  CHECK(strategies::tensor::tensor_parallel_dim("bert.encoder.layer.0.attention.self.value.bias") == 0);
+  CHECK(strategies::tensor::tensor_parallel_dim("bert.encoder.layer.0.intermediate.dense.bias") == 0);
+  CHECK(strategies::tensor::tensor_parallel_dim("bert.encoder.layer.0.attention.output.dense.weight") == 1);
+  CHECK(strategies::tensor::tensor_parallel_dim("bert.encoder.layer.0.output.dense.weight") == 1);
+  CHECK(strategies::tensor::tensor_parallel_dim("bert.encoder.layer.0.output.dense.bias") == -1);
+  CHECK(strategies::tensor::tensor_parallel_dim("bert.encoder.layer.0.output.LayerNorm.weight") == -1);
+  CHECK(strategies::tensor::tensor_parallel_dim("bert.embeddings.word_embeddings.weight") == -1);
+  CHECK(strategies::tensor::tensor_parallel_dim("qa_outputs.weight") == -1);
   auto tiny = model::BertConfig::preset("bert-tiny");  // 2 heads
-  CHECK_NOTHROW(model::check_tensor_parallel(tiny, 2));
-  CHECK_THROWS_WITH(model::check_tensor_parallel(tiny, 4),
+  CHECK_NOTHROW(strategies::tensor::check_tensor_parallel(tiny, 2));
+  CHECK_THROWS_WITH(strategies::tensor::check_tensor_parallel(tiny, 4),
                     Catch::Contains("--tp-size 4") && Catch::Contains("2 attention heads"));
   auto base = model::BertConfig::preset("bert-base-uncased");  // 12 heads
-  CHECK_THROWS_WITH(model::check_tensor_parallel(base, 8), Catch::Contains("12 attention heads"));
-  CHECK_THROWS_WITH(model::check_tensor_parallel(base, 0), Catch::Contains("--tp-size 0"));
+  CHECK_THROWS_WITH(strategies::tensor::check_tensor_parallel(base, 8), Catch::Contains("12 attention heads"));
+  CHECK_THROWS_WITH(strategies::tensor::check_tensor_parallel(base, 0), Catch::Contains("--tp-size 0"));
 }

@@ -12,6 +12,30 @@ using device::bf16;
 
 constexpr int kWarpsForward = 4;
 
+// The uniform draws deciding dropout for elements e .. e + VEC - 1: element
+// i takes word i % 4 of Philox group i / 4, whichever path draws it.
+template <int VEC>
+__device__ __forceinline__ void dropout_uniforms(device::SeedOffset so, int64_t e, float (&u)[VEC]) {
+  if constexpr (VEC % 4 == 0) {
+#pragma unroll
+    for (int q = 0; q < VEC / 4; ++q) {
+      float u4[4];
+      device::uniform4(so, static_cast<uint64_t>(e / 4 + q), u4);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) u[4 * q + k] = u4[k];
+    }
+  } else {
+    // Element by element (n not a multiple of 4): the same draw the
+    // vector path makes for this element, word e % 4 of group e / 4.
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) {
+      float u4[4];
+      device::uniform4(so, static_cast<uint64_t>((e + k) / 4), u4);
+      u[k] = u4[(e + k) % 4];
+    }
+  }
+}
+
 // One warp per row. z = dropout(x + bias) + residual is rounded to T and
 // stored (the backward needs it, as the unfused LayerNorm saves its input);
 // the statistics are taken from the rounded z, as the unfused path computes
@@ -41,24 +65,7 @@ __global__ void __launch_bounds__(kWarpsForward * 32)
     if (keep) {
       const int64_t e = row * n + c;
       float u[VEC];
-      if constexpr (VEC % 4 == 0) {
-#pragma unroll
-        for (int q = 0; q < VEC / 4; ++q) {
-          float u4[4];
-          device::uniform4(so, static_cast<uint64_t>(e / 4 + q), u4);
-#pragma unroll
-          for (int k = 0; k < 4; ++k) u[4 * q + k] = u4[k];
-        }
-      } else {
-        // Element by element (n not a multiple of 4): the same draw the
-        // vector path makes for this element, word e % 4 of group e / 4.
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) {
-          float u4[4];
-          device::uniform4(so, static_cast<uint64_t>((e + k) / 4), u4);
-          u[k] = u4[(e + k) % 4];
-        }
-      }
+      dropout_uniforms<VEC>(so, e, u);
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
         const bool kept = u[k] < keep_p;

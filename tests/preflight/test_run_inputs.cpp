@@ -29,11 +29,18 @@ std::string refusal(Check&& check) {
   return "";
 }
 
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("hpcbench-run-inputs-" + std::to_string(::getpid()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-};
+preflight::RunOutputs checkpoint_to(const fs::path& p) {
+  preflight::RunOutputs o;
+  o.save_checkpoint = p.string();
+  return o;
+}
+
+preflight::RunOutputs dump_to(const fs::path& p) {
+  preflight::RunOutputs o;
+  o.dump_data = p.string();
+  return o;
+}
+
 
 }  // namespace
 
@@ -51,7 +58,7 @@ TEST_CASE("missing input files are refused by their flag") {
 }
 
 TEST_CASE("an evaluation set that is missing or empty is refused before training") {
-  TempDir tmp;
+  test::TempDir tmp;
   train::TrainConfig cfg;
   cfg.vocab = test::vocab_file();
   cfg.eval_data = (tmp.path / "none.json").string();
@@ -69,25 +76,28 @@ TEST_CASE("a vocabulary larger than the model's embedding is refused") {
   cfg.vocab = test::vocab_file();  // bert-base-uncased's 30522 tokens
   cfg.model = "bert-tiny";         // the same 30522 rows
   CHECK(refusal([&] { preflight::check_vocab_fits_model(cfg); }) == "");
-  TempDir tmp;
+  test::TempDir tmp;
   const auto small = tmp.path / "config.json";
   std::ofstream(small) << R"({"vocab_size": 1000, "hidden_size": 32, "num_hidden_layers": 1,
-    "num_attention_heads": 2, "intermediate_size": 64, "max_position_embeddings": 64, "type_vocab_size": 2})";
+    "num_attention_heads": 2, "intermediate_size": 64, "max_position_embeddings": 512, "type_vocab_size": 2})";
   cfg.model = small.string();
+  // Synthetic training data and no evaluation read no text: nothing to check.
+  CHECK(refusal([&] { preflight::check_vocab_fits_model(cfg); }) == "");
+  cfg.eval_data = test::squad_file("dev-v1.1-sample.json");
   CHECK_THAT(refusal([&] { preflight::check_vocab_fits_model(cfg); }), Catch::Contains("30522 tokens"));
 }
 
 TEST_CASE("outputs that cannot be written are refused, and a check leaves nothing behind") {
-  TempDir tmp;
+  test::TempDir tmp;
   const auto folder = tmp.path / "made" / "by" / "the check";
-  CHECK(refusal([&] { preflight::check_outputs({.save_checkpoint = (folder / "w.safetensors").string()}); }) == "");
+  CHECK(refusal([&] { preflight::check_outputs(checkpoint_to(folder / "w.safetensors")); }) == "");
   CHECK(!fs::exists(tmp.path / "made"));
   const auto file = tmp.path / "a file";
   std::ofstream(file) << "x";
-  CHECK_THAT(refusal([&] { preflight::check_outputs({.dump_data = (file / "d.safetensors").string()}); }),
+  CHECK_THAT(refusal([&] { preflight::check_outputs(dump_to(file / "d.safetensors")); }),
              Catch::Contains("--dump-data"));
   fs::create_directories(tmp.path / "folder.safetensors");
-  CHECK_THAT(refusal([&] { preflight::check_outputs({.save_checkpoint = (tmp.path / "folder.safetensors").string()}); }),
+  CHECK_THAT(refusal([&] { preflight::check_outputs(checkpoint_to(tmp.path / "folder.safetensors")); }),
              Catch::Contains("a folder is there"));
   CHECK_THAT(refusal([&] { preflight::check_folder_writable("--results-dir", ""); }), Catch::Contains("--results-dir ''"));
 }

@@ -7,7 +7,6 @@
 #include "run/result.h"
 
 using namespace hpcbench;
-using Catch::Approx;
 
 namespace {
 

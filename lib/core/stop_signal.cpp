@@ -39,7 +39,8 @@ void install_stop_handlers(bool second_kills) {
   for (int sig : {SIGTERM, SIGINT, SIGUSR1}) ::sigaction(sig, &sa, nullptr);
   g_installed = true;
   // A launcher or a --repeats parent started this process with them blocked
-  // (block_stop_signals_for_child): one that came meanwhile arrives now.
+  // (Command::stop_signals_blocked, core/process.h): one that came meanwhile
+  // arrives now.
   sigset_t set;
   sigemptyset(&set);
   for (int sig : {SIGTERM, SIGINT, SIGUSR1}) sigaddset(&set, sig);
@@ -74,13 +75,6 @@ StopSignalScope::~StopSignalScope() {
   ::sigaction(SIGTERM, &saved_->term, nullptr);
   ::sigaction(SIGINT, &saved_->intr, nullptr);
   delete saved_;
-}
-
-void block_stop_signals_for_child() {
-  sigset_t set;
-  sigemptyset(&set);
-  for (int sig : {SIGTERM, SIGINT, SIGUSR1}) sigaddset(&set, sig);
-  ::sigprocmask(SIG_BLOCK, &set, nullptr);
 }
 
 int stop_signal() { return g_signal.load(); }

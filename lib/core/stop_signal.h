@@ -51,12 +51,6 @@ class StopSignalScope {
   Saved* saved_ = nullptr;
 };
 
-// Blocks SIGTERM, SIGINT and SIGUSR1 in a child about to exec hpcbench
-// itself: the mask survives exec, so a signal sent before the child's
-// handlers exist waits, pending, instead of killing it ("killed by signal
-// 10"); install_stop_handlers unblocks them.
-void block_stop_signals_for_child();
-
 // "SIGTERM", "SIGINT", "SIGUSR1" (else "signal N").
 std::string signal_name(int sig);
 

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/injection.h"
 #include "device/device.h"
 
 namespace hpcbench::dist {
@@ -39,39 +40,16 @@ at::Tensor pattern(int64_t count, int64_t offset, int rank, const at::TensorOpti
   return ((i * 7 + rank * 3) % 17 + 1).to(opts.dtype().toScalarType());
 }
 
-// A hidden test hook: HPCBENCH_TEST_FAULT=<rank>:<after>:<kill|abort|exit|hang|stop>
-// makes that rank fail after `after` timed collectives, so the tests can check
-// that the job dies promptly and names the rank.
+// An injected fault (core/injection.h) makes that rank fail after `after`
+// timed collectives, so that the tests can check that the job dies promptly
+// and names the rank.
 struct Fault {
-  int rank = -1;
-  long after = 0;
-  std::string mode;
+  std::optional<InjectedFault> injected = injected_fault({"kill", "abort", "exit", "hang", "stop"});
   long seen = 0;
   void tick(int my_rank) {
-    if (my_rank != rank || ++seen <= after) return;
-    std::fflush(stdout);
-    std::fprintf(stderr, "HPCBENCH_TEST_FAULT: rank %d goes '%s' after %ld collectives\n", rank,
-                 mode.c_str(), after);
-    std::fflush(stderr);
-    if (mode == "stop") ::raise(SIGSTOP);  // stays in the process table, never arrives again
-    if (mode == "kill") ::kill(::getpid(), SIGKILL);
-    if (mode == "abort") std::abort();
-    if (mode == "exit") std::_Exit(3);
-    if (mode == "hang")
-      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+    if (injected && my_rank == injected->rank && ++seen > injected->after) carry_out(*injected, "collectives");
   }
 };
-
-Fault fault_from_env() {
-  Fault f;
-  const char* spec = std::getenv("HPCBENCH_TEST_FAULT");
-  if (!spec || !*spec) return f;
-  char mode[16] = {0};
-  if (std::sscanf(spec, "%d:%ld:%15s", &f.rank, &f.after, mode) != 3)
-    fail("HPCBENCH_TEST_FAULT='{}': expected <rank>:<after>:<kill|abort|exit|hang|stop>", spec);
-  f.mode = mode;
-  return f;
-}
 
 struct Buffers {
   at::Tensor in, out, expected;
@@ -172,7 +150,7 @@ std::vector<results::BenchCommRow> run_bench_comm(Comm& comm, const BenchCommCon
   validate(config);
   auto opts = at::TensorOptions().dtype(scalar_type(config.dtype)).device(comm.device());
   const int64_t word = static_cast<int64_t>(c10::elementSize(scalar_type(config.dtype)));
-  Fault fault = fault_from_env();
+  Fault fault;
   std::vector<results::BenchCommRow> rows;
   for (const auto& op : config.ops) {
     int64_t last_count = -1;

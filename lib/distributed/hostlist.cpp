@@ -1,14 +1,10 @@
 #include "distributed/hostlist.h"
 
-#include <unistd.h>
-
 #include <cctype>
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <memory>
 
 #include "core/error.h"
+#include "core/process.h"
+#include "core/split.h"
 
 namespace hpcbench::dist {
 
@@ -27,11 +23,8 @@ bool is_digits(std::string_view s) {
 // One bracket group's contents ("001-003,007") as the strings it stands for.
 std::vector<std::string> expand_group(std::string_view group, std::string_view list) {
   std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos <= group.size()) {
-    size_t comma = group.find(',', pos);
-    if (comma == std::string_view::npos) comma = group.size();
-    std::string_view item = group.substr(pos, comma - pos);
+  const auto items = split(group);
+  for (std::string_view item : items) {
     size_t dash = item.find('-');
     std::string_view lo = item.substr(0, dash);
     std::string_view hi = dash == std::string_view::npos ? lo : item.substr(dash + 1);
@@ -49,7 +42,6 @@ std::vector<std::string> expand_group(std::string_view group, std::string_view l
       if (s.size() < width) s.insert(0, width - s.size(), '0');
       out.push_back(std::move(s));
     }
-    pos = comma + 1;
   }
   return out;
 }
@@ -81,20 +73,6 @@ void expand_item(std::string_view item, std::string_view list, std::vector<std::
   for (auto& p : partial) out.push_back(std::move(p));
 }
 
-bool on_path(const char* program) {
-  const char* path = std::getenv("PATH");
-  if (!path) return false;
-  std::string_view rest(path);
-  while (!rest.empty()) {
-    size_t colon = rest.find(':');
-    std::string dir(rest.substr(0, colon));
-    if (!dir.empty() && ::access((std::filesystem::path(dir) / program).c_str(), X_OK) == 0) return true;
-    if (colon == std::string_view::npos) break;
-    rest.remove_prefix(colon + 1);
-  }
-  return false;
-}
-
 }  // namespace
 
 std::vector<std::string> expand_hostlist(std::string_view list) {
@@ -120,31 +98,25 @@ std::vector<std::string> expand_hostlist(std::string_view list) {
 }
 
 std::vector<std::string> resolve_hostlist(std::string_view list) {
-  // Only the characters host lists are made of go to the shell.
+  // Only the characters host lists are made of go to scontrol.
   bool safe = !list.empty();
   for (char c : list)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ||
           c == ',' || c == '[' || c == ']'))
       safe = false;
-  if (safe && on_path("scontrol")) {
-    std::string cmd = "scontrol show hostnames '" + std::string(list) + "' 2>/dev/null";
-    std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(cmd.c_str(), "r"), ::pclose);
-    if (pipe) {
-      std::vector<std::string> hosts;
-      std::string line;
-      char buf[512];
-      while (std::fgets(buf, sizeof buf, pipe.get())) {
-        line += buf;
-        if (!line.empty() && line.back() == '\n') {
-          line.pop_back();
-          if (!line.empty()) hosts.push_back(line);
-          line.clear();
-        }
-      }
+  if (std::string scontrol = find_program("scontrol"); safe && !scontrol.empty()) {
+    Command cmd;
+    cmd.program = scontrol;
+    cmd.name = "scontrol";
+    cmd.args = {"show", "hostnames", std::string(list)};
+    cmd.err = Sink::Null;
+    // As long as it takes (no time limit, no stop on a signal): the host
+    // list is needed before anything else can happen.
+    auto out = run_captured(cmd, {.stop_on_signal = false, .max_bytes = size_t{1} << 30});
+    std::vector<std::string> hosts;
+    for (auto& line : split(out.text, '\n'))
       if (!line.empty()) hosts.push_back(line);
-      int status = ::pclose(pipe.release());
-      if (status == 0 && !hosts.empty()) return hosts;
-    }
+    if (out.status == 0 && !hosts.empty()) return hosts;
   }
   return expand_hostlist(list);
 }

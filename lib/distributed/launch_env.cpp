@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "core/error.h"
+#include "core/split.h"
 #include "distributed/hostlist.h"
 
 extern char** environ;
@@ -48,16 +49,12 @@ const std::string* first_of(const EnvMap& env, std::initializer_list<const char*
 // SLURM_STEP_TASKS_PER_NODE looks like "4(x2),3": tasks on each node in order.
 std::vector<int> tasks_per_node(const std::string& spec) {
   std::vector<int> out;
-  size_t pos = 0;
-  while (pos < spec.size()) {
-    size_t comma = spec.find(',', pos);
-    if (comma == std::string::npos) comma = spec.size();
-    std::string item = spec.substr(pos, comma - pos);
+  if (spec.empty()) return out;
+  for (auto& item : split(spec)) {
     int count = 0, repeat = 1;
     if (std::sscanf(item.c_str(), "%d(x%d)", &count, &repeat) < 1 || count < 1 || repeat < 1)
       fail("SLURM_STEP_TASKS_PER_NODE='{}' is not in SLURM's form (e.g. '4(x2),3')", spec);
     out.insert(out.end(), static_cast<size_t>(repeat), count);
-    pos = comma + 1;
   }
   return out;
 }

@@ -5,12 +5,12 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +23,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/process.h"
 #include "core/self_exec.h"
 #include "core/stop_signal.h"
 #include "distributed/stall.h"
@@ -66,7 +67,7 @@ struct Stream {
   std::string pending;
 };
 
-struct Child {
+struct Rank {
   int rank = 0;
   pid_t pid = -1;
   bool running = true;
@@ -83,14 +84,10 @@ bool exited_on_stop_signal(int status) {
 }
 
 std::string describe_status(int status) {
-  if (WIFSIGNALED(status)) {
-    int sig = WTERMSIG(status);
-    return fmt::format("was killed by signal {} ({})", sig, ::strsignal(sig));
-  }
   if (exited_on_stop_signal(status))
     return fmt::format("exited with status {} (it stopped on {})", WEXITSTATUS(status),
                        signal_name(WEXITSTATUS(status) - 128));
-  return fmt::format("exited with status {}", WEXITSTATUS(status));
+  return describe_exit(status);
 }
 
 // Whether the kernel has the process stopped (SIGSTOP, SIGTSTP, a
@@ -148,45 +145,238 @@ void drain(Stream& s, int rank) {
   emit(s, rank, s.fd < 0);
 }
 
-pid_t spawn(const std::vector<std::string>& args, int rank, int nproc, int port, int threads, int out_fd,
-            int err_fd, const int close_fds[2], const std::string& notes) {
-  std::vector<std::string> env_strings = {
-      "RANK=" + std::to_string(rank),        "WORLD_SIZE=" + std::to_string(nproc),
-      "LOCAL_RANK=" + std::to_string(rank),  "LOCAL_WORLD_SIZE=" + std::to_string(nproc),
-      "GROUP_RANK=0",                        "MASTER_ADDR=127.0.0.1",
-      "MASTER_PORT=" + std::to_string(port), "HPCBENCH_LAUNCHER_PID=" + std::to_string(::getpid())};
-  if (threads > 0) env_strings.push_back("OMP_NUM_THREADS=" + std::to_string(threads));
-  if (!notes.empty()) env_strings.push_back(std::string(kLaunchNotesVariable) + "=" + notes);
-  pid_t parent = ::getpid();
-  pid_t pid = ::fork();
-  if (pid < 0) fail("launcher: fork failed for rank {}: {}", rank, std::strerror(errno));
-  if (pid > 0) return pid;
-  // Child: only async-signal-safe work until exec, apart from setenv/vector
-  // whose allocations are safe enough because exec follows at once.
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the launcher dies -> so does the rank
-  // A signal passed on before the rank's handlers exist waits for them
-  // (install_stop_handlers unblocks it) rather than killing the rank.
-  block_stop_signals_for_child();
-  if (::getppid() != parent) ::_exit(127);
-  ::dup2(out_fd, STDOUT_FILENO);
-  ::dup2(err_fd, STDERR_FILENO);
-  ::close(close_fds[0]);
-  ::close(close_fds[1]);
-  for (auto& kv : env_strings) {
-    auto eq = kv.find('=');
-    ::setenv(kv.substr(0, eq).c_str(), kv.substr(eq + 1).c_str(), 1);
+// Starts rank `rank` of `nproc`: this binary again with torchrun's
+// variables, its output into pipes, killed if the launcher dies, and the
+// stop signals blocked until its handlers exist (install_stop_handlers
+// unblocks them), so that one passed on early waits rather than kills.
+Rank spawn(const std::vector<std::string>& args, int rank, int nproc, int port, int threads,
+           const std::string& notes) {
+  Command cmd;
+  cmd.program = "/proc/self/exe";
+  cmd.name = args.front();
+  cmd.args.assign(args.begin() + 1, args.end());
+  cmd.env = {"RANK=" + std::to_string(rank),        "WORLD_SIZE=" + std::to_string(nproc),
+             "LOCAL_RANK=" + std::to_string(rank),  "LOCAL_WORLD_SIZE=" + std::to_string(nproc),
+             "GROUP_RANK=0",                        "MASTER_ADDR=127.0.0.1",
+             "MASTER_PORT=" + std::to_string(port), "HPCBENCH_LAUNCHER_PID=" + std::to_string(::getpid())};
+  if (threads > 0) cmd.env.push_back("OMP_NUM_THREADS=" + std::to_string(threads));
+  if (!notes.empty()) cmd.env.push_back(std::string(kLaunchNotesVariable) + "=" + notes);
+  cmd.out = cmd.err = Sink::Pipe;
+  cmd.dies_with_parent = true;
+  cmd.stop_signals_blocked = true;
+  Child child;
+  try {
+    child = start(cmd);
+  } catch (const UserError& e) {
+    fail("launcher: rank {}: {}", rank, e.what());
   }
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  ::execv("/proc/self/exe", argv.data());
-  std::fprintf(stderr, "launcher: cannot execute /proc/self/exe: %s\n", std::strerror(errno));
-  ::_exit(127);
+  ::fcntl(child.out, F_SETFL, O_NONBLOCK);
+  ::fcntl(child.err, F_SETFL, O_NONBLOCK);
+  return Rank{rank, child.pid, true, 0, {child.out, stdout, {}}, {child.err, stderr, {}}};
 }
 
-void signal_running(std::vector<Child>& children, int sig) {
-  for (auto& c : children)
+void signal_running(std::vector<Rank>& ranks, int sig) {
+  for (auto& c : ranks)
     if (c.running) ::kill(c.pid, sig);
+}
+
+// The launcher's own handlers for SIGINT, SIGTERM and SIGUSR1 while the job
+// runs; the previous ones come back when it ends.
+class CatchSignals {
+ public:
+  CatchSignals() {
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &sa, &old_[i]);
+    // One that came before these handlers (to run's own, while it checked)
+    // is passed to the ranks as soon as they start.
+    if (stop_signal() && !g_interrupted) {
+      g_interrupted = stop_signal();
+      g_signals = 1;
+    }
+  }
+  ~CatchSignals() {
+    for (size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
+  }
+  CatchSignals(const CatchSignals&) = delete;
+  CatchSignals& operator=(const CatchSignals&) = delete;
+
+ private:
+  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGUSR1};
+  std::array<struct sigaction, 3> old_{};
+};
+
+// One job's ranks and what the launcher has decided about them.
+struct Job {
+  Job(const LaunchOptions& o, bool second) : options(o), second_kills(second) {}
+  const LaunchOptions& options;
+  // A --repeats parent passes its signals on and makes the second SIGKILL:
+  // a second here is the same Ctrl-C heard twice.
+  bool second_kills;
+  NotesDir notes;
+  std::vector<Rank> ranks;
+  std::optional<size_t> first_failure;
+  // The ranks the failure is down to: stopped ones, or those the ranks
+  // found missing at a collective (distributed/stall.h); empty: the first failure.
+  std::vector<size_t> blamed;
+  std::string blame_why;
+  // When the survivors get SIGKILL if SIGTERM did not end them.
+  Clock::time_point kill_at{};
+  bool kill_pending = false;
+  bool interrupted_handled = false, killed_on_second = false;
+};
+
+void start_ranks(Job& job, const std::vector<std::string>& args, int port) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  for (int r = 0; r < job.options.nproc; ++r) {
+    job.ranks.push_back(spawn(args, r, job.options.nproc, port, job.options.threads_per_rank, job.notes.path));
+    // The pids let a supervisor (and the tests) verify that nothing is left.
+    fmt::print(stderr, "[launcher] rank {} pid {}\n", r, job.ranks.back().pid);
+  }
+  std::fflush(stderr);
+}
+
+// Copies what the ranks wrote (waiting up to 100 ms for it); false once
+// every stream is closed and every rank has exited.
+bool pump_output(Job& job) {
+  std::vector<pollfd> fds;
+  std::vector<std::pair<Stream*, int>> owners;
+  for (auto& c : job.ranks)
+    for (Stream* s : {&c.out, &c.err})
+      if (s->fd >= 0) {
+        fds.push_back({s->fd, POLLIN, 0});
+        owners.emplace_back(s, c.rank);
+      }
+  bool any_running = false;
+  for (auto& c : job.ranks) any_running |= c.running;
+  if (fds.empty() && !any_running) return false;
+  ::poll(fds.data(), fds.size(), 100);
+  for (size_t i = 0; i < fds.size(); ++i)
+    if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) drain(*owners[i].first, owners[i].second);
+  return true;
+}
+
+// A signal to the launcher goes to the ranks, which stop at their next
+// step boundary and write what they measured (`run`; other commands end
+// on it); a second one ends them at once.
+void pass_signals(Job& job) {
+  if (g_interrupted && !job.interrupted_handled) {
+    job.interrupted_handled = true;
+    fmt::print(stderr, "[launcher] {}: passed to the {} ranks, which stop at their next step boundary (a second "
+               "signal stops them at once)\n", signal_name(g_interrupted), job.options.nproc);
+    std::fflush(stderr);
+    signal_running(job.ranks, g_interrupted);
+  }
+  if (g_signals >= 2 && !job.killed_on_second && job.second_kills) {
+    job.killed_on_second = true;
+    fmt::print(stderr, "[launcher] a second signal: stopping the ranks now (SIGKILL)\n");
+    std::fflush(stderr);
+    signal_running(job.ranks, SIGKILL);
+  }
+}
+
+// Under a signal of its own, ranks that stop on it (or are killed by it)
+// did what was asked: they are not the job's failure.
+bool expected_end(int status) {
+  // Stopped on a signal of its own (SLURM signals every task, a user may
+  // `kill` one rank): the ranks agreed on a boundary and wrote what they
+  // measured.
+  if (exited_on_stop_signal(status)) return true;
+  if (!g_interrupted) return false;
+  if (WIFEXITED(status)) return WEXITSTATUS(status) == 0 || exited_on_stop_signal(status);
+  return WIFSIGNALED(status) && (WTERMSIG(status) == g_interrupted || WTERMSIG(status) == SIGKILL);
+}
+
+// The ranks that exited since the last look and failed.
+std::vector<size_t> reap(Job& job) {
+  std::vector<size_t> failed_now;
+  for (int sweep = 0; sweep < 2; ++sweep) {
+    for (size_t i = 0; i < job.ranks.size(); ++i) {
+      auto& c = job.ranks[i];
+      int status = 0;
+      if (!c.running || ::waitpid(c.pid, &status, WNOHANG) != c.pid) continue;
+      c.running = false;
+      c.status = status;
+      if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) && !expected_end(status)) failed_now.push_back(i);
+    }
+    // When one rank crashes its peers fail a moment later on the broken
+    // connection; give them a moment so that the crash, not its echo, is
+    // reported.
+    if (sweep == 0 && !failed_now.empty() && !job.first_failure)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    else
+      break;
+  }
+  return failed_now;
+}
+
+// The job's first failure: which rank it is down to, said, and the others
+// asked to stop (SIGKILL after the grace period).
+void on_first_failure(Job& job, const std::vector<size_t>& failed_now) {
+  size_t pick = failed_now.front();
+  for (size_t i : failed_now)
+    if (WIFSIGNALED(job.ranks[i].status)) {
+      pick = i;
+      break;
+    }
+  job.first_failure = pick;
+  const auto& c = job.ranks[pick];
+  // A rank that exits first is often one that gave up waiting: the one it
+  // waited for is stopped, or the ranks named it.
+  for (size_t i = 0; i < job.ranks.size(); ++i)
+    if (job.ranks[i].running && is_stopped(job.ranks[i].pid)) job.blamed.push_back(i);
+  if (!job.blamed.empty()) {
+    job.blame_why = "is stopped (SIGSTOP, SIGTSTP or a debugger) and never reached its collectives";
+  } else {
+    for (int r : read_launch_notes(job.notes.path))
+      if (r >= 0 && r < job.options.nproc && static_cast<size_t>(r) != pick) job.blamed.push_back(static_cast<size_t>(r));
+    if (!job.blamed.empty()) job.blame_why = "did not arrive at a collective, as the other ranks found";
+  }
+  fmt::print(stderr, "[launcher] rank {} (pid {}) {}; stopping the other ranks\n", c.rank, c.pid,
+             describe_status(c.status));
+  for (size_t i : job.blamed)
+    fmt::print(stderr, "[launcher] rank {} (pid {}) {}\n", job.ranks[i].rank, job.ranks[i].pid, job.blame_why);
+  std::fflush(stderr);
+  signal_running(job.ranks, SIGTERM);
+  job.kill_at = Clock::now() + job.options.grace;
+  job.kill_pending = true;
+}
+
+std::string how_each_ended(const std::vector<Rank>& ranks) {
+  std::string how;
+  for (auto& c : ranks) how += fmt::format("{}rank {} {}", how.empty() ? "" : ", ", c.rank, describe_status(c.status));
+  return how;
+}
+
+// The launcher's exit status once every rank has ended, said on stderr
+// where it is not 0.
+int job_status(const Job& job) {
+  if (job.first_failure) {
+    const auto& c = job.ranks[*job.first_failure];
+    if (!job.blamed.empty()) {
+      const auto& b = job.ranks[job.blamed.front()];
+      fmt::print(stderr, "[launcher] job failed: rank {} of {} (pid {}) {}; rank {} {} first, waiting for it\n",
+                 b.rank, job.options.nproc, b.pid, job.blame_why, c.rank, describe_status(c.status));
+    } else {
+      fmt::print(stderr, "[launcher] job failed: rank {} of {} (pid {}) {}\n", c.rank, job.options.nproc, c.pid,
+                 describe_status(c.status));
+    }
+    return exit_code(c.status);
+  }
+  if (g_interrupted) {
+    fmt::print(stderr, "[launcher] interrupted by {} (signal {}), which it passed to the ranks: {}\n",
+               signal_name(g_interrupted), static_cast<int>(g_interrupted), how_each_ended(job.ranks));
+    return 128 + g_interrupted;
+  }
+  for (auto& c : job.ranks)
+    if (exited_on_stop_signal(c.status)) {
+      fmt::print(stderr, "[launcher] the ranks stopped on a signal sent to them, not to the launcher: {}\n",
+                 how_each_ended(job.ranks));
+      return WEXITSTATUS(c.status);
+    }
+  return 0;
 }
 
 }  // namespace
@@ -212,186 +402,19 @@ int launch_local(const LaunchOptions& options) {
   auto args = strip_flag(own_command_line(), options.flag);
   if (args.empty()) fail("launcher: cannot read this process's command line from /proc/self/cmdline");
   int port = free_port();
-  // A --repeats parent passes its signals on and makes the second SIGKILL:
-  // a second here is the same Ctrl-C heard twice.
-  const bool second_kills = !std::getenv(kStopParentVariable);
-
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  struct sigaction old_int {}, old_term {}, old_usr1 {};
-  ::sigaction(SIGINT, &sa, &old_int);
-  ::sigaction(SIGTERM, &sa, &old_term);
-  ::sigaction(SIGUSR1, &sa, &old_usr1);
-  // One that came before these handlers (to run's own, while it checked)
-  // is passed to the ranks as soon as they start.
-  if (stop_signal() && !g_interrupted) {
-    g_interrupted = stop_signal();
-    g_signals = 1;
-  }
-  NotesDir notes;
-
-  std::vector<Child> children(static_cast<size_t>(options.nproc));
-  std::fflush(stdout);
-  std::fflush(stderr);
-  for (int r = 0; r < options.nproc; ++r) {
-    int out[2], err[2];
-    if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
-      fail("launcher: pipe failed: {}", std::strerror(errno));
-    auto& c = children[static_cast<size_t>(r)];
-    c.rank = r;
-    int close_fds[2] = {out[0], err[0]};
-    c.pid = spawn(args, r, options.nproc, port, options.threads_per_rank, out[1], err[1], close_fds, notes.path);
-    ::close(out[1]);
-    ::close(err[1]);
-    c.out = {out[0], stdout, {}};
-    c.err = {err[0], stderr, {}};
-    ::fcntl(out[0], F_SETFL, O_NONBLOCK);
-    ::fcntl(err[0], F_SETFL, O_NONBLOCK);
-    // The pids let a supervisor (and the tests) verify that nothing is left.
-    fmt::print(stderr, "[launcher] rank {} pid {}\n", r, c.pid);
-  }
-  std::fflush(stderr);
-
-  std::optional<size_t> first_failure;
-  // The ranks the failure is down to: stopped ones, or those the ranks
-  // found missing at a collective (distributed/stall.h); empty: the first failure.
-  std::vector<size_t> blamed;
-  std::string blame_why;
-  // When the survivors get SIGKILL if SIGTERM did not end them.
-  Clock::time_point kill_at{};
-  bool kill_pending = false;
-  bool interrupted_handled = false, killed_on_second = false;
-  for (;;) {
-    std::vector<pollfd> fds;
-    std::vector<std::pair<Stream*, int>> owners;
-    for (auto& c : children)
-      for (Stream* s : {&c.out, &c.err})
-        if (s->fd >= 0) {
-          fds.push_back({s->fd, POLLIN, 0});
-          owners.emplace_back(s, c.rank);
-        }
-    bool any_running = false;
-    for (auto& c : children) any_running |= c.running;
-    if (fds.empty() && !any_running) break;
-
-    ::poll(fds.data(), fds.size(), 100);
-    for (size_t i = 0; i < fds.size(); ++i)
-      if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) drain(*owners[i].first, owners[i].second);
-
-    // A signal to the launcher goes to the ranks, which stop at their next
-    // step boundary and write what they measured (`run`; other commands end
-    // on it); a second one ends them at once.
-    if (g_interrupted && !interrupted_handled) {
-      interrupted_handled = true;
-      fmt::print(stderr, "[launcher] {}: passed to the {} ranks, which stop at their next step boundary (a second "
-                 "signal stops them at once)\n", signal_name(g_interrupted), options.nproc);
-      std::fflush(stderr);
-      signal_running(children, g_interrupted);
-    }
-    if (g_signals >= 2 && !killed_on_second && second_kills) {
-      killed_on_second = true;
-      fmt::print(stderr, "[launcher] a second signal: stopping the ranks now (SIGKILL)\n");
-      std::fflush(stderr);
-      signal_running(children, SIGKILL);
-    }
-    // Under a signal of its own, ranks that stop on it (or are killed by it)
-    // did what was asked: they are not the job's failure.
-    auto expected = [&](int status) {
-      // Stopped on a signal of its own (SLURM signals every task, a user
-      // may `kill` one rank): the ranks agreed on a boundary and wrote
-      // what they measured.
-      if (exited_on_stop_signal(status)) return true;
-      if (!g_interrupted) return false;
-      if (WIFEXITED(status)) return WEXITSTATUS(status) == 0 || exited_on_stop_signal(status);
-      return WIFSIGNALED(status) && (WTERMSIG(status) == g_interrupted || WTERMSIG(status) == SIGKILL);
-    };
-    std::vector<size_t> failed_now;
-    for (int sweep = 0; sweep < 2; ++sweep) {
-      for (size_t i = 0; i < children.size(); ++i) {
-        auto& c = children[i];
-        if (!c.running) continue;
-        int status = 0;
-        if (::waitpid(c.pid, &status, WNOHANG) != c.pid) continue;
-        c.running = false;
-        c.status = status;
-        if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) && !expected(status)) failed_now.push_back(i);
-      }
-      // When one rank crashes its peers fail a moment later on the broken
-      // connection; give them a moment so that the crash, not its echo, is
-      // reported.
-      if (sweep == 0 && !failed_now.empty() && !first_failure)
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      else
-        break;
-    }
-    if (!failed_now.empty() && !first_failure) {
-      size_t pick = failed_now.front();
-      for (size_t i : failed_now)
-        if (WIFSIGNALED(children[i].status)) {
-          pick = i;
-          break;
-        }
-      first_failure = pick;
-      const auto& c = children[pick];
-      // A rank that exits first is often one that gave up waiting: the one
-      // it waited for is stopped, or the ranks named it.
-      for (size_t i = 0; i < children.size(); ++i)
-        if (children[i].running && is_stopped(children[i].pid)) blamed.push_back(i);
-      if (!blamed.empty()) {
-        blame_why = "is stopped (SIGSTOP, SIGTSTP or a debugger) and never reached its collectives";
-      } else {
-        for (int r : read_launch_notes(notes.path))
-          if (r >= 0 && r < options.nproc && static_cast<size_t>(r) != pick) blamed.push_back(static_cast<size_t>(r));
-        if (!blamed.empty()) blame_why = "did not arrive at a collective, as the other ranks found";
-      }
-      fmt::print(stderr, "[launcher] rank {} (pid {}) {}; stopping the other ranks\n", c.rank, c.pid,
-                 describe_status(c.status));
-      for (size_t i : blamed)
-        fmt::print(stderr, "[launcher] rank {} (pid {}) {}\n", children[i].rank, children[i].pid, blame_why);
-      std::fflush(stderr);
-      signal_running(children, SIGTERM);
-      kill_at = Clock::now() + options.grace;
-      kill_pending = true;
-    }
-    if (kill_pending && Clock::now() >= kill_at) {
-      signal_running(children, SIGKILL);
-      kill_pending = false;
+  CatchSignals catch_signals;
+  Job job(options, !std::getenv(kStopParentVariable));
+  start_ranks(job, args, port);
+  while (pump_output(job)) {
+    pass_signals(job);
+    auto failed_now = reap(job);
+    if (!failed_now.empty() && !job.first_failure) on_first_failure(job, failed_now);
+    if (job.kill_pending && Clock::now() >= job.kill_at) {
+      signal_running(job.ranks, SIGKILL);
+      job.kill_pending = false;
     }
   }
-
-  ::sigaction(SIGINT, &old_int, nullptr);
-  ::sigaction(SIGTERM, &old_term, nullptr);
-  ::sigaction(SIGUSR1, &old_usr1, nullptr);
-  if (first_failure) {
-    const auto& c = children[*first_failure];
-    if (!blamed.empty()) {
-      const auto& b = children[blamed.front()];
-      fmt::print(stderr, "[launcher] job failed: rank {} of {} (pid {}) {}; rank {} {} first, waiting for it\n",
-                 b.rank, options.nproc, b.pid, blame_why, c.rank, describe_status(c.status));
-    } else {
-      fmt::print(stderr, "[launcher] job failed: rank {} of {} (pid {}) {}\n", c.rank, options.nproc, c.pid,
-                 describe_status(c.status));
-    }
-    return WIFSIGNALED(c.status) ? 128 + WTERMSIG(c.status) : WEXITSTATUS(c.status);
-  }
-  if (g_interrupted) {
-    std::string how;
-    for (auto& c : children)
-      how += fmt::format("{}rank {} {}", how.empty() ? "" : ", ", c.rank, describe_status(c.status));
-    fmt::print(stderr, "[launcher] interrupted by {} (signal {}), which it passed to the ranks: {}\n",
-               signal_name(g_interrupted), static_cast<int>(g_interrupted), how);
-    return 128 + g_interrupted;
-  }
-  for (auto& c : children)
-    if (exited_on_stop_signal(c.status)) {
-      std::string how;
-      for (auto& d : children)
-        how += fmt::format("{}rank {} {}", how.empty() ? "" : ", ", d.rank, describe_status(d.status));
-      fmt::print(stderr, "[launcher] the ranks stopped on a signal sent to them, not to the launcher: {}\n", how);
-      return WEXITSTATUS(c.status);
-    }
-  return 0;
+  return job_status(job);
 }
 
 }  // namespace hpcbench::dist

@@ -23,16 +23,33 @@ void check_peer(const Comm& comm, int peer, const at::Tensor& tensor, const std:
 
 }  // namespace
 
+bool p2p_stages_on_host(WaitMode mode, const c10::Device& device) {
+  return mode == WaitMode::HostBlocking && !device.is_cpu();
+}
+
 Pending Comm::send_async(at::Tensor& tensor, int peer, int tag, std::string what) {
   check_peer(*this, peer, tensor, what);
-  std::vector<at::Tensor> ts{tensor};
-  return issue_call(std::move(what), [&] { return backend_->send(ts, peer, tag); });
+  // The copy to the host waits for the kernels that wrote `tensor`, so the
+  // message holds what the stream computed.
+  at::Tensor host = p2p_stages_on_host(wait_mode(), tensor.device()) ? tensor.to(at::kCPU) : at::Tensor();
+  std::vector<at::Tensor> ts{host.defined() ? host : tensor};
+  auto p = issue_call(std::move(what), [&] { return backend_->send(ts, peer, tag); });
+  p.host = std::move(host);
+  return p;
 }
 
 Pending Comm::recv_async(at::Tensor& tensor, int peer, int tag, std::string what) {
   check_peer(*this, peer, tensor, what);
-  std::vector<at::Tensor> ts{tensor};
-  return issue_call(std::move(what), [&] { return backend_->recv(ts, peer, tag); });
+  at::Tensor host = p2p_stages_on_host(wait_mode(), tensor.device())
+                        ? at::empty(tensor.sizes(), tensor.options().device(at::kCPU))
+                        : at::Tensor();
+  std::vector<at::Tensor> ts{host.defined() ? host : tensor};
+  auto p = issue_call(std::move(what), [&] { return backend_->recv(ts, peer, tag); });
+  if (host.defined()) {
+    p.host = std::move(host);
+    p.deliver_to = tensor;
+  }
+  return p;
 }
 
 }  // namespace hpcbench::dist

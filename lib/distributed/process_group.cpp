@@ -28,6 +28,8 @@
 
 #include "core/error.h"
 #include "core/hostinfo.h"
+#include "core/injection.h"
+#include "core/split.h"
 #include "core/stop_signal.h"
 #include "device/device.h"
 #include "distributed/hang_monitor.h"
@@ -72,26 +74,14 @@ std::string message_of(const std::exception& e) {
   return e.what();
 }
 
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos <= s.size()) {
-    size_t comma = s.find(',', pos);
-    if (comma == std::string::npos) comma = s.size();
-    if (comma > pos) out.push_back(s.substr(pos, comma - pos));
-    pos = comma + 1;
-  }
-  return out;
-}
-
 c10::intrusive_ptr<c10d::Backend> make_gloo(const c10::intrusive_ptr<c10d::Store>& store,
                                             const RankLayout& layout, const CommOptions& options) {
   auto opts = c10d::ProcessGroupGloo::Options::create(options.timeout);
   const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
   try {
     if (ifname && *ifname) {
-      for (auto& name : split_commas(ifname))
-        opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(name));
+      for (auto& name : split(ifname))
+        if (!name.empty()) opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(name));
     } else if (layout.num_nodes == 1) {
       // All ranks on this host: loopback needs no interface name and cannot
       // pick a wrong network.
@@ -331,12 +321,12 @@ void Comm::start_monitor() {
 }
 
 namespace {
-// Test seam: HPCBENCH_TEST_ABORT_THROWS=1 makes the abort of a broken backend
-// throw, as ProcessGroupNCCL's may (a communicator that cannot be aborted
-// within the group's timeout), so that CPU tests exercise that path.
+// The injected abort_throws=1 (core/injection.h) makes the abort of a broken
+// backend throw, as ProcessGroupNCCL's may (a communicator that cannot be
+// aborted within the group's timeout), so that CPU runs exercise that path.
 void abort_backend(c10d::Backend& backend) {
-  const char* fault = std::getenv("HPCBENCH_TEST_ABORT_THROWS");
-  if (fault && *fault == '1') throw std::runtime_error("HPCBENCH_TEST_ABORT_THROWS: the backend's abort failed");
+  if (injected("abort_throws") == "1")
+    throw std::runtime_error(fmt::format("{} abort_throws=1: the backend's abort failed", kInjectVariable));
   backend.abort();
 }
 
@@ -535,6 +525,10 @@ void Comm::wait(Pending& p) {
   }
   if (obs) obs->waited(p.handle);
   p.work.reset();
+  // A host-staged receive is complete now (Gloo's wait blocks the host).
+  if (p.deliver_to.defined()) p.deliver_to.copy_(p.host);
+  p.host.reset();
+  p.deliver_to.reset();
 }
 
 Pending Comm::allreduce_async(at::Tensor& tensor, std::string what) {

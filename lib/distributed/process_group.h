@@ -65,6 +65,11 @@ struct Pending {
   uint64_t watch = 0;  // the hang monitor's, when there is one
   uint64_t seq = 0;    // the collective's number on its communicator (1, 2, ...), the same on every rank
   std::string what;
+  // A point-to-point message staged through host memory (p2p_stages_on_host):
+  // the host copy the backend reads or fills, kept alive until the wait, and
+  // for a receive the device tensor the wait copies it into.
+  at::Tensor host;
+  at::Tensor deliver_to;
 };
 
 // Whether a wait on `backend` ("gloo", "nccl") blocks the host or only orders
@@ -73,6 +78,12 @@ struct Pending {
 // that a test can check the choice without a GPU.
 enum class WaitMode { HostBlocking, StreamOrdered };
 WaitMode wait_mode(const std::string& backend);
+
+// Whether a point-to-point message of a `device` tensor goes through a host
+// copy: Gloo's send and recv hand the tensor's pointer to the socket, so a CUDA
+// tensor fails there ("writev: Bad address"); its collectives stage by
+// themselves, its point to point does not. NCCL and host tensors go as they are.
+bool p2p_stages_on_host(WaitMode mode, const c10::Device& device);
 
 // Ranks on one host must not share an accelerator (NCCL refuses, with a
 // "duplicate GPU" error that does not say what to change). `ids` holds each

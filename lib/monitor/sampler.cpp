@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "core/injection.h"
+#include "core/split.h"
 #include "monitor/nvml.h"
 #include "monitor/proc.h"
 #include "results/utilisation_csv.h"
@@ -63,15 +65,10 @@ GpuSelection select_gpus(const std::vector<std::string>& nvml_bus_ids, const std
 }
 
 std::string rank_bus_id(const std::string& found, int local_rank) {
-  const char* list = std::getenv("HPCBENCH_TEST_BUS_IDS");
-  if (!list || !*list) return found;
-  std::string rest = list;
-  for (int k = 0;; ++k) {
-    auto comma = rest.find(',');
-    if (k == local_rank) return rest.substr(0, comma);
-    if (comma == std::string::npos) return "";
-    rest.erase(0, comma + 1);
-  }
+  auto list = injected("bus_ids");
+  if (!list) return found;
+  auto ids = split(*list);
+  return local_rank >= 0 && static_cast<size_t>(local_rank) < ids.size() ? ids[static_cast<size_t>(local_rank)] : "";
 }
 
 Sampler::Sampler(SamplerOptions options) : options_(std::move(options)) {
@@ -159,7 +156,7 @@ void Sampler::take() {
         spdlog::warn("GPU {} no longer answers NVML (lost); its sampling stops", i);
         continue;
       }
-      Sample s{t, step, 'g', static_cast<int>(i), g.util_percent, g.memory_used_bytes, g.power_w,
+      Sample s{t, step, true, static_cast<int>(i), g.util_percent, g.memory_used_bytes, g.power_w,
                g.sm_clock_mhz, g.temperature_c, g.throttle_reasons, g.energy_mj};
       samples_.push_back(s);
     }
@@ -169,9 +166,9 @@ void Sampler::take() {
     for (size_t k = 0; k < usage.size(); ++k) {
       if (!usage[k]) continue;  // the rank has ended
       Sample s;
-      s.t_s = t;
+      s.time_s = t;
       s.step = step;
-      s.kind = 'c';
+      s.gpu = false;
       s.index = options_.ranks[k].first;
       s.memory_bytes = usage[k]->rss_bytes;
       if (auto& prev = last_cpu_[k]; prev && t > prev->first)
@@ -192,9 +189,9 @@ Summary summarize(const std::vector<Sample>& samples, int64_t first_step, int64_
   double cpu_sum = 0;
   int64_t cpu_n = 0;
   for (auto& s : samples) {
-    if (s.kind == 'g' && s.memory_bytes) out.nvml_peak_memory_bytes = std::max(out.nvml_peak_memory_bytes, *s.memory_bytes);
+    if (s.gpu && s.memory_bytes) out.nvml_peak_memory_bytes = std::max(out.nvml_peak_memory_bytes, *s.memory_bytes);
     if (!timed(s)) continue;
-    if (s.kind == 'g') {
+    if (s.gpu) {
       gpus[s.index].push_back(&s);
       if (s.util_percent) util_sum += *s.util_percent, ++util_n;
     } else if (s.util_percent) {
@@ -224,7 +221,7 @@ Summary summarize(const std::vector<Sample>& samples, int64_t first_step, int64_
       const Sample* prev = nullptr;
       for (auto* s : rows) {
         if (!s->power_w) continue;
-        if (prev) energy += 0.5 * (*prev->power_w + *s->power_w) * (s->t_s - prev->t_s);
+        if (prev) energy += 0.5 * (*prev->power_w + *s->power_w) * (s->time_s - prev->time_s);
         prev = s;
       }
     }
@@ -274,20 +271,9 @@ std::string csv_rows(const std::vector<Sample>& samples, const std::string& host
                      const std::map<int, std::string>& gpu_bus_ids) {
   std::string out;
   for (auto& s : samples) {
-    results::UtilisationRow r;
+    results::UtilisationRow r(s);
     r.host = host;
-    r.time_s = s.t_s;
-    r.step = s.step;
     r.phase = phase_of(s.step, warmup_steps);
-    r.gpu = s.kind == 'g';
-    r.index = s.index;
-    r.util_percent = s.util_percent;
-    r.memory_bytes = s.memory_bytes;
-    r.power_w = s.power_w;
-    r.sm_clock_mhz = s.sm_clock_mhz;
-    r.temperature_c = s.temperature_c;
-    r.throttle_reasons = s.throttle_reasons;
-    r.energy_mj = s.energy_mj;
     auto it = r.gpu ? gpu_bus_ids.find(s.index) : gpu_bus_ids.end();
     if (it != gpu_bus_ids.end()) r.bus_id = it->second;
     out += results::utilisation_line(r);

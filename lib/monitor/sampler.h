@@ -23,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+#include "results/utilisation_csv.h"
+
 namespace hpcbench::monitor {
 
 class Nvml;
@@ -33,19 +35,9 @@ inline constexpr int64_t kSetup = 0;        // before the first step
 inline constexpr int64_t kEvaluation = -1;  // evaluation after training
 inline constexpr int64_t kDone = -2;        // between training and evaluation, and after
 
-struct Sample {
-  double t_s = 0;     // seconds since the sampler started
-  int64_t step = kSetup;
-  char kind = 'g';    // 'g': a GPU (index: NVML's), 'c': a rank's process tree (index: the rank)
-  int index = 0;
-  std::optional<double> util_percent;  // GPU: NVML's; CPU: percent of one core since the previous sample
-  std::optional<int64_t> memory_bytes; // GPU: used; CPU: resident
-  std::optional<double> power_w;
-  std::optional<int64_t> sm_clock_mhz;
-  std::optional<int64_t> temperature_c;
-  std::optional<uint64_t> throttle_reasons;
-  std::optional<uint64_t> energy_mj;
-};
+// One reading: results' utilisation row without the host, phase and bus
+// id that csv_rows adds (step is the trainer's code when it was taken).
+using Sample = results::UtilisationSample;
 
 // A PCI bus id as "0000:1B:00.0" (upper-case hex, at least four domain
 // digits) from CUDA's form or NVML's ("00000000:1B:00.0"), so the two
@@ -64,9 +56,9 @@ struct GpuSelection {
 // every GPU, with a note saying why.
 GpuSelection select_gpus(const std::vector<std::string>& nvml_bus_ids, const std::vector<std::string>& rank_bus_ids);
 
-// A rank's bus id for the sampler: `found` (device_bus_id), unless
-// HPCBENCH_TEST_BUS_IDS (tests only: CPU runs have no bus id) lists bus ids
-// by local rank, comma-separated, when it is entry `local_rank` of it.
+// A rank's bus id for the sampler: `found` (device_bus_id), unless bus_ids
+// are injected (core/injection.h; CPU runs have no bus id), when it is entry
+// `local_rank` of that list ("" past its end).
 std::string rank_bus_id(const std::string& found, int local_rank);
 
 struct SamplerOptions {

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/hostinfo.h"
+#include "core/injection.h"
 #include "train/setup.h"
 
 namespace hpcbench::preflight {
@@ -62,9 +63,9 @@ int node_cores() {
 }
 
 size_t available_memory(std::string* source) {
-  if (const char* test = std::getenv("HPCBENCH_TEST_MEMORY_BYTES"); test && *test) {
-    if (source) *source = "HPCBENCH_TEST_MEMORY_BYTES";
-    return static_cast<size_t>(std::atof(test));
+  if (auto given = injected("memory_bytes")) {
+    if (source) *source = fmt::format("{} memory_bytes", kInjectVariable);
+    return static_cast<size_t>(std::atof(given->c_str()));
   }
   return available_memory_at("/proc/meminfo", "/sys/fs/cgroup", source);
 }

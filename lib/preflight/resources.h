@@ -25,10 +25,10 @@ int node_cores();
 
 // Memory the node can still give, in bytes, and where the figure comes from
 // ("MemAvailable", cgroup v2's memory.max or v1's memory.limit_in_bytes, or
-// HPCBENCH_TEST_MEMORY_BYTES, a test seam).
+// the injected memory_bytes, core/injection.h).
 size_t available_memory(std::string* source = nullptr);
 
-// The same from the given files, without the test seam: `meminfo_file` as
+// The same from the given files, without the injected figure: `meminfo_file` as
 // /proc/meminfo, `cgroup_root` as /sys/fs/cgroup (cgroup v2's memory.max and
 // memory.current there, cgroup v1's memory/memory.limit_in_bytes and
 // memory/memory.usage_in_bytes); the lowest of what they leave. 0: none says.

@@ -1,6 +1,5 @@
 #include "preflight/run_inputs.h"
 
-#include <stdlib.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,6 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/write_probe.h"
 #include "data/features.h"
 #include "data/squad.h"
 #include "data/tokenizer.h"
@@ -46,15 +46,9 @@ void check_writable_folder(const std::string& flag, const std::string& given, co
       fail("{} {}: cannot create {}: {}", flag, given, p.string(), ec.message());
     }
   }
-  std::string probe = (folder / ".hpcbench-probe-XXXXXX").string();
-  int fd = ::mkstemp(probe.data());
-  int err = errno;
-  if (fd >= 0) {
-    ::close(fd);
-    ::unlink(probe.c_str());
-  }
+  int err = write_probe(folder);
   undo();
-  if (fd < 0)
+  if (err != 0)
     fail("{} {}: cannot write into {} ({}), so the file would be lost after the whole run", flag, given,
          folder.string(), std::strerror(err));
 }

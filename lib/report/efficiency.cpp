@@ -1,10 +1,6 @@
 #include "report/efficiency.h"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -16,6 +12,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/process.h"
 #include "core/text_wrap.h"
 #include "report/table.h"
 #include "results/steps.h"
@@ -379,14 +376,10 @@ std::string efficiency_plot_script(const std::vector<EfficiencyRow>& rows, std::
     plot += fmt::format(", '' index {} using ($0):{} with points pt 7 ps 1.5 lc rgb 'black' title 'measured step'",
                         g, 3 + kParts);
     for (const char* term : {"png", "svg"}) {
-      if (std::string(term) == "png")
-        s << "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n  set terminal pngcairo size 960,540 font 'sans,11'\n"
-             "} else {\n  set terminal png size 960,540\n}\n";
-      else
-        s << "set terminal svg size 960,540 dynamic font 'sans,11'\n";
-      s << fmt::format("set output '.{}.{}.partial'\nset title 'Where the efficiency went: {} (gains drawn as 0)'\n"
+      set_terminal(s, term, 960, 540);
+      s << fmt::format("set output '{}'\nset title 'Where the efficiency went: {} (gains drawn as 0)'\n"
                        "{}\nunset output\n",
-                       name, term, groups[g].first, plot);
+                       partial_name(name, term), groups[g].first, plot);
     }
   }
   return s.str();
@@ -407,39 +400,7 @@ PlotOutcome write_efficiency_plots(const std::vector<EfficiencyRow>& rows, const
                                        dir.string()));
     return out;
   }
-  fs::path log = dir / ".efficiency-gnuplot.log";
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    if (std::freopen(log.c_str(), "w", stdout) && ::chdir(dir.c_str()) == 0) {
-      ::dup2(::fileno(stdout), 2);
-      ::execl(program.c_str(), program.c_str(), kEffScript, static_cast<char*>(nullptr));
-    }
-    ::_exit(127);
-  }
-  int status = 0;
-  if (pid > 0)
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-  const bool ok = pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  std::error_code ec;
-  for (auto& n : names)
-    for (const char* ext : {"png", "svg"}) {
-      fs::path tmp = dir / fmt::format(".{}.{}.partial", n, ext), final_path = dir / fmt::format("{}.{}", n, ext);
-      if (ok) {
-        fs::rename(tmp, final_path, ec);
-        if (!ec && std::string(ext) == "svg") out.images.push_back(final_path.filename().string());
-      }
-      fs::remove(tmp, ec);
-    }
-  if (!ok) {
-    std::string msg;
-    try {
-      msg = read_file(log);
-    } catch (...) {
-    }
-    out.warnings.push_back(fmt::format("no efficiency plots: {} {} failed: {}", program, (dir / kEffScript).string(), msg));
-  }
-  fs::remove(log, ec);
+  run_gnuplot(program, dir, kEffScript, dir / ".efficiency-gnuplot.log", names, "no efficiency plots", out);
   return out;
 }
 

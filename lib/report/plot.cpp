@@ -2,10 +2,6 @@
 
 #include "results/utilisation_csv.h"
 
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -18,6 +14,8 @@
 #include "core/atomic_file.h"
 #include "core/bounded_read.h"
 #include "core/error.h"
+#include "core/process.h"
+#include "report/gnuplot.h"
 #include "report/report_tables.h"
 
 namespace hpcbench::report {
@@ -29,18 +27,6 @@ namespace {
 constexpr const char* kData = "plot-data.dat";
 constexpr const char* kScript = "plots.gp";
 constexpr const char* kSteps = "plot-steps.dat";
-
-// pngcairo where gnuplot has it (anti-aliased), plain png otherwise, so a
-// minimal gnuplot still draws every plot.
-void set_terminal(std::ostream& s, const std::string& term, int width, int height) {
-  if (term == "png")
-    s << fmt::format("if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {{\n"
-                     "  set terminal pngcairo size {0},{1} font 'sans,11'\n"
-                     "}} else {{\n  set terminal png size {0},{1}\n}}\n",
-                     width, height);
-  else
-    s << fmt::format("set terminal svg size {},{} dynamic font 'sans,11'\n", width, height);
-}
 
 // The rows that can be drawn, one series per strategy in table order; a
 // strategy run at several global batches or precisions (a strong- and a
@@ -184,8 +170,8 @@ std::string step_plot_script(const Comparison& c, const std::map<std::string, re
     plot.resize(plot.size() - 2);
     for (const char* term : {"png", "svg"}) {
       set_terminal(s, term, 960, 540);
-      s << fmt::format("set output '.{}.{}.partial'\nset title '{}'\nset ylabel '{}'\n{}\nunset output\n",
-                       spec.name, term, spec.title, spec.ylabel, plot);
+      s << fmt::format("set output '{}'\nset title '{}'\nset ylabel '{}'\n{}\nunset output\n",
+                       partial_name(spec.name, term), spec.title, spec.ylabel, plot);
     }
   }
   return s.str();
@@ -254,79 +240,12 @@ std::string plot_script(const Comparison& c, std::vector<std::string>& names) {
       set_terminal(s, term, 960, 540);
       std::string title = spec.title;
       if (spec.column == 5) title = device_word(c) == "GPUs" ? "Peak memory per GPU" : "Peak memory per device";
-      s << fmt::format("set output '.{}.{}.partial'\nset title '{}'\nset ylabel '{}'\n{}\nunset output\n",
-                       spec.name, term, title, spec.ylabel, plot);
+      s << fmt::format("set output '{}'\nset title '{}'\nset ylabel '{}'\n{}\nunset output\n",
+                       partial_name(spec.name, term), title, spec.ylabel, plot);
     }
   }
   return s.str();
 }
-
-std::string find_program(const std::string& name) {
-  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
-  const char* path = std::getenv("PATH");
-  std::istringstream dirs(path ? path : "");
-  std::string d;
-  while (std::getline(dirs, d, ':')) {
-    fs::path p = fs::path(d.empty() ? "." : d) / name;
-    if (::access(p.c_str(), X_OK) == 0) return p.string();
-  }
-  return "";
-}
-
-namespace {
-
-// Runs `program script` inside `dir`, its output into `log`. Returns the
-// exit status (or -1 when it could not start).
-int run_in(const std::string& program, const fs::path& dir, const fs::path& log, const char* script = kScript) {
-  pid_t pid = ::fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-    }
-    if (::chdir(dir.c_str()) != 0) ::_exit(126);
-    ::execl(program.c_str(), program.c_str(), script, static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-// Runs `script` in `dir` and moves each plot's .partial files into place:
-// gnuplot writes every output it was asked for even when a later command
-// fails, so only a clean exit makes plots visible, and the partials never stay.
-void run_gnuplot(const std::string& program, const fs::path& dir, const std::string& script, const fs::path& log,
-                 const std::vector<std::string>& names, const std::string& what, PlotOutcome& out) {
-  int rc = run_in(program, dir, log, script.c_str());
-  std::error_code ec;
-  if (rc != 0) {
-    std::string msg;
-    try {
-      msg = read_file(log);
-    } catch (const UserError&) {
-    }
-    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-    out.warnings.push_back(fmt::format("{}: {} {} exited with status {}{}{}", what, program, (dir / script).string(),
-                                       rc, msg.empty() ? "" : ": ", msg));
-  } else {
-    for (auto& n : names)
-      for (const char* ext : {"png", "svg"}) {
-        fs::path tmp = dir / fmt::format(".{}.{}.partial", n, ext), final_path = dir / fmt::format("{}.{}", n, ext);
-        fs::rename(tmp, final_path, ec);
-        if (ec) out.warnings.push_back(fmt::format("plot {} missing: {}", final_path.string(), ec.message()));
-        else if (std::string(ext) == "svg") out.images.push_back(final_path.filename().string());
-      }
-  }
-  for (auto& n : names)
-    for (const char* ext : {"png", "svg"}) fs::remove(dir / fmt::format(".{}.{}.partial", n, ext), ec);
-  fs::remove(log, ec);
-}
-
-}  // namespace
 
 PlotOutcome write_plots(const Comparison& c, const fs::path& dir, const std::string& gnuplot,
                         const std::map<std::string, results::StepSeries>& steps) {
@@ -410,7 +329,7 @@ std::string utilisation_plot_script(const UtilisationPlotData& d, const std::str
   };
   for (const char* term : {"png", "svg"}) {
     set_terminal(s, term, 1200, d.has_power ? 800 : 450);
-    s << fmt::format("set output '.{}.{}.partial'\n", stem, term);
+    s << fmt::format("set output '{}'\n", partial_name(stem, term));
     s << "set datafile missing 'NaN'\nset key outside right\nset grid ytics\nunset arrow\nunset label\n" << arrows;
     s << "set xlabel 'time since sampling started (s); dotted: a training step begins'\n";
     if (d.has_power) s << fmt::format("set multiplot layout 2,1 title '{}'\n", title);

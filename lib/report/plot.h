@@ -10,14 +10,10 @@
 #include <vector>
 
 #include "report/compare.h"
+#include "report/gnuplot.h"
 #include "report/noise.h"
 
 namespace hpcbench::report {
-
-struct PlotOutcome {
-  std::vector<std::string> images;    // file names inside the folder, in display order
-  std::vector<std::string> warnings;  // gnuplot missing or failing, nothing to plot
-};
 
 // `gnuplot`: the program, found on PATH unless it holds a '/'.
 // `steps` (by run id, from the runs' loss.csv) adds the loss and step-time
@@ -48,8 +44,5 @@ std::string utilisation_plot_script(const UtilisationPlotData& d, const std::str
 PlotOutcome write_utilisation_plot(const std::filesystem::path& csv, const std::filesystem::path& dir,
                                    const std::string& stem, const std::string& title,
                                    const std::string& gnuplot = "gnuplot");
-
-// The program's path, or "" when it is not installed.
-std::string find_program(const std::string& name);
 
 }  // namespace hpcbench::report

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "core/split.h"
 #include "core/text_wrap.h"
 #include "report/efficiency.h"
 
@@ -72,11 +73,9 @@ std::string bubble_text(const results::RunResult& r) {
 
 // The strategy and, where its record names one, its rank layout ("dp2-pp2").
 std::string strategy_text(const results::RunResult& r) {
-  const std::string key = "layout=";
-  auto at = r.strategy_options.find(key);
-  if (at == std::string::npos || (at > 0 && r.strategy_options[at - 1] != ',')) return r.strategy;
-  auto end = r.strategy_options.find(',', at);
-  return r.strategy + " " + r.strategy_options.substr(at + key.size(), end == std::string::npos ? end : end - at - key.size());
+  for (auto& item : split(r.strategy_options))
+    if (item.starts_with("layout=")) return r.strategy + " " + item.substr(std::string_view("layout=").size());
+  return r.strategy;
 }
 
 std::string sampled(double v, const char* format) { return v >= 0 ? fmt::format(fmt::runtime(format), v) : "-"; }

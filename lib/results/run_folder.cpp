@@ -12,6 +12,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/write_probe.h"
 
 namespace hpcbench::results {
 
@@ -40,24 +41,6 @@ void release_reserve() {
   g_reserve_fd = -1;
 }
 
-// An unlinked file of `bytes` in `dir`, its blocks allocated (the file
-// system says ENOSPC now, not when the results are written); -1 and errno
-// when it cannot be had.
-int allocated_file(const fs::path& dir, off_t bytes) {
-  std::string name = (dir / ".hpcbench-space-XXXXXX").string();
-  int fd = ::mkstemp(name.data());
-  if (fd < 0) return -1;
-  ::unlink(name.c_str());
-  int e = bytes > 0 ? ::posix_fallocate(fd, 0, bytes) : 0;
-  if (e == 0 && ::fsync(fd) != 0 && errno != EINVAL) e = errno;
-  if (e != 0) {
-    ::close(fd);
-    errno = e;
-    return -1;
-  }
-  return fd;
-}
-
 }  // namespace
 
 void check_results_dir(const fs::path& results_dir) {
@@ -68,15 +51,7 @@ void check_results_dir(const fs::path& results_dir) {
   if (!fs::is_directory(results_dir)) fail("--results-dir {}: not a folder", results_dir.string());
   // A folder and a file with data in it: a full disk still makes empty
   // folders and files, and would be found only once the run is over.
-  std::string probe = (results_dir / ".hpcbench-probe-XXXXXX").string();
-  if (::mkdtemp(probe.data()) == nullptr)
-    fail("--results-dir {}: cannot write there ({}), so the run's results could not be saved",
-         results_dir.string(), std::strerror(errno));
-  int fd = allocated_file(probe, kResultsProbeBytes);
-  int e = errno;
-  if (fd >= 0) ::close(fd);
-  ::rmdir(probe.c_str());
-  if (fd < 0)
+  if (int e = write_probe(results_dir, kResultsProbeBytes))
     fail("--results-dir {}: cannot write there ({}), so the run's results could not be saved", results_dir.string(),
          std::strerror(e));
 }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/injection.h"
 #include "distributed/process_group.h"
 
 namespace hpcbench::run {
@@ -50,9 +51,9 @@ std::vector<results::RankTiming> rank_timing(const std::vector<results::StepTime
 }
 
 double test_slow_rank_ms(int rank) {
-  const char* v = std::getenv("HPCBENCH_TEST_SLOW_RANK");
-  if (!v || !*v) return 0;
-  std::string s = v;
+  auto v = injected("slow_rank");
+  if (!v) return 0;
+  const std::string& s = *v;
   auto colon = s.find(':');
   try {
     if (colon == std::string::npos) throw std::invalid_argument(s);
@@ -63,7 +64,7 @@ double test_slow_rank_ms(int rank) {
     if (used != s.size() - colon - 1 || ms < 0) throw std::invalid_argument(s);
     return r == rank ? ms : 0;
   } catch (const std::exception&) {
-    fail("HPCBENCH_TEST_SLOW_RANK={}: expected <rank>:<ms>, e.g. 1:20", s);
+    fail("{} slow_rank={}: expected <rank>:<ms>, e.g. 1:20", kInjectVariable, s);
   }
 }
 

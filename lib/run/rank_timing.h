@@ -13,9 +13,8 @@ namespace hpcbench::run {
 // in rank order. A collective: every rank calls it.
 std::vector<results::RankTiming> rank_timing(const std::vector<results::StepTimes>& timed, const RunContext& ctx);
 
-// Test hook: HPCBENCH_TEST_SLOW_RANK="<rank>:<ms>" makes that rank sleep
-// <ms> ms in each step's forward phase (a rank slowed on purpose, as a busy
-// neighbour on its core would); 0 for every other rank or when unset.
+// The injected slow_rank (core/injection.h): the ms `rank` sleeps in each
+// step's forward phase, 0 for every other rank or when none is injected.
 // Throws UserError naming the variable when its value does not parse.
 double test_slow_rank_ms(int rank);
 

@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "core/error.h"
+#include "core/split.h"
 #include "strategies/registry.h"
 
 namespace hpcbench::strategies {
@@ -109,17 +110,11 @@ LabelParts split_label(const std::string& label, const std::string& what) {
   const auto colon = label.find(':');
   parts.name = label.substr(0, colon);
   if (colon == std::string::npos) return parts;
-  const std::string rest = label.substr(colon + 1);
-  size_t start = 0;
-  while (start <= rest.size()) {
-    size_t comma = rest.find(',', start);
-    if (comma == std::string::npos) comma = rest.size();
-    std::string item = rest.substr(start, comma - start);
+  for (auto& item : split(std::string_view(label).substr(colon + 1))) {
     auto eq = item.find('=');
     if (eq == std::string::npos || eq == 0)
       fail("{} {}: '{}' is not key=value (labels read <strategy>[:<key>=<value>,...])", what, label, item);
     parts.options.emplace_back(item.substr(0, eq), item.substr(eq + 1));
-    start = comma + 1;
   }
   return parts;
 }
@@ -134,11 +129,7 @@ Choice parse_label(const std::string& label, const std::string& what) {
 
 std::vector<Choice> parse_labels(const std::string& text, const std::string& what) {
   std::vector<std::string> labels;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
-    std::string item = text.substr(start, comma - start);
+  for (auto& item : split(text)) {
     if (item.empty()) fail("{}: empty entry in '{}' (expected a comma-separated list)", what, text);
     if (item.find('=') != std::string::npos && item.find(':') == std::string::npos) {
       if (labels.empty()) fail("{}: '{}' in '{}' names no strategy", what, item, text);
@@ -146,7 +137,6 @@ std::vector<Choice> parse_labels(const std::string& text, const std::string& wha
     } else {
       labels.push_back(item);
     }
-    start = comma + 1;
   }
   std::vector<Choice> out;
   std::vector<std::string> seen;
@@ -163,12 +153,7 @@ Choice parse_record(const std::string& strategy, const std::string& options) {
   const std::string what = fmt::format("strategy {} ({})", strategy, options);
   Choice c(spec_named(strategy, what));
   auto facts = c.spec().facts();
-  size_t start = 0;
-  while (start < options.size()) {
-    size_t comma = options.find(',', start);
-    if (comma == std::string::npos) comma = options.size();
-    std::string item = options.substr(start, comma - start);
-    start = comma + 1;
+  for (auto& item : split(options)) {
     if (item.empty()) continue;
     auto eq = item.find('=');
     if (eq == std::string::npos) {

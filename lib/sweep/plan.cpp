@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/split.h"
 #include "strategies/registry.h"
 #include "sweep/slurm_time.h"
 
@@ -27,14 +28,9 @@ const std::vector<std::string> kOwnedRunFlags = {"--strategy", "--results-dir", 
 
 std::vector<std::string> parse_name_list(const std::string& text, const std::string& flag) {
   std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
-    std::string item = text.substr(start, comma - start);
+  for (auto& item : split(text)) {
     if (item.empty()) fail("{}: empty entry in '{}' (expected a comma-separated list)", flag, text);
     if (std::find(out.begin(), out.end(), item) == out.end()) out.push_back(item);
-    start = comma + 1;
   }
   return out;
 }

@@ -8,11 +8,11 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/printable.h"
+#include "core/process.h"
 #include "core/stop_signal.h"
 #include "results/run_reader.h"
 #include "strategies/registry.h"
 #include "sweep/job_script.h"
-#include "sweep/shell.h"
 
 #include <cmath>
 
@@ -48,7 +48,7 @@ std::optional<std::string> SqueueAsker::state(const std::string& job_id) {
   const char* env = std::getenv("HPCBENCH_SQUEUE");
   std::string squeue = env && *env ? env : "squeue";
   const double timeout = squeue_timeout_s();
-  auto out = run_shell(squeue + " -h -o %T -j " + job_id + " 2>/dev/null", timeout);
+  auto out = run_captured(shell_command(squeue + " -h -o %T -j " + job_id + " 2>/dev/null"), {.timeout_s = timeout});
   if (out.interrupted)
     throw Interrupted(out.interrupted, fmt::format("interrupted by {} while waiting for '{}' (job {})",
                                                    signal_name(out.interrupted), squeue, job_id));

@@ -1,16 +1,6 @@
 #include "sweep/submit.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cerrno>
-#include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <regex>
 #include <sstream>
 
@@ -18,10 +8,10 @@
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"
-#include "core/stop_signal.h"
 #include "core/printable.h"
+#include "core/process.h"
+#include "core/stop_signal.h"
 #include "sweep/job_script.h"
-#include "sweep/shell.h"
 
 namespace hpcbench::sweep {
 
@@ -66,7 +56,10 @@ SubmitSummary submit_sweep(Sweep& sweep, const std::string& sbatch, double timeo
     // Only a script of this sweep's own jobs/ folder is given to sbatch,
     // whatever sweep.json says.
     auto script = script_inside(sweep, job);
-    auto out = run_shell(fmt::format("{} --parsable {}", cmd, shell_quote(script.string())), timeout_s);
+    // Its own group, killed whole (a site wrapper's children too) past the
+    // limit or on SIGTERM/SIGINT to hpcbench.
+    auto out = run_captured(shell_command(fmt::format("{} --parsable {}", cmd, shell_quote(script.string()))),
+                            {.timeout_s = timeout_s});
     // sbatch's words are bytes of any encoding: kept printable, never trusted.
     const std::string said = printable(trim(out.text));
     std::string id = out.status == 0 ? parse_job_id(out.text) : "";

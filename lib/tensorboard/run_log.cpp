@@ -110,15 +110,8 @@ void RunLog::add_live_samples() {
   auto samples = options_.sampler->samples();
   for (; samples_done_ < samples.size(); ++samples_done_) {
     auto& s = samples[samples_done_];
-    results::UtilisationRow r;
+    results::UtilisationRow r(s);
     r.host = options_.host;
-    r.time_s = s.t_s;
-    r.gpu = s.kind == 'g';
-    r.index = s.index;
-    r.util_percent = s.util_percent;
-    r.memory_bytes = s.memory_bytes;
-    r.power_w = s.power_w;
-    r.energy_mj = s.energy_mj;
     add_sample(*writer_, r, options_.several_nodes, start_wall_, live_energy_origin_);
   }
 }

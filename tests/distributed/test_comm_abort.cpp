@@ -2,8 +2,8 @@
 // communicator's teardown meets: ProcessGroupNCCL's abort may throw (a
 // communicator that cannot be aborted within the group's timeout), and an
 // exception leaving ~Comm while the first error unwinds the stack would end in
-// std::terminate, with the first error never printed. HPCBENCH_TEST_ABORT_THROWS
-// makes that abort throw on CPU too.
+// std::terminate, with the first error never printed. The injected
+// abort_throws=1 (core/injection.h) makes that abort throw on CPU too.
 #include "test_catch.h"
 
 #include "test_env.h"
@@ -11,12 +11,12 @@
 using namespace hpcbench;
 
 TEST_CASE("a broken job whose abort throws still exits with its first error, not std::terminate") {
-  auto r = test::run_command("HPCBENCH_TEST_ABORT_THROWS=1 HPCBENCH_TEST_FAULT=1:2:hang " + test::hpcbench_bin().string() +
+  auto r = test::run_command("HPCBENCH_INJECT='abort_throws=1;fault=1:2:hang' " + test::hpcbench_bin().string() +
                              " bench-comm --nproc-per-node 2 --device cpu --op all_reduce --min-bytes 1K "
                              "--max-bytes 1K --iters 100000 --warmup-iters 0 --timeout 3");
   INFO(r.output);
   // The abort was reached and failed (else this test would prove nothing)...
-  CHECK(r.output.find("aborting the process group after a failed collective: HPCBENCH_TEST_ABORT_THROWS") !=
+  CHECK(r.output.find("aborting the process group after a failed collective: HPCBENCH_INJECT abort_throws=1") !=
         std::string::npos);
   // ...and the job still ended with the collective's failure: rank 0's
   // error, its exit status for a reported error (2), no terminate.

@@ -123,7 +123,7 @@ TEST_CASE("bench-comm over 4 Gloo ranks with int32 and uneven sizes") {
 }
 
 TEST_CASE("a rank killed mid-run stops the whole job, named, with nothing left running") {
-  auto r = run("HPCBENCH_TEST_FAULT=1:3:kill",
+  auto r = run("HPCBENCH_INJECT=fault=1:3:kill",
                "bench-comm --nproc-per-node 3 --device cpu --op all_reduce --min-bytes 64K --max-bytes 64K "
                "--iters 100000 --warmup-iters 0 --timeout 5");
   INFO(r.output);
@@ -137,7 +137,7 @@ TEST_CASE("a rank killed mid-run stops the whole job, named, with nothing left r
 }
 
 TEST_CASE("a hung rank makes the others time out within --timeout, naming the collective and the hung rank") {
-  auto r = run("HPCBENCH_TEST_FAULT=1:2:hang",
+  auto r = run("HPCBENCH_INJECT=fault=1:2:hang",
                "bench-comm --nproc-per-node 2 --device cpu --op all_reduce --min-bytes 1K --max-bytes 1K "
                "--iters 100000 --warmup-iters 0 --timeout 3");
   INFO(r.output);
@@ -154,7 +154,7 @@ TEST_CASE("a hung rank makes the others time out within --timeout, naming the co
 // on their own; the store names the rank none of them heard from, and the
 // launcher blames it rather than the first survivor to give up.
 TEST_CASE("a stopped rank (SIGSTOP) is named by every survivor and by the launcher") {
-  auto r = run("HPCBENCH_TEST_FAULT=2:2:stop",
+  auto r = run("HPCBENCH_INJECT=fault=2:2:stop",
                "bench-comm --nproc-per-node 4 --device cpu --op all_reduce --min-bytes 1K --max-bytes 1K "
                "--iters 100000 --warmup-iters 0 --timeout 3");
   INFO(r.output);
@@ -173,7 +173,7 @@ TEST_CASE("a stopped rank (SIGSTOP) is named by every survivor and by the launch
 }
 
 TEST_CASE("a rank that exits with an error code fails the launcher with that code") {
-  auto r = run("HPCBENCH_TEST_FAULT=0:1:exit",
+  auto r = run("HPCBENCH_INJECT=fault=0:1:exit",
                "bench-comm --nproc-per-node 2 --device cpu --op broadcast --min-bytes 1K --max-bytes 1K "
                "--iters 100 --warmup-iters 0 --timeout 5");
   INFO(r.output);

@@ -1,5 +1,11 @@
 #include "test_catch.h"
 
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "distributed/hostlist.h"
 
@@ -36,4 +42,41 @@ TEST_CASE("malformed host lists are errors that quote the list") {
 TEST_CASE("resolve_hostlist falls back to the built-in expander without scontrol") {
   // No scontrol on PATH here; with one, scontrol's answer is the same.
   CHECK(hpcbench::dist::resolve_hostlist("gpu-[001-002]") == V{"gpu-001", "gpu-002"});
+}
+
+namespace {
+
+// A folder with an executable `scontrol` that runs `script`, first on PATH
+// while it lives.
+struct FakeScontrol {
+  std::filesystem::path dir;
+  std::string old_path;
+  explicit FakeScontrol(const std::string& script) {
+    char tmpl[] = "/tmp/hpcbench-test-scontrol-XXXXXX";
+    REQUIRE(::mkdtemp(tmpl));
+    dir = tmpl;
+    std::ofstream(dir / "scontrol") << "#!/bin/sh\n" << script << "\n";
+    std::filesystem::permissions(dir / "scontrol", std::filesystem::perms::owner_all);
+    const char* p = std::getenv("PATH");
+    old_path = p ? p : "";
+    ::setenv("PATH", (dir.string() + ":" + old_path).c_str(), 1);
+  }
+  ~FakeScontrol() {
+    ::setenv("PATH", old_path.c_str(), 1);
+    hpcbench::remove_tree(dir);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("resolve_hostlist takes scontrol's answer, given the list as one argument, and falls back when it fails") {
+  {
+    // Echoes its arguments back: the list reaches it whole, without a shell.
+    FakeScontrol fake("[ \"$1 $2\" = 'show hostnames' ] || exit 1; echo \"from-$3\"; echo; echo second >&2; echo b");
+    CHECK(hpcbench::dist::resolve_hostlist("gpu-[001-002]") == V{"from-gpu-[001-002]", "b"});
+  }
+  {
+    FakeScontrol broken("echo partial; exit 1");
+    CHECK(hpcbench::dist::resolve_hostlist("gpu-[001-002]") == V{"gpu-001", "gpu-002"});
+  }
 }

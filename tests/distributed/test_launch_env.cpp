@@ -105,8 +105,11 @@ TEST_CASE("inconsistent rank variables are errors naming the variable") {
   CHECK_THROWS_WITH(dist::detect_layout(EnvMap{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "70000"}}),
                     Catch::Contains("MASTER_PORT"));
   auto env = slurm_step(0, 8, 0, 0);
-  env["SLURM_STEP_TASKS_PER_NODE"] = "four";
-  CHECK_THROWS_WITH(dist::detect_layout(env), Catch::Contains("SLURM_STEP_TASKS_PER_NODE"));
+  for (const char* bad : {"four", "4,,4", "4,4,"}) {
+    INFO(bad);
+    env["SLURM_STEP_TASKS_PER_NODE"] = bad;
+    CHECK_THROWS_WITH(dist::detect_layout(env), Catch::Contains("SLURM_STEP_TASKS_PER_NODE"));
+  }
   env = slurm_step(9, 8, 0, 0);
   CHECK_THROWS_WITH(dist::detect_layout(env), Catch::Contains("SLURM_PROCID=9"));
 }
@@ -196,4 +199,14 @@ TEST_CASE("ranks of one host that would share a GPU are named") {
 TEST_CASE("waits block the host on Gloo and only order the stream on NCCL") {
   CHECK(dist::wait_mode("gloo") == dist::WaitMode::HostBlocking);
   CHECK(dist::wait_mode("nccl") == dist::WaitMode::StreamOrdered);
+}
+
+// The first GPU run of pipeline on 2 ranks sharing a GPU over Gloo failed at the
+// first activation: Gloo's send wrote the CUDA pointer to its socket
+// ("writev: Bad address"). Its point to point is host-only; a device tensor goes
+// through a host copy, while NCCL and host tensors go as they are.
+TEST_CASE("Gloo's point to point stages device tensors through the host") {
+  CHECK(dist::p2p_stages_on_host(dist::wait_mode("gloo"), c10::Device("cuda:0")));
+  CHECK_FALSE(dist::p2p_stages_on_host(dist::wait_mode("gloo"), c10::Device("cpu")));
+  CHECK_FALSE(dist::p2p_stages_on_host(dist::wait_mode("nccl"), c10::Device("cuda:0")));
 }

@@ -213,7 +213,7 @@ TEST_CASE("two ranks on a shared 8-GPU node: only their GPUs are sampled, summed
   write_file_atomic(dir.path / "nvml.txt", script);
   // The ranks' GPUs 2 and 5, by local rank, in CUDA's form of the bus id.
   auto r = test::run_command("FAKE_NVML_SCRIPT=" + (dir.path / "nvml.txt").string() + " HPCBENCH_NVML_LIBRARY=" +
-                             HPCBENCH_FAKE_NVML + " HPCBENCH_TEST_BUS_IDS=0000:38:00.0,0000:68:00.0 " + bin() +
+                             HPCBENCH_FAKE_NVML + " HPCBENCH_INJECT=bus_ids=0000:38:00.0,0000:68:00.0 " + bin() +
                              run_args(results, "shared") + " --strategy ddp --nproc-per-node 2 --sample-ms 10");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
@@ -279,7 +279,7 @@ TEST_CASE("a rank that hangs fails the job promptly; the sampling rank unwinds c
   test::TempDir dir;
   auto results = dir.path / "results";
   auto t0 = std::chrono::steady_clock::now();
-  auto r = test::run_command("HPCBENCH_TEST_FAULT=1:2:hang " + bin() + run_args(results, "fault") +
+  auto r = test::run_command("HPCBENCH_INJECT=fault=1:2:hang " + bin() + run_args(results, "fault") +
                              " --strategy ddp --nproc-per-node 2 --sample-ms 5 --collective-timeout 3");
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   INFO(r.output);

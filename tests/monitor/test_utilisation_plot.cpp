@@ -3,6 +3,7 @@
 #include "test_catch.h"
 
 #include "core/atomic_file.h"
+#include "core/process.h"
 #include "monitor/sampler.h"
 #include "results/utilisation_csv.h"
 #include "report/plot.h"
@@ -14,7 +15,7 @@ TEST_CASE("the utilisation plot's data: one block per device, the steps' first s
   std::vector<monitor::Sample> s;
   auto add = [&](double t, int64_t step, int index, double util, std::optional<double> power) {
     monitor::Sample x;
-    x.t_s = t, x.step = step, x.index = index, x.util_percent = util, x.power_w = power;
+    x.time_s = t, x.step = step, x.index = index, x.util_percent = util, x.power_w = power;
     s.push_back(x);
   };
   add(0.0, 0, 0, 5, 60);
@@ -39,7 +40,7 @@ TEST_CASE("the utilisation plot's data: one block per device, the steps' first s
   CHECK(script.find("'u.dat' index 1 using 1:3") != std::string::npos);
   CHECK(script.find("set arrow from 0.3,graph 0 to 0.3,graph 1 nohead lc rgb '#2ca02c'") != std::string::npos);
 
-  if (report::find_program("gnuplot").empty()) {
+  if (hpcbench::find_program("gnuplot").empty()) {
     WARN("gnuplot not installed: the images are not checked");
     return;
   }

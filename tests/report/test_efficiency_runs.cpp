@@ -215,7 +215,7 @@ TEST_CASE("a rank slowed on purpose shows up as waiting for the slowest rank") {
   // Larger than the step-to-step noise of a loaded 2-core machine.
   const double slow_ms = 200;
   auto [a, b, ca, cb] = paired(dir.path, {fmt::format("--strategy ddp {}", kTwo), ""},
-                       {fmt::format("--strategy ddp {}", kTwo), fmt::format("HPCBENCH_TEST_SLOW_RANK=1:{}", slow_ms)},
+                       {fmt::format("--strategy ddp {}", kTwo), fmt::format("HPCBENCH_INJECT=slow_rank=1:{}", slow_ms)},
                        1);
   INFO(describe(a) << "\n" << describe(b));
   auto [most, g] = growth(a, b);

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/atomic_file.h"
+#include "core/process.h"
 #include "results/csv.h"
 #include "report/plot.h"
 #include "results/run_folder.h"
@@ -162,7 +163,7 @@ TEST_CASE("CLI: without gnuplot the report says what to install and writes the r
 }
 
 TEST_CASE("CLI: plots as PNG and SVG when gnuplot is installed") {
-  if (report::find_program("gnuplot").empty()) {
+  if (hpcbench::find_program("gnuplot").empty()) {
     WARN("gnuplot is not installed (apt-get install gnuplot-nox): plot files not checked");
     return;
   }

@@ -116,7 +116,7 @@ TEST_CASE("a rank that dies or hangs ends the whole job promptly, names the rank
                            " --collective-timeout 5 --results-dir " + results.string();
   SECTION("killed") {
     auto t0 = Clock::now();
-    auto r = test::run_command("HPCBENCH_TEST_FAULT=1:2:kill " + bin() + args);
+    auto r = test::run_command("HPCBENCH_INJECT=fault=1:2:kill " + bin() + args);
     double s = std::chrono::duration<double>(Clock::now() - t0).count();
     INFO(r.output);
     CHECK(r.exit_code != 0);
@@ -126,7 +126,7 @@ TEST_CASE("a rank that dies or hangs ends the whole job promptly, names the rank
   }
   SECTION("hung: the others time out") {
     auto t0 = Clock::now();
-    auto r = test::run_command("HPCBENCH_TEST_FAULT=1:2:hang " + bin() + args);
+    auto r = test::run_command("HPCBENCH_INJECT=fault=1:2:hang " + bin() + args);
     double s = std::chrono::duration<double>(Clock::now() - t0).count();
     INFO(r.output);
     CHECK(r.exit_code != 0);
@@ -203,14 +203,14 @@ TEST_CASE("a checkpoint saved by a sharded run loads under another strategy and 
 
 namespace {
 
-// A job with HPCBENCH_TEST_FAULT=<fault> (rank:steps:mode) and a 5 s
+// A job with HPCBENCH_INJECT=fault=<fault> (rank:steps:mode) and a 5 s
 // collective timeout: it must fail, within `limit_s`, leaving no results.
 // Returns its output for the messages to check.
 std::string failing_job(const std::string& fault, const std::string& args, double limit_s) {
   test::TempDir dir;
   auto results = dir.path / "results";
   auto t0 = std::chrono::steady_clock::now();
-  auto r = test::run_command("HPCBENCH_TEST_FAULT=" + fault + " " + bin() + " run" + kCommon + " " + args +
+  auto r = test::run_command("HPCBENCH_INJECT=fault=" + fault + " " + bin() + " run" + kCommon + " " + args +
                              " --batch-size 2 --max-steps 50 --collective-timeout 5 --results-dir " + results.string());
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   INFO(r.output);

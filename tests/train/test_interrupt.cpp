@@ -121,7 +121,7 @@ TEST_CASE("a signal during evaluation keeps the training figures and leaves no m
   auto results = dir.path / "results";
   // The signal comes after the last step: the loop is over, evaluation
   // sees it at its first batch.
-  auto r = test::run_command(fmt::format("HPCBENCH_TEST_FAULT=0:3:term '{}' run --max-steps 3 --synthetic-samples 64 "
+  auto r = test::run_command(fmt::format("HPCBENCH_INJECT=fault=0:3:term '{}' run --max-steps 3 --synthetic-samples 64 "
                                          "--max-seq-length 64 --doc-stride 16 --threads 1 --eval-data '{}' --vocab '{}' "
                                          "--cache-dir none --run-name t --results-dir '{}'",
                                          bin(), test::squad_file("dev-v1.1-sample.json"), test::vocab_file(),

@@ -268,7 +268,7 @@ TEST_CASE("ranks x threads beyond the cores are warned about and recorded; memor
 
   // bert-base under ddp holds 16 bytes per parameter on every rank: 4 ranks
   // cannot fit in 4 GiB, and are refused before any starts...
-  const std::string four_gib = "HPCBENCH_TEST_MEMORY_BYTES=4294967296";
+  const std::string four_gib = "HPCBENCH_INJECT=memory_bytes=4294967296";
   r = test::run_command(fmt::format("{} '{}' run --model bert-base-uncased --strategy ddp --nproc-per-node 4 "
                                     "--max-steps 1 --results-dir '{}'", four_gib, bin(), results.string()));
   INFO(r.output);

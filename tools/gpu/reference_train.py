@@ -201,17 +201,26 @@ def run_compile(a, dev, batches, dtype, mode, probe):
     cmodel = torch.compile(model, mode=None if mode == "default" else mode)
     graphs = mode in ("reduce-overhead", "max-autotune") and dev.type == "cuda"
 
-    def forward(x):
+    def forward_backward(x):
+        """One forward and backward; returns a copy of the loss. The warm-up and the timed
+        steps both go through here so that every tensor lives exactly as long in both: CUDA
+        graph trees record a graph during the warm-up and check on each replay that the same
+        tensors are alive (the first GPU run kept the timed step's outputs alive through its
+        backward, dead in the warm-up's, and the trees refused the replay)."""
         if graphs:
             # A new iteration: the CUDA graph trees may reuse the last replay's outputs.
             torch.compiler.cudagraph_mark_step_begin()
         with torch.autocast(dev.type, dtype=dtype, enabled=dtype is not None):
-            return cmodel(**x)
+            out = cmodel(**x)
+        scaler.scale(out.loss).backward()
+        # A copy: the loss of a CUDA graph replay lives in the graph's memory, which the
+        # next replay overwrites.
+        return out.loss.detach().clone()
 
     warm_s = []
     for _ in range(COMPILE_WARM):
         t0 = time.perf_counter()
-        scaler.scale(forward(x0).loss).backward()
+        forward_backward(x0)
         opt.zero_grad(set_to_none=True)
         if dev.type == "cuda":
             torch.cuda.synchronize()
@@ -220,19 +229,15 @@ def run_compile(a, dev, batches, dtype, mode, probe):
     for b in batches:
         timer.start()
         x = {n: t.to(dev, non_blocking=True) for n, t in b.items()}
-        out = forward(x)
-        scaler.scale(out.loss).backward()
+        losses.append(forward_backward(x))
         scaler.unscale_(opt)
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         scaler.step(opt)
         scaler.update()
         opt.zero_grad(set_to_none=True)
         timer.stop()
-        # A copy: the loss of a CUDA graph replay lives in the graph's memory, which the
-        # next replay overwrites.
-        losses.append(out.loss.detach().clone())
     extra = {"compile_mode": mode, "compile_s": sum(warm_s), "compile_warm_steps_s": warm_s,
-             "cuda_graphs": graphs}
+             "cuda_graphs": graphs, "cudagraph_trees": graphs and torch._inductor.config.triton.cudagraph_trees}
     return cfg, model, timer.ms(), [float(v) for v in losses], extra
 
 
@@ -254,6 +259,8 @@ def run_fsdp2(a, dev, batches, dtype):
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     if dev.type == "cuda":
+        # "cuda" names no index, which set_device refuses: the current device.
+        dev = torch.device("cuda", torch.cuda.current_device() if dev.index is None else dev.index)
         torch.cuda.set_device(dev)
     dist.init_process_group("nccl" if dev.type == "cuda" else "gloo", init_method=f"tcp://127.0.0.1:{port}",
                             rank=0, world_size=1)
@@ -351,7 +358,23 @@ def run_one(a, trainer, dev, batches, dtype, out_path):
     extra = {}
     try:
         if trainer.startswith("compile-"):
-            cfg, model, times, losses, extra = run_compile(a, dev, batches, dtype, trainer[len("compile-"):], probe)
+            mode = trainer[len("compile-"):]
+            try:
+                cfg, model, times, losses, extra = run_compile(a, dev, batches, dtype, mode, probe)
+            except RuntimeError as e:
+                # PyTorch's open bug #154306: CUDA graph trees refuse a replay when they saw a
+                # tensor die during recording that is alive at the replay. The same mode then
+                # runs with one CUDA graph per compiled function (trees off), said in its JSON.
+                if "graph recording observed" not in str(e) or not torch._inductor.config.triton.cudagraph_trees:
+                    raise
+                print(f"compile-{mode}: CUDA graph trees failed ({e}); again with cudagraph_trees off", flush=True)
+                torch._dynamo.reset()
+                torch._inductor.config.triton.cudagraph_trees = False
+                try:
+                    cfg, model, times, losses, extra = run_compile(a, dev, batches, dtype, mode, probe)
+                finally:
+                    torch._inductor.config.triton.cudagraph_trees = True
+                extra["cudagraph_trees_error"] = str(e)[:300]
         else:
             cfg, model, times, losses = {"eager": run_eager, "lightning": run_lightning, "fsdp2": run_fsdp2}[trainer](
                 a, dev, batches, dtype)

@@ -11,8 +11,9 @@
 #   engine      the fast engine: bench_kernels --check-only (every custom kernel against
 #               its ATen composite; a failure stops the phase), then bert-base seq 384 bf16,
 #               dropout off, at batch 8, 32 and 4: hpcbench eager, --cuda-graph and
-#               --cuda-graph --fused beside Hugging Face eager, HF + torch.compile (default,
-#               reduce-overhead; max-autotune with HPCBENCH_ENGINE_AUTOTUNE=1) and Lightning
+#               --cuda-graph --fused beside Hugging Face eager, HF + torch.compile
+#               (reduce-overhead at every batch; default at HPCBENCH_ENGINE_DEFAULT_COMPILE_BATCHES,
+#               "32"; max-autotune with HPCBENCH_ENGINE_AUTOTUNE=1) and Lightning
 #               on the same batches; graphed and fused losses against eager's; each batch's
 #               results written as it finishes (HPCBENCH_ENGINE_BATCHES, default "8 32 4";
 #               HPCBENCH_ENGINE_BUDGET_S: no batch started past it, no compile past it)
@@ -70,8 +71,12 @@ if [[ -z $PY ]]; then
 fi
 [[ -n $PY ]] || { echo "validate.sh: no Python with torch found (set HPCBENCH_PY)" >&2; exit 1; }
 torch_lib=$("$PY" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
-# A binary built elsewhere against the same torch finds this machine's LibTorch.
-export LD_LIBRARY_PATH="$torch_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# A binary built elsewhere against the same torch finds this machine's LibTorch, and the CUDA
+# runtime its fused kernels link (libcudart.so.13) from the wheels torch itself loads it from
+# (site-packages/nvidia/*/lib): a toolkit's copy in another folder may be older, or absent.
+wheel_libs=$("$PY" -c 'import glob, os, torch; sp = os.path.dirname(os.path.dirname(torch.__file__))
+print(":".join(sorted(glob.glob(os.path.join(sp, "nvidia", "*", "lib")))))')
+export LD_LIBRARY_PATH="$torch_lib${wheel_libs:+:$wheel_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PYTHONUNBUFFERED=1
 
 if ((dry)); then
@@ -80,14 +85,20 @@ if ((dry)); then
   # Two batches, so that the per-batch writing is exercised; torch.compile only at the first
   # (Inductor's C++ code generation takes about a minute a mode on 2 cores, the same code
   # path at every batch).
-  engine_batches="4 2" engine_compile_batches=4
+  engine_batches="4 2" engine_compile_batches=4 engine_default_compile_batches=4
   label=cpu-dry
+  hb_limit=${HPCBENCH_RUN_TIMEOUT_S:-0} ref_limit=${HPCBENCH_REF_TIMEOUT_S:-0}  # the suite's own timeout holds
 else
   device=cuda model=bert-base-uncased seq=384 stride=128 big=32 small=4 steps=40 warm=10 samples=2048 sample_ms=100
   shared_seq=128
   eval_seq=128 eval_stride=32 eval_batch=8
   # The users' batch first, then the MFU target's, then the most launch-bound one.
   engine_batches="8 32 4" engine_compile_batches=all
+  # compile-default only where its target is (batch 32: "at least the best HF + compile mode");
+  # batch 4 and 8 are held to reduce-overhead, and each compile costs ~a minute of device time.
+  engine_default_compile_batches=${HPCBENCH_ENGINE_DEFAULT_COMPILE_BATCHES:-32}
+  # A bert-base run of 40 steps takes ~15 s there; the references' call with two compiles, ~2 min.
+  hb_limit=${HPCBENCH_RUN_TIMEOUT_S:-180} ref_limit=${HPCBENCH_REF_TIMEOUT_S:-360}
   label=$("$PY" -c 'import torch; print(torch.cuda.get_device_name().replace(" ", "-"))' 2>/dev/null || echo gpu)
 fi
 OUTDIR=${OUT:-results/gpu/$label-$(date +%Y%m%d)}
@@ -102,19 +113,26 @@ engine_batches=${HPCBENCH_ENGINE_BATCHES:-$engine_batches}
 say() { printf '\n=== %s\n' "$*" | tee -a "$log"; }
 # Every command's output goes to the log and the terminal; a failing command fails
 # its phase, which is recorded and the next phase still runs.
-run() { printf '$ %s\n' "$*" >>"$log"; "$@" 2>&1 | tee -a "$log"; }
+# A command given a limit (run_limit=SECONDS run ...) is stopped there: code that never ran on a
+# GPU (a capture, a kernel) could hang, and a hang would spend the whole call's device time.
+run() {
+  printf '$ %s\n' "$*" >>"$log"
+  local t=()
+  ((${run_limit:-0} > 0)) && t=(timeout -k 10 "$run_limit")
+  "${t[@]}" "$@" 2>&1 | tee -a "$log"
+}
 
 hb_run() {  # name, then run flags
   local name=$1
   shift
-  run "$BIN" run --model "$model" --max-seq-length "$seq" --doc-stride "$stride" --device "$device" \
+  run_limit=$hb_limit run "$BIN" run --model "$model" --max-seq-length "$seq" --doc-stride "$stride" --device "$device" \
     --synthetic-samples "$samples" --max-steps "$steps" --timing-warmup-steps "$warm" --log-every 10 \
     --sample-ms "$sample_ms" --results-dir "$work/runs" --run-name "$name" "$@"
 }
 ref_run() {  # trainer, precision, batch, dump, json, then reference_train.py flags
   local trainer=$1 precision=$2 batch=$3 data=$4 json=$5
   shift 5
-  run "$PY" "$root/tools/gpu/reference_train.py" --trainer "$trainer" --model "$model" --precision "$precision" \
+  run_limit=$ref_limit run "$PY" "$root/tools/gpu/reference_train.py" --trainer "$trainer" --model "$model" --precision "$precision" \
     --batch "$batch" --data "$data" --steps "$steps" --warmup "$warm" --device "$device" --json-out "$json" "$@"
 }
 
@@ -223,18 +241,19 @@ phase_engine() {
     hb_run "engine-b$b-eager" "${common[@]}" --dump-data "$work/data-engine-b$b.safetensors"
     hb_run "engine-b$b-graph" "${common[@]}" --cuda-graph
     hb_run "engine-b$b-graph-fused" "${common[@]}" --cuda-graph --fused
-    if [[ $b == "${engine_batches%% *}" ]]; then
-      # Eager against itself: how far apart two identical runs' losses are (attention's
-      # backward may use atomics), to read the graphed-against-eager difference against.
-      hb_run "engine-b$b-eager-repeat" "${common[@]}"
-    fi
+    # Eager against itself at every batch: how far apart two identical runs' losses drift
+    # (attention's backward sums with atomics), the floor the graphed and fused runs' losses
+    # are read against (validate_report.py: ENGINE_DRIFT_FACTOR).
+    hb_run "engine-b$b-eager-repeat" "${common[@]}"
     trainers=eager
     if [[ $engine_compile_batches == all || " $engine_compile_batches " == *" $b "* ]] &&
       within_budget engine "batch $b: torch.compile"; then
-      trainers+=,compile-reduce-overhead,compile-default
+      trainers+=,compile-reduce-overhead
+      [[ " $engine_default_compile_batches " == *" $b "* ]] && trainers+=,compile-default
       [[ ${HPCBENCH_ENGINE_AUTOTUNE:-0} == 1 ]] && trainers+=,compile-max-autotune
     fi
-    trainers+=,lightning
+    # HPCBENCH_ENGINE_LIGHTNING=0 leaves Lightning out (a second call that measured it already).
+    [[ ${HPCBENCH_ENGINE_LIGHTNING:-1} == 0 ]] || trainers+=,lightning
     say "engine: batch $b: Hugging Face ($trainers), the same batches"
     mkdir -p "$work/runs/ref"
     ref_run "$trainers" bf16 "$b" "$work/data-engine-b$b.safetensors" "$work/runs/ref/engine-b$b-{trainer}.json" \
@@ -277,6 +296,9 @@ phase_strategies() {
   local common=(--precision bf16 --batch-size "$big" --dropout 0)
   say "strategies: baseline"
   hb_run strat-baseline "${common[@]}" --dump-data "$work/data-strat.safetensors"
+  # The baseline against itself: attention's backward sums with atomics, so two identical runs
+  # drift apart; ddp's and tensor's losses are read against that drift (validate_report.py).
+  hb_run strat-baseline-repeat "${common[@]}"
   # PyTorch's own overhead at world size 1, the reference for the sharded rows: FSDP2 against
   # Hugging Face eager on the same batches, dropout off as here.
   say "strategies: Hugging Face eager and FSDP2 (fully_shard, world size 1), the same batches"

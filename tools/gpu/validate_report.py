@@ -34,20 +34,29 @@ import time
 #   same atomics: 1e-3. zero and fsdp compute in bf16 copies of fp32 master
 #   shards (mixed precision as FSDP2 does it: weights cast, not autocast), which
 #   rounds differently from autocast's per-op casts: 2e-2 relative over 40 steps.
+#   The second GPU run found ddp at 1.01e-3 while two identical eager runs of the baseline
+#   drifted 0.9e-3 to 2.6e-3 apart the same day (the engine phase): the replicated bound is
+#   below the baseline's own drift, so the phase now repeats its baseline and holds ddp and
+#   tensor to the larger of 1e-3 and ENGINE_DRIFT_FACTOR times that drift.
 TOL_FP32_SHARED = 1e-4
 TOL_BF16_REPLICATED = 1e-3
 TOL_BF16_SHARDED = 2e-2
-# The fast engine (issue 31), dropout off, against hpcbench's own eager run on the same batches:
+# The fast engine, dropout off, against hpcbench's own eager run on the same batches:
 # - graphed: the same operations replayed from a CUDA graph, so the same arithmetic; 1e-5
-#   relative per step leaves room only for the summation order of a kernel that differs
-#   between launches (the eager-against-eager repeat of the first batch shows how far two
-#   identical eager runs drift: a graphed difference is read against it).
+#   relative leaves room only for a kernel whose summation order differs between launches.
 # - fused: one QKV GEMM, fused bias-GELU and dropout-residual-LayerNorm kernels and bf16-resident
-#   weights round differently from autocast's per-op casts; 2e-3 relative per step over 40
-#   steps (the issue's bound) is a tenth of the sharded strategies' bf16 tolerance, and a wrong
-#   kernel (a missing bias, a LayerNorm on the wrong axis) moves the loss by 1e-1 at once.
+#   weights round differently from autocast's per-op casts; 2e-3 relative per step (the engine's
+#   bound) is a tenth of the sharded strategies' bf16 tolerance, and a wrong kernel (a missing
+#   bias, a LayerNorm on the wrong axis) moves the loss by 1e-1 at once.
+# On a GPU eager is not reproducible itself: attention's backward (cuDNN, flash) sums with
+# atomics, and two identical eager runs drift apart after the first update (the first GPU run:
+# 2.6e-3 relative by step 40 at batch 8, step 1 equal). So the first step, before any update,
+# is held to the bound, and every step to the larger of the bound and ENGINE_DRIFT_FACTOR times
+# the eager-against-eager drift measured at the same batch: two draws of one nondeterministic
+# process, whose largest difference over 40 steps varies from run to run by about that factor.
 TOL_ENGINE_GRAPH = 1e-5
 TOL_ENGINE_FUSED = 2e-3
+ENGINE_DRIFT_FACTOR = 2.0
 # The sides of the engine table, in its order: hpcbench's run folders, then the references.
 ENGINE_HB = (("hb-eager", "eager", "hpcbench eager"), ("hb-graph", "graph", "hpcbench --cuda-graph"),
              ("hb-graph-fused", "graph-fused", "hpcbench --cuda-graph --fused"))
@@ -226,7 +235,7 @@ def phase_engine(a):
                 res["checks"].append(check(f"batch {b}: {ENGINE_LABEL[key]} ran", False, f"{type(e).__name__}: {e}"))
         try:
             row["eager_repeat_losses"] = read_run(a.work, f"engine-b{b}-eager-repeat")["losses"]
-        except Exception:  # noqa: BLE001 - run at the first batch only
+        except Exception:  # noqa: BLE001 - the first GPU run repeated eager at its first batch only
             pass
         for key, trainer, _ in ENGINE_REF:
             path = os.path.join(a.work, "runs", "ref", f"engine-b{b}-{trainer}.json")
@@ -267,11 +276,18 @@ def derive_engine(j):
         if eager and r.get("eager_repeat_losses"):
             r["eager_repeat_max_rel_diff"] = max_rel_diff(r["eager_repeat_losses"], eager["losses"])
             noise = f"; eager against itself {r['eager_repeat_max_rel_diff']:.2e}"
+        drift = r.get("eager_repeat_max_rel_diff")
         for key, tol in (("hb-graph", TOL_ENGINE_GRAPH), ("hb-graph-fused", TOL_ENGINE_FUSED)):
             if eager and key in sides:
                 d = sides[key]["loss_max_rel_diff"]
+                first = max_rel_diff(sides[key]["losses"][:1], eager["losses"][:1])
+                j["checks"].append(check(f"engine losses, batch {b}: {ENGINE_LABEL[key]} against eager, step 1 (before "
+                                         "any update)", first <= tol, f"rel diff {first:.2e} <= {tol:g}"))
+                bound = max(tol, ENGINE_DRIFT_FACTOR * drift) if isinstance(drift, (int, float)) else tol
+                why = f" ({ENGINE_DRIFT_FACTOR:g} x eager's own drift)" if bound > tol else ""
                 j["checks"].append(check(f"engine losses, batch {b}: {ENGINE_LABEL[key]} against eager, per step over "
-                                         f"{len(eager['losses'])} steps", d <= tol, f"max rel diff {d:.2e} <= {tol:g}{noise}"))
+                                         f"{len(eager['losses'])} steps", d <= bound,
+                                         f"max rel diff {d:.2e} <= {bound:.2e}{why}{noise}"))
         e = sides.get("hb-graph-fused")
 
         def target(name, ok, detail):
@@ -349,6 +365,12 @@ def parse_bench_comm(path):
 def phase_strategies(a):
     base = read_run(a.work, "strat-baseline")
     res = {"baseline": figures_of(base), "rows": [], "checks": [], "targets": []}
+    drift = None
+    try:
+        drift = max_rel_diff(read_run(a.work, "strat-baseline-repeat")["losses"], base["losses"])
+        res["baseline_repeat_max_rel_diff"] = drift
+    except Exception:  # noqa: BLE001 - the second GPU run's phase had no repeat
+        pass
     for name in ("ddp", "zero1", "zero2", "zero3", "fsdp-full", "fsdp-grad-op", "pipeline", "tensor"):
       try:
         run = read_run(a.work, f"strat-{name}")
@@ -358,11 +380,14 @@ def phase_strategies(a):
         tol = TOL_BF16_REPLICATED if name in ("ddp", "tensor") else TOL_BF16_SHARDED
         if base.get("precision") != "bf16":
             tol = TOL_FP32_SHARED
+        elif tol == TOL_BF16_REPLICATED and drift is not None:
+            tol = max(tol, ENGINE_DRIFT_FACTOR * drift)
         d = max_rel_diff(run["losses"], base["losses"])
         overhead = run["step_ms_median"] / base["step_ms_median"] - 1
         res["rows"].append({"strategy": name, "hpcbench": figures_of(run), "overhead": overhead,
                             "loss_max_rel_diff": d, "tolerance": tol})
-        res["checks"].append(check(f"{name}: losses equal to the baseline's", d <= tol, f"max rel diff {d:.2e} <= {tol:g}"))
+        res["checks"].append(check(f"{name}: losses equal to the baseline's", d <= tol, f"max rel diff {d:.2e} <= {tol:.3g}"
+                                   + (f" (baseline against itself {drift:.2e})" if drift is not None else "")))
         if name in ("pipeline", "tensor"):
             # One stage, one tensor rank: their groups hold one rank, which these strategies skip
             # whatever --keep-collectives says (nothing to keep); what they add is measured all the same.

@@ -37,7 +37,6 @@ void alloc_storage(const at::Tensor& t) {
   s->set_nbytes(nbytes);
 }
 
-bool storage_allocated(const at::Tensor& t) { return t.storage().nbytes() > 0; }
 size_t storage_bytes(const at::Tensor& t) { return t.defined() ? t.storage().nbytes() : 0; }
 
 void flatten(ShardState& s, model::BertForQuestionAnswering& model) {

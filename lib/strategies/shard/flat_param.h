@@ -40,7 +40,6 @@ inline int64_t padded_numel(int64_t numel, int ranks) { return (numel + ranks - 
 void free_storage(const at::Tensor& t);
 // Gives `t`'s storage room for its elements again (contents undefined).
 void alloc_storage(const at::Tensor& t);
-bool storage_allocated(const at::Tensor& t);
 // Bytes actually held by `t`'s storage (0 once freed).
 size_t storage_bytes(const at::Tensor& t);
 

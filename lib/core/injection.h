@@ -1,0 +1,51 @@
+#pragma once
+// Faults and stand-in facts put into a run from outside, so that the paths
+// that handle them can be exercised where they cannot be provoked: a rank
+// that dies, hangs or is slowed at a chosen point, a backend whose abort
+// fails, a node's memory, GPU bus ids on a machine without GPUs. One
+// variable carries them all, and this is the one place that reads it:
+//
+//   HPCBENCH_INJECT="<key>=<value>[;<key>=<value>...]"
+//
+//   fault=<rank>:<after>:<mode>  that rank fails after <after> optimizer steps
+//                                (run) or timed collectives (bench-comm):
+//                                kill (SIGKILL), abort, exit (status 3), hang,
+//                                stop (SIGSTOP: it stays in the process table
+//                                and never arrives again), term (run only:
+//                                SIGTERM once, at a point a signal from outside
+//                                cannot be timed to)
+//   slow_rank=<rank>:<ms>        that rank sleeps <ms> ms in each step's forward
+//                                phase, as a busy neighbour on its core would
+//   abort_throws=1               aborting a broken process group throws, as
+//                                ProcessGroupNCCL's abort may
+//   memory_bytes=<bytes>         the node's available memory for the preflight
+//   bus_ids=<id>,<id>,...        local rank k's GPU bus id for the sampler (CPU
+//                                ranks have none)
+//
+// Unset, nothing is injected; an item that is not one of these is an error
+// naming the variable, so that a misspelt drill does not pass for a clean run.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hpcbench {
+
+inline constexpr const char* kInjectVariable = "HPCBENCH_INJECT";
+
+// The value given for `key` (one of the keys above), nullopt when none.
+std::optional<std::string> injected(std::string_view key);
+
+// fault=<rank>:<after>:<mode>, with `mode` among `modes`.
+struct InjectedFault {
+  int rank = -1;
+  long after = 0;
+  std::string mode;
+};
+std::optional<InjectedFault> injected_fault(const std::vector<std::string>& modes);
+
+// Says on stderr "HPCBENCH_INJECT fault: rank R goes 'MODE' after N <unit>"
+// and does it. Returns only for term (after sending SIGTERM to itself).
+void carry_out(const InjectedFault& fault, const char* unit);
+
+}  // namespace hpcbench

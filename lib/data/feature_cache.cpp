@@ -200,13 +200,12 @@ std::filesystem::path default_feature_cache_dir() {
   return std::filesystem::temp_directory_path() / "hpcbench-features";
 }
 
-SquadFeatures load_or_build_squad_features(const std::filesystem::path& squad, const std::filesystem::path& vocab,
-                                           const FeatureConfig& cfg, bool train,
-                                           const std::filesystem::path& cache_dir) {
-  validate(cfg);
-  auto t0 = std::chrono::steady_clock::now();
-  auto tokenizer = WordPieceTokenizer::from_file(vocab);
-  const std::string content = read_file(squad);
+namespace {
+
+// What the cached features depend on: the file's bytes, the vocabulary, the
+// windowing, training or evaluation, and the code that builds them.
+uint64_t cache_key(const std::string& content, const WordPieceTokenizer& tokenizer, const FeatureConfig& cfg,
+                   bool train) {
   uint64_t key = hash_bytes(content);
   key = mix(key, tokenizer.fingerprint());
   key = mix(key, static_cast<uint64_t>(cfg.max_seq_length));
@@ -214,52 +213,88 @@ SquadFeatures load_or_build_squad_features(const std::filesystem::path& squad, c
   key = mix(key, static_cast<uint64_t>(cfg.max_query_length));
   key = mix(key, train ? 1 : 2);
   key = mix(key, kFeatureCodeVersion);
+  return key;
+}
+
+// Whether the cache holds the file. A loop of symbolic links (the file or
+// --cache-dir linked to itself) is no cache this can read or write: said so,
+// with what to do, rather than a file system exception.
+bool cache_present(const std::filesystem::path& file) {
+  if (file.empty()) return false;
+  std::error_code ec;
+  const bool there = std::filesystem::exists(file, ec);
+  if (ec && ec.value() == ELOOP)
+    fail("feature cache {}: a loop of symbolic links (the file or the folder is linked to itself); remove it, or "
+         "give another --cache-dir (or --cache-dir none)",
+         file.string());
+  return there && !ec;
+}
+
+// The features of `squad` from the cache file into sf; false (sf empty) when
+// the file is absent, damaged or stale.
+bool read_cache(const std::filesystem::path& file, uint64_t key, const WordPieceTokenizer& tokenizer,
+                const std::filesystem::path& squad, SquadFeatures& sf) {
+  if (!cache_present(file)) return false;
+  std::string bytes;
+  try {
+    // The largest cache (SQuAD's training set at 512 tokens) is well under this.
+    bytes = read_file_bounded(file, size_t{8} << 30);
+  } catch (const UserError& e) {
+    spdlog::warn("feature cache {}: {}; rebuilding", file.string(), e.what());
+  }
+  if (!bytes.empty() && deserialize(bytes, key, tokenizer.vocab_size(), sf)) {
+    sf.from_cache = true;
+    sf.cache_file = file;
+    spdlog::info("feature cache hit: {} ({} features for {})", file.string(), sf.features.size(), squad.string());
+    // The parse that counted them warned when the features were built;
+    // a run from the cache must say so too.
+    if (sf.mismatched_answers > 0)
+      spdlog::warn("{}: {} answer(s) whose text is not at answer_start in the context were left out",
+                   squad.string(), sf.mismatched_answers);
+    return true;
+  }
+  if (!bytes.empty())
+    spdlog::warn("feature cache: {} is damaged or stale (its checksum, or a token id, type or position out of "
+                 "range); rebuilding it from {}",
+                 file.string(), squad.string());
+  sf = SquadFeatures{};
+  return false;
+}
+
+// The built features into the cache (a failure to write is a warning: the
+// run goes on without the cache).
+void write_cache(const std::filesystem::path& file, uint64_t key, const WordPieceTokenizer& tokenizer,
+                 const std::filesystem::path& squad, SquadFeatures& sf) {
+  std::string bytes = serialize(sf, key, tokenizer.pad_id());
+  if (bytes.empty()) {
+    spdlog::warn("feature cache: features of {} are not in the padded layout; not cached", squad.string());
+    return;
+  }
+  try {
+    write_file_atomic(file, bytes);
+    sf.cache_file = file;
+    spdlog::info("feature cache: wrote {} ({:.1f} MB)", file.string(), bytes.size() / 1e6);
+  } catch (const UserError& e) {
+    spdlog::warn("feature cache not written: {}", e.what());
+  }
+}
+
+}  // namespace
+
+SquadFeatures load_or_build_squad_features(const std::filesystem::path& squad, const std::filesystem::path& vocab,
+                                           const FeatureConfig& cfg, bool train,
+                                           const std::filesystem::path& cache_dir) {
+  validate(cfg);
+  auto t0 = std::chrono::steady_clock::now();
+  auto tokenizer = WordPieceTokenizer::from_file(vocab);
+  const std::string content = read_file(squad);
+  const uint64_t key = cache_key(content, tokenizer, cfg, train);
   const std::filesystem::path file =
       cache_dir.empty() ? std::filesystem::path() : cache_dir / fmt::format("{:016x}.bin", key);
 
   SquadFeatures sf;
-  // Whether the cache holds the file. A loop of symbolic links (the file or
-  // --cache-dir linked to itself) is no cache this can read or write: said so,
-  // with what to do, rather than a file system exception.
-  auto present = [&]() -> bool {
-    if (file.empty()) return false;
-    std::error_code ec;
-    const bool there = std::filesystem::exists(file, ec);
-    if (ec && ec.value() == ELOOP)
-      fail("feature cache {}: a loop of symbolic links (the file or the folder is linked to itself); remove it, or "
-           "give another --cache-dir (or --cache-dir none)",
-           file.string());
-    return there && !ec;
-  };
-  auto from_cache = [&]() -> bool {
-    if (!present()) return false;
-    std::string bytes;
-    try {
-      // The largest cache (SQuAD's training set at 512 tokens) is well under this.
-      bytes = read_file_bounded(file, size_t{8} << 30);
-    } catch (const UserError& e) {
-      spdlog::warn("feature cache {}: {}; rebuilding", file.string(), e.what());
-    }
-    if (!bytes.empty() && deserialize(bytes, key, tokenizer.vocab_size(), sf)) {
-      sf.from_cache = true;
-      sf.cache_file = file;
-      spdlog::info("feature cache hit: {} ({} features for {})", file.string(), sf.features.size(), squad.string());
-      // The parse that counted them warned when the features were built;
-      // a run from the cache must say so too.
-      if (sf.mismatched_answers > 0)
-        spdlog::warn("{}: {} answer(s) whose text is not at answer_start in the context were left out",
-                     squad.string(), sf.mismatched_answers);
-      return true;
-    }
-    if (!bytes.empty())
-      spdlog::warn("feature cache: {} is damaged or stale (its checksum, or a token id, type or position out of "
-                   "range); rebuilding it from {}",
-                   file.string(), squad.string());
-    sf = SquadFeatures{};
-    return false;
-  };
-  const bool existed = present();
-  if (from_cache()) return sf;
+  const bool existed = cache_present(file);
+  if (read_cache(file, key, tokenizer, squad, sf)) return sf;
   // Concurrent builders of one file (the ranks of a job, jobs sharing a
   // cache): one builds, the others wait and read what it wrote. A cache on a
   // file system where no lock works is still used, only without that.
@@ -270,7 +305,7 @@ SquadFeatures load_or_build_squad_features(const std::filesystem::path& squad, c
       lock.emplace(cache_dir / ".locks" / (file.filename().string() + ".lock"),
                    "another process building the same features");
       // Written while this process waited (a damaged file was said above).
-      if (!existed && from_cache()) return sf;
+      if (!existed && read_cache(file, key, tokenizer, squad, sf)) return sf;
     } catch (const UserError& e) {
       spdlog::warn("feature cache: {}; building without the lock", e.what());
     }
@@ -286,20 +321,7 @@ SquadFeatures load_or_build_squad_features(const std::filesystem::path& squad, c
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   spdlog::info("built {} features from {} questions of {} in {:.2f} s", sf.features.size(), sf.examples,
                squad.string(), secs);
-  if (!file.empty()) {
-    std::string bytes = serialize(sf, key, tokenizer.pad_id());
-    if (bytes.empty()) {
-      spdlog::warn("feature cache: features of {} are not in the padded layout; not cached", squad.string());
-    } else {
-      try {
-        write_file_atomic(file, bytes);
-        sf.cache_file = file;
-        spdlog::info("feature cache: wrote {} ({:.1f} MB)", file.string(), bytes.size() / 1e6);
-      } catch (const UserError& e) {
-        spdlog::warn("feature cache not written: {}", e.what());
-      }
-    }
-  }
+  if (!file.empty()) write_cache(file, key, tokenizer, squad, sf);
   return sf;
 }
 

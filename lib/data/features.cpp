@@ -41,29 +41,7 @@ class ExampleFeaturizer {
     if (cfg_.max_query_length > 0 && question_.size() > static_cast<size_t>(cfg_.max_query_length))
       question_.resize(static_cast<size_t>(cfg_.max_query_length));
     tok_.encode(ex.context, context_);
-    const size_t qn = question_.size(), cn = context_.size();
-
-    // Hugging Face's truncation="only_second" with stride: windows of `room`
-    // context tokens, each starting room - stride after the previous one.
-    windows_.clear();
-    if (qn + cn + 3 <= L_) {
-      windows_.emplace_back(0, cn);
-    } else {
-      if (qn + 3 >= L_)
-        fail("question {} has {} tokens, leaving no room for its context in max_seq_length {}", ex.id, qn,
-             cfg_.max_seq_length);
-      const size_t room = L_ - qn - 3;
-      if (static_cast<size_t>(cfg_.doc_stride) >= room)
-        fail("doc_stride {} must be smaller than the {} context tokens a window of question {} holds "
-             "(max_seq_length {} minus its {} question tokens and 3 special tokens)",
-             cfg_.doc_stride, room, ex.id, cfg_.max_seq_length, qn);
-      const size_t step = room - static_cast<size_t>(cfg_.doc_stride);
-      for (size_t s = 0;; s += step) {
-        size_t stop = std::min(s + room, cn);
-        windows_.emplace_back(s, stop);
-        if (stop == cn) break;
-      }
-    }
+    cut_windows(ex);
 
     const bool answered = !ex.is_impossible && !ex.answers.empty();
     int64_t start_char = 0, end_char = 0;
@@ -71,46 +49,9 @@ class ExampleFeaturizer {
       start_char = ex.answers.front().answer_start;
       end_char = start_char + static_cast<int64_t>(count_code_points(ex.answers.front().text));
     }
-
     for (auto [ws, we] : windows_) {
       const size_t row = out.size();
-      resize_rows(out, row + 1, !train_);
-      int32_t* ids = out.input_ids.data() + row * L_;
-      int32_t* types = out.token_type_ids.data() + row * L_;
-      int32_t* mask = out.attention_mask.data() + row * L_;
-      std::fill(raw_begin_.begin(), raw_begin_.end(), 0);
-      std::fill(raw_end_.begin(), raw_end_.end(), 0);
-      size_t k = 0;
-      ids[k++] = tok_.cls_id();
-      for (const Token& t : question_) {
-        raw_begin_[k] = t.begin;
-        raw_end_[k] = t.end;
-        ids[k++] = t.id;
-      }
-      ids[k++] = tok_.sep_id();
-      const size_t first_ctx = k;
-      for (size_t i = ws; i < we; ++i) {
-        raw_begin_[k] = context_[i].begin;
-        raw_end_[k] = context_[i].end;
-        types[k] = 1;
-        ids[k++] = context_[i].id;
-      }
-      const size_t last_ctx = k;  // one past
-      types[k] = 1;
-      ids[k++] = tok_.sep_id();
-      std::fill(mask, mask + k, 1);
-      std::fill(ids + k, ids + L_, tok_.pad_id());
-
-      if (!train_) {
-        int32_t* ob = out.offset_begin.data() + row * L_;
-        int32_t* oe = out.offset_end.data() + row * L_;
-        std::fill(ob, ob + L_, -1);
-        std::fill(oe, oe + L_, -1);
-        for (size_t i = first_ctx; i < last_ctx; ++i) {
-          ob[i] = raw_begin_[i];
-          oe[i] = raw_end_[i];
-        }
-      }
+      auto [first_ctx, last_ctx] = write_row(out, row, ws, we);
       out.example_index[row] = example_index;
       auto [s, e] = label(answered && last_ctx > first_ctx, start_char, end_char, first_ctx, last_ctx - 1);
       out.start_positions[row] = s;
@@ -119,6 +60,74 @@ class ExampleFeaturizer {
   }
 
  private:
+  // Hugging Face's truncation="only_second" with stride: windows of `room`
+  // context tokens, each starting room - stride after the previous one.
+  void cut_windows(const SquadExample& ex) {
+    const size_t qn = question_.size(), cn = context_.size();
+    windows_.clear();
+    if (qn + cn + 3 <= L_) {
+      windows_.emplace_back(0, cn);
+      return;
+    }
+    if (qn + 3 >= L_)
+      fail("question {} has {} tokens, leaving no room for its context in max_seq_length {}", ex.id, qn,
+           cfg_.max_seq_length);
+    const size_t room = L_ - qn - 3;
+    if (static_cast<size_t>(cfg_.doc_stride) >= room)
+      fail("doc_stride {} must be smaller than the {} context tokens a window of question {} holds "
+           "(max_seq_length {} minus its {} question tokens and 3 special tokens)",
+           cfg_.doc_stride, room, ex.id, cfg_.max_seq_length, qn);
+    const size_t step = room - static_cast<size_t>(cfg_.doc_stride);
+    for (size_t s = 0;; s += step) {
+      size_t stop = std::min(s + room, cn);
+      windows_.emplace_back(s, stop);
+      if (stop == cn) break;
+    }
+  }
+
+  // Row `row` of `out`: [CLS] question [SEP] context[ws, we) [SEP] and
+  // padding, with the raw offsets (and for evaluation the context's
+  // offsets); returns the context's first and one-past-last position.
+  std::pair<size_t, size_t> write_row(Features& out, size_t row, size_t ws, size_t we) {
+    resize_rows(out, row + 1, !train_);
+    int32_t* ids = out.input_ids.data() + row * L_;
+    int32_t* types = out.token_type_ids.data() + row * L_;
+    int32_t* mask = out.attention_mask.data() + row * L_;
+    std::fill(raw_begin_.begin(), raw_begin_.end(), 0);
+    std::fill(raw_end_.begin(), raw_end_.end(), 0);
+    size_t k = 0;
+    ids[k++] = tok_.cls_id();
+    for (const Token& t : question_) {
+      raw_begin_[k] = t.begin;
+      raw_end_[k] = t.end;
+      ids[k++] = t.id;
+    }
+    ids[k++] = tok_.sep_id();
+    const size_t first_ctx = k;
+    for (size_t i = ws; i < we; ++i) {
+      raw_begin_[k] = context_[i].begin;
+      raw_end_[k] = context_[i].end;
+      types[k] = 1;
+      ids[k++] = context_[i].id;
+    }
+    const size_t last_ctx = k;  // one past
+    types[k] = 1;
+    ids[k++] = tok_.sep_id();
+    std::fill(mask, mask + k, 1);
+    std::fill(ids + k, ids + L_, tok_.pad_id());
+    if (!train_) {
+      int32_t* ob = out.offset_begin.data() + row * L_;
+      int32_t* oe = out.offset_end.data() + row * L_;
+      std::fill(ob, ob + L_, -1);
+      std::fill(oe, oe + L_, -1);
+      for (size_t i = first_ctx; i < last_ctx; ++i) {
+        ob[i] = raw_begin_[i];
+        oe[i] = raw_end_[i];
+      }
+    }
+    return {first_ctx, last_ctx};
+  }
+
   // prepare_train_features' label loop, on the raw offsets of the padded row
   // (special and padding tokens (0, 0)), quirks included: the start scan
   // runs on past the context into [SEP] and padding when the answer begins

@@ -285,6 +285,44 @@ void WordPieceTokenizer::wordpiece(std::string_view word, const std::vector<uint
   }
 }
 
+namespace {
+
+// The special token (its name and id) `rest` starts with, or null.
+const std::pair<std::string, int32_t>* special_at(std::string_view rest,
+                                                  const std::vector<std::pair<std::string, int32_t>>& specials) {
+  for (const auto& s : specials)
+    if (rest.substr(0, s.first.size()) == s.first) return &s;
+  return nullptr;
+}
+
+// A non-ASCII character as BertNormalizer leaves it, each resulting
+// character handed to `emit`: NFD, then lowercase (full mapping: İ becomes
+// i + U+0307), then nonspacing marks dropped. HF strips accents before
+// lowercasing; the order only matters for İ, whose U+0307 HF drops too.
+template <typename Emit>
+void normalize(char32_t c, Emit&& emit) {
+  utf8proc_int32_t nfd[32];
+  int boundclass = 0;
+  auto n = utf8proc_decompose_char(static_cast<utf8proc_int32_t>(c), nfd, 32, UTF8PROC_DECOMPOSE, &boundclass);
+  if (n < 0 || n > 32) {
+    nfd[0] = static_cast<utf8proc_int32_t>(c);
+    n = 1;
+  }
+  for (utf8proc_ssize_t k = 0; k < n; ++k) {
+    char32_t d = static_cast<char32_t>(nfd[k]);
+    if (d == 0x130) {
+      emit(U'i');
+      continue;
+    }
+    if (utf8proc_category(static_cast<utf8proc_int32_t>(d)) == UTF8PROC_CATEGORY_MN) continue;
+    char32_t l = static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(d)));
+    if (l != d && utf8proc_category(static_cast<utf8proc_int32_t>(l)) == UTF8PROC_CATEGORY_MN) continue;
+    emit(l);
+  }
+}
+
+}  // namespace
+
 void WordPieceTokenizer::encode(std::string_view text, std::vector<Token>& out) const {
   thread_local Scratch sc;
   sc.clear();
@@ -313,7 +351,6 @@ void WordPieceTokenizer::encode(std::string_view text, std::vector<Token>& out) 
       push_char(c, orig);
     }
   };
-
   auto* p = reinterpret_cast<const unsigned char*>(text.data());
   auto* end = p + text.size();
   int32_t cp = 0;
@@ -322,18 +359,14 @@ void WordPieceTokenizer::encode(std::string_view text, std::vector<Token>& out) 
       // Special tokens written in the text are matched before normalization
       // (Hugging Face's added tokens), so "[SEP]" in a context is [SEP].
       std::string_view rest(reinterpret_cast<const char*>(p), static_cast<size_t>(end - p));
-      bool matched = false;
-      for (const auto& [name, id] : specials_) {
-        if (rest.substr(0, name.size()) == name) {
-          flush();
-          out.push_back({id, cp, cp + static_cast<int32_t>(name.size())});
-          p += name.size();
-          cp += static_cast<int32_t>(name.size()) - 1;
-          matched = true;
-          break;
-        }
+      if (const auto* special = special_at(rest, specials_)) {
+        const auto& [name, id] = *special;
+        flush();
+        out.push_back({id, cp, cp + static_cast<int32_t>(name.size())});
+        p += name.size();
+        cp += static_cast<int32_t>(name.size()) - 1;
+        continue;
       }
-      if (matched) continue;
     }
     if (*p < 128) {
       char32_t c = *p++;
@@ -365,27 +398,7 @@ void WordPieceTokenizer::encode(std::string_view text, std::vector<Token>& out) 
     }
     const bool cjk = is_chinese(c);
     if (cjk) flush();
-    // NFD, then lowercase (full mapping: İ becomes i + U+0307), then drop
-    // nonspacing marks. HF strips accents before lowercasing; the order only
-    // matters for İ, whose U+0307 HF drops too.
-    utf8proc_int32_t nfd[32];
-    int boundclass = 0;
-    auto n = utf8proc_decompose_char(static_cast<utf8proc_int32_t>(c), nfd, 32, UTF8PROC_DECOMPOSE, &boundclass);
-    if (n < 0 || n > 32) {
-      nfd[0] = static_cast<utf8proc_int32_t>(c);
-      n = 1;
-    }
-    for (utf8proc_ssize_t k = 0; k < n; ++k) {
-      char32_t d = static_cast<char32_t>(nfd[k]);
-      if (d == 0x130) {
-        emit('i', cp);
-        continue;
-      }
-      if (utf8proc_category(static_cast<utf8proc_int32_t>(d)) == UTF8PROC_CATEGORY_MN) continue;
-      char32_t l = static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(d)));
-      if (l != d && utf8proc_category(static_cast<utf8proc_int32_t>(l)) == UTF8PROC_CATEGORY_MN) continue;
-      emit(l, cp);
-    }
+    normalize(c, [&](char32_t l) { emit(l, cp); });
     if (cjk) flush();
   }
   flush();

@@ -169,30 +169,30 @@ c10::Device select_device(const std::string& spec, const RankLayout& layout, boo
   return device;
 }
 
-Comm::Comm(const RankLayout& layout, c10::Device device, const CommOptions& options)
-    : rank_(layout.rank), size_(layout.world_size), global_rank_(layout.rank), global_size_(layout.world_size),
-      device_(device), options_(options), layout_(layout) {
+void Comm::stop_at_rendezvous(const std::string& waiting_for) const {
+  if (int sig = stop_signal())
+    throw Interrupted(sig, fmt::format("rank {} of {}: interrupted by {} while waiting at the rendezvous ({}:{}) {}; "
+                                       "nothing was measured", rank_, size_, signal_name(sig), layout_.master_addr,
+                                       layout_.master_port, waiting_for));
+}
+
+void Comm::connect_store(Clock::time_point deadline) {
+  const auto& layout = layout_;
+  const auto& options = options_;
   c10d::TCPStoreOptions so;
   so.port = static_cast<std::uint16_t>(layout.master_port);
   so.isServer = layout.rank == 0;
   so.numWorkers = static_cast<size_t>(layout.world_size);
   // The store's own wait for the workers blocks, deaf to signals, until
-  // --connect-timeout: connecting in short tries and the arrival below poll
+  // --connect-timeout: connecting in short tries and the arrival (settle_rendezvous) poll
   // instead, so that SIGTERM/SIGINT (a time limit, scancel, Ctrl-C) end the
   // wait at once and say what it waited for.
   so.waitWorkers = false;
-  const auto deadline = Clock::now() + options.connect_timeout;
-  auto stopped = [&](const std::string& waiting_for) {
-    if (int sig = stop_signal())
-      throw Interrupted(sig, fmt::format("rank {} of {}: interrupted by {} while waiting at the rendezvous ({}:{}) {}; "
-                                         "nothing was measured", rank_, size_, signal_name(sig), layout.master_addr,
-                                         layout.master_port, waiting_for));
-  };
   // A worker first waits for rank 0's port to accept, in short polls of its
   // own: the store's connect would retry deaf to signals (and log a stack
   // trace each try).
   while (rank_ != 0 && !port_accepts(layout.master_addr, static_cast<int>(layout.master_port))) {
-    stopped("for rank 0's store");
+    stop_at_rendezvous("for rank 0's store");
     if (Clock::now() >= deadline)
       fail("rank {} of {} could not reach the rendezvous store at {}:{} within {:.0f} s (check MASTER_ADDR/"
            "MASTER_PORT and that rank 0 started)", rank_, size_, layout.master_addr, layout.master_port,
@@ -204,12 +204,17 @@ Comm::Comm(const RankLayout& layout, c10::Device device, const CommOptions& opti
   try {
     store_ = c10::make_intrusive<c10d::TCPStore>(layout.master_addr, so);
   } catch (const std::exception& e) {
-    stopped("for rank 0's store");
+    stop_at_rendezvous("for rank 0's store");
     fail("rank {} of {} could not {} the rendezvous store at {}:{} within {:.0f} s: {} (check "
          "MASTER_ADDR/MASTER_PORT and that every rank started)",
          rank_, size_, rank_ == 0 ? "open" : "reach", layout.master_addr, layout.master_port,
          seconds(options.connect_timeout), message_of(e));
   }
+}
+
+void Comm::settle_rendezvous(Clock::time_point deadline) {
+  const auto& layout = layout_;
+  const auto& options = options_;
   // Every rank says it is here, then the job settles once, in the store,
   // whether it goes on ("go": every rank arrived) or stops ("stop": a stop
   // signal came while one was missing): no rank may stop here while another
@@ -251,15 +256,23 @@ Comm::Comm(const RankLayout& layout, c10::Device device, const CommOptions& opti
   } catch (const UserError&) {
     throw;
   } catch (const std::exception& e) {
-    stopped("for the other ranks");
+    stop_at_rendezvous("for the other ranks");
     fail("rank {} of {}: the rendezvous store at {}:{} went away while the ranks gathered: {} (rank 0 ended?)", rank_,
          size_, layout.master_addr, layout.master_port, message_of(e));
   }
   if (decided == "stop") {
     if (!stop_signal()) note_stop(SIGTERM);  // another rank's request: stopped like it
-    stopped(missing.empty() ? std::string("(another rank was asked to stop there)")
+    stop_at_rendezvous(missing.empty() ? std::string("(another rank was asked to stop there)")
                             : fmt::format("for rank(s) {}", missing));
   }
+}
+
+Comm::Comm(const RankLayout& layout, c10::Device device, const CommOptions& options)
+    : rank_(layout.rank), size_(layout.world_size), global_rank_(layout.rank), global_size_(layout.world_size),
+      device_(device), options_(options), layout_(layout) {
+  const auto deadline = Clock::now() + options.connect_timeout;
+  connect_store(deadline);
+  settle_rendezvous(deadline);
   // Later lookups (exchange) may wait as long as a collective.
   store_->setTimeout(options.timeout);
   nccl_ = resolve_backend(options.backend, device, options.allow_shared_device) == "nccl";

@@ -193,6 +193,13 @@ class Comm {
   c10::intrusive_ptr<c10d::Backend> make_backend(const c10::intrusive_ptr<c10d::Store>& store,
                                                  const RankLayout& layout);
   void start_monitor();
+  // The rendezvous, in the constructor's order: the store opened (rank 0) or
+  // reached, then every rank's arrival settled in it, both by `deadline`
+  // (--connect-timeout) and ended by a stop signal through
+  // stop_at_rendezvous, which says what the rank was waiting for.
+  void connect_store(std::chrono::steady_clock::time_point deadline);
+  void settle_rendezvous(std::chrono::steady_clock::time_point deadline);
+  void stop_at_rendezvous(const std::string& waiting_for) const;
 
   int rank_ = 0;
   int size_ = 1;

@@ -1,5 +1,5 @@
 #pragma once
-// The fused element-wise kernels of BERT's layers (issue 31): bias + GELU, and
+// The fused element-wise kernels of BERT's layers (--fused): bias + GELU, and
 // bias + dropout + residual add + LayerNorm, each one CUDA kernel forward and
 // one backward. Every function has an ATen composite with the same semantics
 // (namespace composite): it is what runs on the CPU, on CUDA tensors of a

@@ -17,6 +17,9 @@ constexpr int kWarpsForward = 4;
 // the statistics are taken from the rounded z, as the unfused path computes
 // them from its T-typed sum. Two passes over z (mean, then the centred sum of
 // squares) rather than one sum and sum of squares: no cancellation.
+// long: this is the kernel bench_kernels checked against its composite on an H100
+// (docs/gpu-validation.md, 2026-11-27); splitting it changes what nvcc emits,
+// which only a GPU run can check again.
 template <typename T, int VEC>
 __global__ void __launch_bounds__(kWarpsForward * 32)
     ln_fwd(const T* __restrict__ x, const T* __restrict__ bias, const T* __restrict__ residual,

@@ -287,14 +287,34 @@ std::vector<std::string> ranking_lines(const Comparison& c) {
   return out;
 }
 
-Comparison compare(const std::vector<results::LoadedRun>& loaded, const std::optional<results::RunResult>& chosen) {
-  Comparison out;
-  // Repeats of one configuration become one row (status-ok runs only: a
-  // failed run stays a row of its own): the same work settings, those of the
-  // result (configuration_key) and those run.json records (a setting one
-  // side does not record is unknown, not a difference).
-  std::vector<std::vector<size_t>> groups;
-  std::vector<std::map<std::string, std::string>> group_settings;
+namespace {
+
+// Runs grouped into rows: each group's runs (indices into what was loaded),
+// its work settings, the run that stands for it (the median throughput's,
+// with the medians) and its runs sorted by throughput.
+struct Groups {
+  std::vector<std::vector<size_t>> members;
+  std::vector<std::map<std::string, std::string>> settings;
+  std::vector<results::LoadedRun> runs;
+  std::vector<std::vector<results::RunResult>> group_runs;
+
+  // The group `r` is a member of.
+  std::optional<size_t> group_of(const results::RunResult& r) const {
+    for (size_t g = 0; g < group_runs.size(); ++g)
+      for (auto& m : group_runs[g])
+        if (same_run(m, r)) return g;
+    return std::nullopt;
+  }
+};
+
+// Repeats of one configuration become one row (status-ok runs only: a
+// failed run stays a row of its own): the same work settings, those of the
+// result (configuration_key) and those run.json records (a setting one
+// side does not record is unknown, not a difference).
+Groups group_repeats(const std::vector<results::LoadedRun>& loaded) {
+  Groups out;
+  auto& groups = out.members;
+  auto& group_settings = out.settings;
   std::map<std::string, std::vector<size_t>> by_key;
   for (size_t i = 0; i < loaded.size(); ++i) {
     const auto& r = loaded[i].result;
@@ -317,8 +337,6 @@ Comparison compare(const std::vector<results::LoadedRun>& loaded, const std::opt
     groups[*g].push_back(i);
     group_settings[*g].insert(loaded[i].settings.begin(), loaded[i].settings.end());
   }
-  std::vector<results::LoadedRun> runs;
-  std::vector<std::vector<results::RunResult>> group_runs;
   for (auto& g : groups) {
     std::vector<results::RunResult> rs;
     for (size_t i : g) rs.push_back(loaded[i].result);
@@ -334,47 +352,93 @@ Comparison compare(const std::vector<results::LoadedRun>& loaded, const std::opt
     size_t origin = g[0];
     for (size_t i : g)
       if (same_run(loaded[i].result, rs[mid])) origin = i;
-    runs.push_back({rep, loaded[origin].origin, loaded[origin].settings});
-    group_runs.push_back(std::move(rs));
+    out.runs.push_back({rep, loaded[origin].origin, loaded[origin].settings});
+    out.group_runs.push_back(std::move(rs));
   }
-  // Runs of one strategy on one shape and batch that are not repeats of each
-  // other: the setting that kept them apart, which the table does not show,
-  // is named, so that two rows alike in every column do not look like a
-  // mistake, nor a reader take them for one configuration measured twice.
-  for (size_t a = 0; a < groups.size(); ++a)
-    for (size_t b = a + 1; b < groups.size(); ++b) {
-      const auto &ra = runs[a].result, &rb = runs[b].result;
+  return out;
+}
+
+// Runs of one strategy on one shape and batch that are not repeats of each
+// other: the setting that kept them apart, which the table does not show,
+// is named, so that two rows alike in every column do not look like a
+// mistake, nor a reader take them for one configuration measured twice.
+void note_near_repeats(const Groups& g, std::vector<std::string>& notes) {
+  for (size_t a = 0; a < g.members.size(); ++a)
+    for (size_t b = a + 1; b < g.members.size(); ++b) {
+      const auto &ra = g.runs[a].result, &rb = g.runs[b].result;
       if (ra.status != "ok" || rb.status != "ok" || !untrusted_figures(ra).empty() ||
           !untrusted_figures(rb).empty() || ra.strategy != rb.strategy || ra.strategy_options != rb.strategy_options ||
           ra.nodes != rb.nodes || ra.gpus_per_node != rb.gpus_per_node || ra.world_size != rb.world_size ||
           ra.global_batch != rb.global_batch || ra.batch_per_device != rb.batch_per_device)
         continue;
       auto why = field_differences(ra, rb);
-      for (auto& d : setting_differences(group_settings[a], group_settings[b])) why.push_back(d);
+      for (auto& d : setting_differences(g.settings[a], g.settings[b])) why.push_back(d);
       if (why.empty() || why.size() > 3) continue;
-      out.notes.push_back(fmt::format("{} and {} ({} on {} device(s)) are not repeats of one configuration: {}",
-                                      ra.run_id, rb.run_id, ra.strategy, results::devices(ra), join(why)));
+      notes.push_back(fmt::format("{} and {} ({} on {} device(s)) are not repeats of one configuration: {}",
+                                  ra.run_id, rb.run_id, ra.strategy, results::devices(ra), join(why)));
     }
-  auto group_of = [&](const results::RunResult& r) -> std::optional<size_t> {
-    for (size_t g = 0; g < group_runs.size(); ++g)
-      for (auto& m : group_runs[g])
-        if (same_run(m, r)) return g;
-    return std::nullopt;
-  };
-  // The baseline chosen among single runs stands for its configuration's row.
-  std::optional<results::RunResult> baseline = chosen;
-  if (chosen)
-    if (auto g = group_of(*chosen)) baseline = runs[*g].result;
-  out.baseline = baseline;
+}
+
+// The row against its baseline: whether they compare (strong, weak scaling),
+// the speedup and efficiencies with their intervals, and the memory ratio.
+void compare_to_baseline(ComparisonRow& row, const Groups& groups) {
+  const results::RunResult& r = row.run;
+  const results::RunResult& b = *row.baseline;
+  const auto tp = throughputs(row.repeats);
+  row.is_baseline = same_run(r, b);
+  row.strong_mismatch = strong_mismatch(r, b);
+  row.weak_mismatch = weak_mismatch(r, b);
+  auto ratio = throughput_ratio(r, b);
+  if (!ratio) {
+    auto bad_run = untrusted_figures(r), bad_base = untrusted_figures(b);
+    bool untrusted = !bad_run.empty() || !bad_base.empty();
+    std::string why = !bad_run.empty()    ? bad_run + ": not a figure to divide"
+                      : !bad_base.empty() ? "the baseline's " + bad_base + ": not a figure to divide"
+                                          : "no throughput or training time to compare";
+    // An untrusted figure is the first thing to say, whatever else differs.
+    if (untrusted || row.strong_mismatch.empty()) row.strong_mismatch = why;
+    if (untrusted || row.weak_mismatch.empty()) row.weak_mismatch = why;
+  }
+  double scale = static_cast<double>(results::devices(r)) / static_cast<double>(results::devices(b));
+  if (row.strong_mismatch.empty()) {
+    row.speedup = *ratio;
+    row.efficiency = *ratio / scale;
+    auto bg = groups.group_of(b);
+    auto tb = bg ? throughputs(groups.group_runs[*bg]) : std::vector<double>{};
+    if (!row.is_baseline && !tp.empty() && !tb.empty()) {
+      row.speedup_ci = stats::ratio_interval(tp, tb);
+      stats::Interval e = *row.speedup_ci;
+      e.point /= scale, e.lo /= scale, e.hi /= scale;
+      row.efficiency_ci = e;
+    }
+  }
+  if (row.weak_mismatch.empty() && ratio) {
+    if (r.samples_per_s_per_device > 0 && b.samples_per_s_per_device > 0)
+      row.weak_efficiency = r.samples_per_s_per_device / b.samples_per_s_per_device;
+    else
+      row.weak_efficiency = *ratio / scale;
+  }
+  // Memory per device is the point of sharding strategies under strong
+  // scaling too, where the per-device batch shrinks: either kind of
+  // comparability will do.
+  if ((row.strong_mismatch.empty() || row.weak_mismatch.empty()) && r.peak_memory_bytes > 0 &&
+      b.peak_memory_bytes > 0)
+    row.memory_ratio = static_cast<double>(r.peak_memory_bytes) / static_cast<double>(b.peak_memory_bytes);
+}
+
+// One row per group, each against its baseline: the chosen one, or for a
+// run on another device that device's own (picked once per device).
+std::vector<ComparisonRow> rows_of(const Groups& groups, const std::optional<results::RunResult>& baseline) {
+  std::vector<ComparisonRow> rows;
   std::vector<results::RunResult> results;
-  for (auto& lr : runs) results.push_back(lr.result);
+  for (auto& lr : groups.runs) results.push_back(lr.result);
   // The choice depends on the device alone, and costs runs² comparisons.
   std::map<std::pair<std::string, std::string>, std::optional<size_t>> device_baseline;
-  for (size_t gi = 0; gi < runs.size(); ++gi) {
-    const auto& lr = runs[gi];
+  for (size_t gi = 0; gi < groups.runs.size(); ++gi) {
+    const auto& lr = groups.runs[gi];
     ComparisonRow row;
     row.run = lr.result;
-    row.repeats = group_runs[gi];
+    row.repeats = groups.group_runs[gi];
     row.origin = lr.origin.string();
     const results::RunResult& r = row.run;
     if (baseline) {
@@ -390,59 +454,21 @@ Comparison compare(const std::vector<results::LoadedRun>& loaded, const std::opt
     }
     auto tp = throughputs(row.repeats);
     if (r.status == "ok" && !tp.empty()) row.throughput_ci = stats::median_interval(tp);
-    if (row.baseline && r.status == "ok") {
-      const results::RunResult& b = *row.baseline;
-      row.is_baseline = same_run(r, b);
-      row.strong_mismatch = strong_mismatch(r, b);
-      row.weak_mismatch = weak_mismatch(r, b);
-      auto ratio = throughput_ratio(r, b);
-      if (!ratio) {
-        auto bad_run = untrusted_figures(r), bad_base = untrusted_figures(b);
-        bool untrusted = !bad_run.empty() || !bad_base.empty();
-        std::string why = !bad_run.empty()    ? bad_run + ": not a figure to divide"
-                          : !bad_base.empty() ? "the baseline's " + bad_base + ": not a figure to divide"
-                                              : "no throughput or training time to compare";
-        // An untrusted figure is the first thing to say, whatever else differs.
-        if (untrusted || row.strong_mismatch.empty()) row.strong_mismatch = why;
-        if (untrusted || row.weak_mismatch.empty()) row.weak_mismatch = why;
-      }
-      double scale = static_cast<double>(results::devices(r)) / static_cast<double>(results::devices(b));
-      if (row.strong_mismatch.empty()) {
-        row.speedup = *ratio;
-        row.efficiency = *ratio / scale;
-        auto bg = group_of(b);
-        auto tb = bg ? throughputs(group_runs[*bg]) : std::vector<double>{};
-        if (!row.is_baseline && !tp.empty() && !tb.empty()) {
-          row.speedup_ci = stats::ratio_interval(tp, tb);
-          stats::Interval e = *row.speedup_ci;
-          e.point /= scale, e.lo /= scale, e.hi /= scale;
-          row.efficiency_ci = e;
-        }
-      }
-      if (row.weak_mismatch.empty() && ratio) {
-        if (r.samples_per_s_per_device > 0 && b.samples_per_s_per_device > 0)
-          row.weak_efficiency = r.samples_per_s_per_device / b.samples_per_s_per_device;
-        else
-          row.weak_efficiency = *ratio / scale;
-      }
-      // Memory per device is the point of sharding strategies under strong
-      // scaling too, where the per-device batch shrinks: either kind of
-      // comparability will do.
-      if ((row.strong_mismatch.empty() || row.weak_mismatch.empty()) && r.peak_memory_bytes > 0 &&
-          b.peak_memory_bytes > 0)
-        row.memory_ratio = static_cast<double>(r.peak_memory_bytes) / static_cast<double>(b.peak_memory_bytes);
-    }
-    out.rows.push_back(std::move(row));
+    if (row.baseline && r.status == "ok") compare_to_baseline(row, groups);
+    rows.push_back(std::move(row));
   }
-  std::stable_sort(out.rows.begin(), out.rows.end(),
-                   [](const ComparisonRow& a, const ComparisonRow& b) { return row_before(a.run, b.run); });
+  return rows;
+}
+
+// What the table alone would not say: the other devices' baselines, rows
+// without a speedup, strategies on one device, no baseline at all.
+void explain(Comparison& out, const std::optional<results::RunResult>& baseline) {
   for (auto& row : out.rows) {
     if (!row.baseline || same_run(*row.baseline, *baseline)) continue;
     auto& listed = out.device_baselines;
     if (std::none_of(listed.begin(), listed.end(), [&](auto& b) { return same_run(b, *row.baseline); }))
       listed.push_back(*row.baseline);
   }
-  out.verdicts = verdicts(out.rows);
   for (auto& row : out.rows)
     if (!row.strong_mismatch.empty())
       out.warnings.push_back(fmt::format("{}: no speedup against baseline {}: {}", row.run.run_id,
@@ -462,6 +488,24 @@ Comparison compare(const std::vector<results::LoadedRun>& loaded, const std::opt
     out.warnings.push_back(
         "no baseline: no run with world size 1, strategy baseline and status ok among those read; "
         "speedups are not computed (give --baseline RUN_ID)");
+}
+
+}  // namespace
+
+Comparison compare(const std::vector<results::LoadedRun>& loaded, const std::optional<results::RunResult>& chosen) {
+  Comparison out;
+  const auto groups = group_repeats(loaded);
+  note_near_repeats(groups, out.notes);
+  // The baseline chosen among single runs stands for its configuration's row.
+  std::optional<results::RunResult> baseline = chosen;
+  if (chosen)
+    if (auto g = groups.group_of(*chosen)) baseline = groups.runs[*g].result;
+  out.baseline = baseline;
+  out.rows = rows_of(groups, baseline);
+  std::stable_sort(out.rows.begin(), out.rows.end(),
+                   [](const ComparisonRow& a, const ComparisonRow& b) { return row_before(a.run, b.run); });
+  out.verdicts = verdicts(out.rows);
+  explain(out, baseline);
   return out;
 }
 

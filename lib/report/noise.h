@@ -1,7 +1,7 @@
 #pragma once
 // Noise warnings: what makes a run's figures untrustworthy, each named with
 // the run and what to do about it (hyperfine's outlier warnings, for
-// training runs). The thresholds are the issue's: step-time coefficient of
+// training runs). The thresholds: step-time coefficient of
 // variation over 10 % within a run, a repeat more than 3 scaled MADs from
 // its row's median throughput, a first timed step far slower than the
 // median (warm-up too short), step times drifting across the run.

@@ -20,6 +20,10 @@ struct RunContext {
   int64_t gpus_per_node = 1;
   std::string hosts;  // all ranks' hosts, rank order, space-separated
   std::string slurm_job_id;
+  // `run --repeats`: the group this run is one repeat of, and its index
+  // (1..N); "" and 0 for a single run.
+  std::string repeat_group;
+  int64_t repeat_index = 0;
   // The job's communicator (its device is this rank's device); null for a
   // single process without one. With it, the figures combine every rank.
   std::shared_ptr<dist::Comm> comm;

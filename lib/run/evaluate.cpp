@@ -21,13 +21,12 @@
 #include "eval/postprocess.h"
 #include "eval/squad_metrics.h"
 #include "run/evaluate.h"
+#include "run/build.h"
 #include "train/amp.h"
 #include "train/batch.h"
 #include "train/setup.h"
 
 namespace hpcbench::run {
-
-using namespace hpcbench::train;
 
 namespace {
 
@@ -35,43 +34,52 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-}  // namespace
+// The dev set as this rank needs it: the windows, and on rank 0 the
+// questions and answers its post-processing alone reads.
+struct DevSet {
+  data::SquadDataset squad;
+  data::Features features;
+  std::unique_ptr<train::FeatureTensors> tensors;
+};
 
-Evaluation evaluate(const TrainConfig& cfg, model::BertForQuestionAnswering& model, c10::Device device,
-                    const RunContext& ctx) {
-  // dp drives its devices from one process, without a communicator: it
-  // evaluates alone, as the baseline does.
-  const int world = ctx.comm ? ctx.world_size : 1;
-  const int rank = ctx.comm ? ctx.rank : 0;
-  const bool leader = rank == 0;
-  Evaluation res;
+// This rank's forward over its share of the windows, on the device: the
+// logits in a block padded to the largest share, and (loss sum, rows,
+// whether a stop signal cut it short).
+struct ShareOutput {
+  at::Tensor logits;  // [block, 2, seq]
+  at::Tensor totals;  // [3] double
+};
 
-  auto t_load = Clock::now();
-  data::SquadDataset squad;  // the questions and answers: rank 0's post-processing alone reads them
-  if (leader) squad = data::load_squad(cfg.eval_data);
-  auto features = data::load_or_build_features(cfg.eval_data, cfg.vocab, feature_config(cfg), /*train=*/false,
-                                               feature_cache_dir(cfg));
-  FeatureTensors tensors(features);
+DevSet load_dev_set(const Run& run, bool leader) {
+  const auto& cfg = run.cfg;
+  DevSet d;
+  if (leader) d.squad = data::load_squad(cfg.eval_data);
+  d.features = data::load_or_build_features(cfg.eval_data, cfg.vocab, run.features, /*train=*/false,
+                                            train::feature_cache_dir(cfg));
+  d.tensors = std::make_unique<train::FeatureTensors>(d.features);
+  return d;
+}
+
+ShareOutput forward_share(const Run& run, const train::FeatureTensors& tensors, int rank, int world) {
+  const auto& cfg = run.cfg;
+  const auto device = run.device;
+  auto model = run.model;
   const int64_t n = tensors.size();
-  const int64_t seq = tensors.seq_len();
-  res.load_s = seconds_since(t_load);
-
-  auto t_forward = Clock::now();
-  const auto [begin, end] = eval_share(n, rank, world);
+  const auto [begin, end] = train::eval_share(n, rank, world);
   // Shares differ by one window at most; each is padded to the largest so
   // that one all-gather of equal blocks carries them all (at least one row:
   // no empty collectives).
   const int64_t block = std::max<int64_t>((n + world - 1) / world, 1);
-  auto logits = at::zeros({block, 2, seq}, at::TensorOptions().dtype(at::kFloat).device(device));
+  auto logits = at::zeros({block, 2, tensors.seq_len()}, at::TensorOptions().dtype(at::kFloat).device(device));
   auto loss_sum = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(device));
   // Rank 0 shows its own share's progress: the ranks' shares are equal, so
   // it speaks for the job.
   const bool tty = ::isatty(STDERR_FILENO);
   LoopProgress progress(world > 1 ? fmt::format("evaluation (rank 0 of {})", world) : "evaluation", "windows",
-                        end - begin, leader, tty, std::chrono::milliseconds(tty ? 200 : 5000));
+                        end - begin, rank == 0, tty, std::chrono::milliseconds(tty ? 200 : 5000));
   model->eval();
   // A stop signal ends this rank's share early; the ranks learn it from each
-  // other below, and no metric is made of part of the dev set.
+  // other (the totals), and no metric is made of part of the dev set.
   bool stopped = false;
   {
     torch::NoGradGuard no_grad;
@@ -81,7 +89,7 @@ Evaluation evaluate(const TrainConfig& cfg, model::BertForQuestionAnswering& mod
       auto batch = tensors.gather(at::arange(b, e, at::kLong)).to(device);
       model::QAOutput o;
       {
-        AutocastGuard autocast(device.type(), cfg.precision);
+        train::AutocastGuard autocast(device.type(), cfg.precision);
         o = model->forward(batch.input_ids, batch.token_type_ids, batch.attention_mask, batch.start_positions,
                            batch.end_positions);
       }
@@ -98,31 +106,18 @@ Evaluation evaluate(const TrainConfig& cfg, model::BertForQuestionAnswering& mod
   model->train();
   auto totals = at::stack({loss_sum, at::scalar_tensor(static_cast<double>(end - begin), loss_sum.options()),
                            at::scalar_tensor(stopped ? 1.0 : 0.0, loss_sum.options())});
-  at::Tensor gathered = logits;  // [world * block, 2, seq], rank order
-  if (world > 1) {
-    gathered = at::empty({world * block, 2, seq}, logits.options());
-    ctx.comm->allgather(gathered, logits);
-    ctx.comm->allreduce(totals);
-  }
-  totals = totals.cpu();
-  if (totals[2].item<double>() > 0) {
-    res.interrupted = true;
-    res.val_loss = -1;
-    if (leader) {
-      res.details = {{"file", cfg.eval_data}, {"interrupted", true}};
-      spdlog::warn("evaluation on {} stopped by {} before the end of the dev set: no validation loss, EM or F1 "
-                   "(the training figures are complete)", cfg.eval_data, signal_name(stop_signal()));
-    }
-    return res;
-  }
-  const double rows_total = totals[1].item<double>();
-  res.val_loss = rows_total > 0 ? totals[0].item<double>() / rows_total : 0;
-  if (!leader) return res;
-  // The padding rows are dropped, as Accelerate's gather_for_metrics drops
-  // its duplicated samples: the blocks in rank order are the windows in order.
+  return {logits, totals};
+}
+
+// Rank 0: every rank's blocks in rank order, the padding rows dropped (as
+// Accelerate's gather_for_metrics drops its duplicated samples), as host
+// start and end logits, window after window.
+std::pair<std::vector<float>, std::vector<float>> host_logits(const at::Tensor& gathered, int64_t n, int64_t seq,
+                                                              int world) {
+  const int64_t block = std::max<int64_t>((n + world - 1) / world, 1);
   std::vector<at::Tensor> shares;
   for (int r = 0; r < world; ++r) {
-    auto [b, e] = eval_share(n, r, world);
+    auto [b, e] = train::eval_share(n, r, world);
     shares.push_back(gathered.slice(0, r * block, r * block + (e - b)));
   }
   auto host = at::cat(shares).cpu();
@@ -132,13 +127,19 @@ Evaluation evaluate(const TrainConfig& cfg, model::BertForQuestionAnswering& mod
     std::copy_n(s.data_ptr<float>(), n * seq, start_logits.begin());
     std::copy_n(en.data_ptr<float>(), n * seq, end_logits.begin());
   }
-  res.forward_s = seconds_since(t_forward);
+  return {std::move(start_logits), std::move(end_logits)};
+}
 
+// Rank 0: answers from the logits, the official EM/F1, and the record of both.
+void score(Evaluation& res, const Run& run, const DevSet& dev, const std::vector<float>& start_logits,
+           const std::vector<float>& end_logits, int world) {
+  const auto& squad = dev.squad;
+  const int64_t n = dev.tensors->size();
   auto t_post = Clock::now();
   bool v2 = squad.version.find('2') != std::string::npos;
   eval::PostprocessConfig pcfg;
   pcfg.version_2_with_negative = v2;
-  auto predictions = eval::postprocess_qa_predictions(squad.examples, features, start_logits, end_logits, pcfg);
+  auto predictions = eval::postprocess_qa_predictions(squad.examples, dev.features, start_logits, end_logits, pcfg);
   res.postprocess_s = seconds_since(t_post);
 
   auto t_metric = Clock::now();
@@ -147,17 +148,60 @@ Evaluation evaluate(const TrainConfig& cfg, model::BertForQuestionAnswering& mod
 
   res.exact_match = metrics.exact;
   res.f1 = metrics.f1;
-  res.details = {{"file", cfg.eval_data},
-                               {"examples", squad.examples.size()},
-                               {"features", n},
-                               {"ranks", world},
-                               {"val_loss", res.val_loss},
-                               {"metrics", eval::to_json(metrics)}};
+  res.details = {{"file", run.cfg.eval_data},
+                 {"examples", squad.examples.size()},
+                 {"features", n},
+                 {"ranks", world},
+                 {"val_loss", res.val_loss},
+                 {"metrics", eval::to_json(metrics)}};
   res.predictions = predictions;
   spdlog::info("evaluation on {} ({} questions, {} windows over {} rank(s); load {:.1f} s, forward {:.1f} s, "
                "post-processing {:.1f} s, metric {:.1f} s): loss {:.4f}, EM {:.2f}, F1 {:.2f}",
-               cfg.eval_data, squad.examples.size(), n, world, res.load_s, res.forward_s, res.postprocess_s,
+               run.cfg.eval_data, squad.examples.size(), n, world, res.load_s, res.forward_s, res.postprocess_s,
                res.metric_s, res.val_loss, res.exact_match, res.f1);
+}
+
+}  // namespace
+
+Evaluation evaluate(const Run& run, const RunContext& ctx) {
+  // dp drives its devices from one process, without a communicator: it
+  // evaluates alone, as the baseline does.
+  const int world = ctx.comm ? ctx.world_size : 1;
+  const int rank = ctx.comm ? ctx.rank : 0;
+  const bool leader = rank == 0;
+  Evaluation res;
+
+  auto t_load = Clock::now();
+  const auto dev = load_dev_set(run, leader);
+  const int64_t n = dev.tensors->size();
+  const int64_t seq = dev.tensors->seq_len();
+  res.load_s = seconds_since(t_load);
+
+  auto t_forward = Clock::now();
+  auto [logits, totals] = forward_share(run, *dev.tensors, rank, world);
+  at::Tensor gathered = logits;  // [world * block, 2, seq], rank order
+  if (world > 1) {
+    gathered = at::empty({world * logits.size(0), 2, seq}, logits.options());
+    ctx.comm->allgather(gathered, logits);
+    ctx.comm->allreduce(totals);
+  }
+  totals = totals.cpu();
+  if (totals[2].item<double>() > 0) {
+    res.interrupted = true;
+    res.val_loss = -1;
+    if (leader) {
+      res.details = {{"file", run.cfg.eval_data}, {"interrupted", true}};
+      spdlog::warn("evaluation on {} stopped by {} before the end of the dev set: no validation loss, EM or F1 "
+                   "(the training figures are complete)", run.cfg.eval_data, signal_name(stop_signal()));
+    }
+    return res;
+  }
+  const double rows_total = totals[1].item<double>();
+  res.val_loss = rows_total > 0 ? totals[0].item<double>() / rows_total : 0;
+  if (!leader) return res;
+  auto [start_logits, end_logits] = host_logits(gathered, n, seq, world);
+  res.forward_s = seconds_since(t_forward);
+  score(res, run, dev, start_logits, end_logits, world);
   return res;
 }
 

@@ -2,12 +2,9 @@
 // Evaluation after training, kept out of every training figure and timed on
 // its own: validation loss over all windows, then SQuAD answers and the
 // official EM/F1.
-#include <c10/core/Device.h>
 #include <nlohmann/json.hpp>
 
-#include "model/bert.h"
 #include "run/context.h"
-#include "train/config.h"
 
 namespace hpcbench::run {
 
@@ -23,10 +20,13 @@ struct Evaluation {
   nlohmann::json predictions;  // predictions.json (rank 0)
 };
 
-// Collective when ctx has a communicator: every rank must call it, with
-// whole parameters; each runs forward on its eval_share (train/setup.h) and
-// rank 0 alone post-processes and scores (the others get the loss only).
-Evaluation evaluate(const train::TrainConfig& cfg, model::BertForQuestionAnswering& model, c10::Device device,
-                    const RunContext& ctx);
+struct Run;
+
+// The run's model on run.cfg.eval_data, its windows cut as the training
+// features were (run.features). Collective when ctx has a communicator:
+// every rank must call it, with whole parameters; each runs forward on its
+// eval_share (train/setup.h) and rank 0 alone post-processes and scores (the
+// others get the loss only).
+Evaluation evaluate(const Run& run, const RunContext& ctx);
 
 }  // namespace hpcbench::run

@@ -37,6 +37,13 @@ train::CommTiming comm_timing(const c10::Device& device, const RunContext& ctx) 
   return device.is_cpu() ? train::CommTiming::HostClocks : train::CommTiming::WorkDuration;
 }
 
+// The step timer, the device's peak memory counter reset with it: the peak
+// the run reports is the loop's.
+train::StepTimer peak_reset_timer(const c10::Device& device, const RunContext& ctx) {
+  reset_peak_memory(device);
+  return train::StepTimer(device, comm_timing(device, ctx));
+}
+
 // The job's Comm reports every collective to the step timer (one timing
 // model for every strategy, train/step_timer.h), and stops before the timer
 // goes, whichever way the loop ends.
@@ -70,219 +77,288 @@ struct CaptureScope {
   }
 };
 
-}  // namespace
+// What one optimizer step computed: the summed micro-batch losses and the
+// gradients' norm (tensors: nothing has waited for them yet), and whether
+// fp16's loss scaling found the gradients finite.
+struct StepOutcome {
+  at::Tensor loss_sum, norm;
+  bool finite = true;
+};
 
-Steps train_steps(Run& run, const train::TrainConfig& cfg, const RunContext& ctx, const TrainHooks& hooks,
-                  monitor::JobSampling& sampling, tensorboard::RunLog& tb) {
-  const bool leader = ctx.rank == 0;
-  auto& strategy = *run.strategy;
-  const auto& topo = run.topology;
-  auto& updater = *topo.updater;
-  const auto& data = *run.data;
-  const int64_t n = data.size();
-  const auto device = run.device;
-  const int64_t warmup = static_cast<int64_t>(std::ceil(cfg.warmup_ratio * run.total_steps));
-  train::LinearSchedule schedule(updater.optimizer(), cfg.lr, warmup, run.total_steps);
-  train::GradScaler scaler(device, cfg.precision == "fp16");
-  auto params = updater.params();
+// The loop's state, from the schedule to the progress bar, in the order it
+// is made (and unmade in reverse, however the loop ends).
+class StepLoop {
+ public:
+  StepLoop(Run& run, const RunContext& ctx, const LoopObservers& obs);
+  Steps run();
 
-  reset_peak_memory(device);
-  train::StepTimer timer(device, comm_timing(device, ctx));
-  ObserverScope observer(ctx.comm.get(), &timer);
-  Steps out;
-  out.records.reserve(static_cast<size_t>(run.total_steps));
-  // A bar only where a person watches (the log lines below are the record).
-  LoopProgress progress("training", "steps", run.total_steps, leader && ::isatty(STDERR_FILENO), true,
-                        std::chrono::milliseconds(200));
-  auto loop_start = std::chrono::steady_clock::now();
-  train::OpCounter ops(train::count_ops_requested());  // HPCBENCH_COUNT_OPS=1: ATen operations per step
-  train::SyncDetector syncs(train::check_syncs_requested());  // HPCBENCH_CHECK_SYNC=1: host syncs in the step
-  const double slow_ms = test_slow_rank_ms(ctx.rank);
+ private:
+  void set_up_graph();
+  StepOutcome eager_step(const at::Tensor& order, int64_t m);
+  StepOutcome graph_step(const at::Tensor& order, int64_t m);
+  std::pair<at::Tensor, at::Tensor> graph_ready_step(bool full, const std::vector<train::Batch>& own);
+  void one_step(const at::Tensor& order, int64_t epoch, int64_t m);
+  void report(const results::StepRecord& r, double lr, const std::vector<std::string>& synced);
+  // Micro-batch `a` of the step starting at micro-step m: rows [begin, end) of the epoch's order.
+  std::pair<int64_t, int64_t> rows_of(const at::Tensor& order, int64_t m, int64_t a) const {
+    const int64_t begin = (m + a) * b_.micro_rows;
+    return {begin, std::min<int64_t>(begin + b_.micro_rows, order.size(0))};
+  }
 
+  Run& run_;
+  const RunContext& ctx_;
+  const LoopObservers& obs_;
+  const train::TrainConfig& cfg_;
+  const BatchPlan& b_;
+  const strategies::Topology& topo_;
+  strategies::Updater& updater_;
+  const bool leader_;
+  train::LinearSchedule schedule_;
+  train::GradScaler scaler_;
+  std::vector<at::Tensor> params_;
+  train::StepTimer timer_;
+  ObserverScope observer_;
+  Steps out_;
+  // A bar only where a person watches (the log lines are the record).
+  LoopProgress progress_;
+  std::chrono::steady_clock::time_point loop_start_;
+  train::OpCounter ops_;      // HPCBENCH_COUNT_OPS=1: ATen operations per step
+  train::SyncDetector syncs_;  // HPCBENCH_CHECK_SYNC=1: host syncs in the step
+  const double slow_ms_;
   // --cuda-graph (docs/gpu.md, "CUDA graph"): the graph-ready step, captured
   // once after warm-up and replayed where the device allows it, run as it is
   // elsewhere (a CPU), so that the CPU suite tests what is captured.
-  std::unique_ptr<train::StaticBatches> statics;
-  std::unique_ptr<train::StepGraph> graph;
-  train::FusedAdamW* fused_adamw = nullptr;
-  std::pair<at::Tensor, at::Tensor> captured;  // the graph's loss and norm, refreshed by each replay
-  if (cfg.cuda_graph) {
-    if (scaler.enabled()) fail("--cuda-graph with --precision fp16: loss scaling reads its verdict on the host");
-    fused_adamw = dynamic_cast<train::FusedAdamW*>(&updater.optimizer());
-    if (!fused_adamw) fail("--cuda-graph: the strategy's optimizer takes no tensor learning rate (internal)");
-    fused_adamw->tensor_lr();
-    statics = std::make_unique<train::StaticBatches>(cfg.grad_accum, run.micro_rows, data.seq_len(), device);
-    if (auto why = train::capture_unavailable(device); !why.empty()) {
-      out.cuda_graph = "not captured: " + why;
-      if (leader) spdlog::warn("--cuda-graph: the step is not captured ({}); the graph-ready step runs eagerly", why);
-    } else {
-      if (ctx.comm && ctx.comm->wait_mode() == dist::WaitMode::HostBlocking)
-        fail("--cuda-graph on {}: Gloo's collectives block the host, which a CUDA graph cannot capture; use "
-             "--backend nccl", device.str());
-      graph = std::make_unique<train::StepGraph>(device);
-      timer.use_graph_events();
-      out.cuda_graph = "captured";
-    }
-  }
+  std::unique_ptr<train::StaticBatches> statics_;
+  std::unique_ptr<train::StepGraph> graph_;
+  train::FusedAdamW* fused_adamw_ = nullptr;
+  std::pair<at::Tensor, at::Tensor> captured_;  // the graph's loss and norm, refreshed by each replay
+  int64_t step_ = 0;
+};
 
-  int64_t step = 0;
-  for (int64_t epoch = 0; step < run.total_steps && !out.stopped; ++epoch) {
-    auto order = train::epoch_indices(n, epoch, cfg.seed, topo.data_rank, topo.data_ranks);
-    for (int64_t m = 0; m + cfg.grad_accum <= run.micro_per_epoch && step < run.total_steps; m += cfg.grad_accum) {
-      if (hooks.stop_before && (out.stopped = hooks.stop_before(step))) break;
-      sampling.set_step(step + 1);
-      // The timed window's first boundary, read exactly (energy counters).
-      if (step == cfg.timing_warmup_steps) sampling.sample_now();
-      timer.begin();
-      out.origin.emplace_back(epoch, m);
-      at::Tensor loss_sum, norm;
-      bool finite = true;
-      if (!cfg.cuda_graph) {
-        for (int64_t a = 0; a < cfg.grad_accum; ++a) {
-          int64_t begin = (m + a) * run.micro_rows;
-          int64_t end = std::min<int64_t>(begin + run.micro_rows, order.size(0));
-          auto batch = topo.reads_batches ? data.gather_to(order.slice(0, begin, end), device) : train::Batch{};
-          timer.mark(Phase::Data);
-          if (a == 0) syncs.arm();
-          if (slow_ms > 0 && a == 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(slow_ms));
-          // Each micro-batch's loss is a mean over its rows; dividing by the
-          // accumulation count makes the summed gradient that of the mean over
-          // the whole optimizer step, as Hugging Face's Trainer does.
-          double scale = scaler.scale() / static_cast<double>(cfg.grad_accum);
-          auto loss = strategy.forward_backward(run.model, batch, scale, a + 1 == cfg.grad_accum, timer);
-          if (loss.defined()) loss_sum = loss_sum.defined() ? loss_sum + loss : loss;
-        }
-        strategy.finish_gradients(timer);
-        // Only fp16's loss scaling can find overflows (one host sync a step to
-        // read the verdict, as torch's GradScaler); sharded ranks then agree
-        // on it (a collective), so without scaling nothing is asked.
-        finite = !scaler.enabled() || updater.all_finite(scaler.unscale(params));
-        if (finite && cfg.max_grad_norm > 0) norm = updater.clip(cfg.max_grad_norm);
-        if (finite) updater.step();
-      } else {
-        // The step's batches go into the fixed buffers. A short micro-batch
-        // (an epoch's last) does not fit them: that step runs the same code
-        // eagerly on batches of its own, outside the graph.
-        bool full = true;
-        for (int64_t a = 0; a < cfg.grad_accum; ++a)
-          full = full && std::min<int64_t>((m + a + 1) * run.micro_rows, order.size(0)) - (m + a) * run.micro_rows ==
-                             run.micro_rows;
-        std::vector<train::Batch> own(static_cast<size_t>(cfg.grad_accum));
-        for (int64_t a = 0; a < cfg.grad_accum && topo.reads_batches; ++a) {
-          int64_t begin = (m + a) * run.micro_rows;
-          int64_t end = std::min<int64_t>(begin + run.micro_rows, order.size(0));
-          auto rows = order.slice(0, begin, end).contiguous();
-          if (full) statics->load(data, rows, a);
-          else own[static_cast<size_t>(a)] = data.gather_to(rows, device);
-        }
-        // The rates of this step into the optimizer's tensors, before the
-        // graph that reads them.
-        fused_adamw->load_lr();
-        timer.mark(Phase::Data);
-        syncs.arm();
-        if (slow_ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(slow_ms));
-        // What the graph holds: nothing in it reads the host (no sync, no
-        // decision on a device value), and it is the same every step.
-        auto graph_ready_step = [&]() -> std::pair<at::Tensor, at::Tensor> {
-          at::Tensor losses, clipped;
-          const double scale = 1.0 / static_cast<double>(cfg.grad_accum);
-          for (int64_t a = 0; a < cfg.grad_accum; ++a) {
-            const auto& batch = full && topo.reads_batches ? statics->slot(a) : own[static_cast<size_t>(a)];
-            auto loss = strategy.forward_backward(run.model, batch, scale, a + 1 == cfg.grad_accum, timer);
-            if (loss.defined()) losses = losses.defined() ? losses + loss : loss;
-          }
-          strategy.finish_gradients(timer);
-          if (cfg.max_grad_norm > 0) clipped = updater.clip(cfg.max_grad_norm);
-          updater.step();
-          // Host bookkeeping only, before the gradients go (see below).
-          if (out.state_bytes == 0) out.state_bytes = updater.state_bytes();
-          updater.zero_grad();
-          timer.mark(Phase::Optimizer);
-          return {losses, clipped};
-        };
-        if (graph && full && !graph->captured() && step >= kGraphWarmupSteps) {
-          {
-            CaptureScope capture(timer);
-            graph->capture_begin();
-            captured = graph_ready_step();
-            graph->capture_end();
-          }
-          if (leader) spdlog::info("--cuda-graph: step {} captured; replayed from here on", step + 1);
-        }
-        if (graph && full && graph->captured()) {
-          graph->replay();
-          timer.replayed();
-          std::tie(loss_sum, norm) = captured;
-        } else {
-          std::tie(loss_sum, norm) = graph_ready_step();
-          if (!full) ++out.short_steps;
-        }
-      }
-      // Model-state bytes are measured where they peak: gradients and the
-      // optimizer's states both alive, right after the first update (not a
-      // skipped fp16 step, which creates no optimizer states).
-      if (finite && out.state_bytes == 0) out.state_bytes = updater.state_bytes();
-      double lr = schedule.lr();  // the rate this step used
-      if (!cfg.cuda_graph) {
-        scaler.update(!finite);
-        schedule.step();
-        updater.zero_grad();
-        timer.mark(Phase::Optimizer);
-      } else {
-        schedule.step();  // the host's rates only: the next step loads them
-      }
-      const auto synced = syncs.disarm();
-      results::StepRecord r;
-      r.times = timer.end();  // the step's one synchronisation
-      if (auto f = strategy.step_facts(); f.window_ms > 0) r.bubble = f.idle_ms / f.window_ms;
-      r.step = ++step;
-      r.epoch = epoch;
-      // Read after the step's synchronisation: these cost no extra wait.
-      r.loss = loss_sum.defined() ? loss_sum.item<double>() / static_cast<double>(cfg.grad_accum) : 0.0;
-      r.lr = lr;
-      r.grad_norm = norm.defined() ? norm.item<double>() : 0.0;
-      r.skipped = !finite;
-      r.samples = train::step_samples(n, topo.data_ranks, run.micro_rows, m, cfg.grad_accum);
-      out.records.push_back(r);
-      if (syncs.enabled())
-        std::fputs(fmt::format("syncs rank {} step {}: {} [{}]\n", ctx.rank, step, synced.size(),
-                               fmt::join(synced, ", "))
-                       .c_str(),
-                   stderr);
-      if (ops.enabled()) {
-        auto report = ops.take_report(ctx.rank, step);
-        if (step > cfg.timing_warmup_steps) std::fputs(report.c_str(), stderr);
-      }
-      if (tb.enabled())
-        tb.step({r.step, r.loss, r.lr, r.grad_norm, r.times.ms, r.times.comm_ms, r.times.comm_exposed_ms,
-                 static_cast<int64_t>(peak_memory_bytes(device)), r.samples, topo.computes_loss});
-      // A rank without a loss of its own (a pipeline's first stages) shows
-      // none rather than 0; the run's loss is combined at the end.
-      const std::string loss_text = topo.computes_loss ? fmt::format("{:.4f}", r.loss) : "-";
-      progress.update(step, LoopProgress::Clock::now(), fmt::format("loss {}, {:.1f} ms/step", loss_text, r.times.ms));
-      if (hooks.after_step) hooks.after_step(step);
-      if (leader && (step % cfg.log_every == 0 || step == run.total_steps)) {
-        const double sps = 1000.0 * static_cast<double>(r.samples) / r.times.ms;
-        const double peak = run.peak_tflops;
-        const double mfu =
-            peak > 0 ? sps * run.flops_per_sample / static_cast<double>(run.devices_total(ctx)) / (peak * 1e12) : 0;
-        progress.finish();
-        spdlog::info("step {:>6}/{}  loss {}  lr {:.3e}  {:8.1f} ms  {:9.1f} samples/s  MFU {}", step,
-                     run.total_steps, loss_text, lr, r.times.ms, sps,
-                     peak > 0 ? fmt::format("{:.1f}%", 100 * mfu) : "n/a");
-      }
+StepLoop::StepLoop(Run& run, const RunContext& ctx, const LoopObservers& obs)
+    : run_(run),
+      ctx_(ctx),
+      obs_(obs),
+      cfg_(run.cfg),
+      b_(run.batch),
+      topo_(run.topology),
+      updater_(*run.updater),
+      leader_(ctx.rank == 0),
+      schedule_(updater_.optimizer(), cfg_.lr, static_cast<int64_t>(std::ceil(cfg_.warmup_ratio * b_.total_steps)),
+                b_.total_steps),
+      scaler_(run.device, cfg_.precision == "fp16"),
+      params_(updater_.params()),
+      timer_(peak_reset_timer(run.device, ctx)),
+      observer_(ctx.comm.get(), &timer_),
+      progress_("training", "steps", b_.total_steps, leader_ && ::isatty(STDERR_FILENO), true,
+                std::chrono::milliseconds(200)),
+      loop_start_(std::chrono::steady_clock::now()),
+      ops_(train::count_ops_requested()),
+      syncs_(train::check_syncs_requested()),
+      slow_ms_(test_slow_rank_ms(ctx.rank)) {
+  out_.records.reserve(static_cast<size_t>(b_.total_steps));
+  if (cfg_.cuda_graph) set_up_graph();
+}
+
+void StepLoop::set_up_graph() {
+  if (scaler_.enabled()) fail("--cuda-graph with --precision fp16: loss scaling reads its verdict on the host");
+  fused_adamw_ = dynamic_cast<train::FusedAdamW*>(&updater_.optimizer());
+  if (!fused_adamw_) fail("--cuda-graph: the strategy's optimizer takes no tensor learning rate (internal)");
+  fused_adamw_->tensor_lr();
+  const auto device = run_.device;
+  statics_ = std::make_unique<train::StaticBatches>(b_.grad_accum, b_.micro_rows, run_.data->seq_len(), device);
+  if (auto why = train::capture_unavailable(device); !why.empty()) {
+    out_.cuda_graph = "not captured: " + why;
+    if (leader_) spdlog::warn("--cuda-graph: the step is not captured ({}); the graph-ready step runs eagerly", why);
+    return;
+  }
+  if (ctx_.comm && ctx_.comm->wait_mode() == dist::WaitMode::HostBlocking)
+    fail("--cuda-graph on {}: Gloo's collectives block the host, which a CUDA graph cannot capture; use "
+         "--backend nccl", device.str());
+  graph_ = std::make_unique<train::StepGraph>(device);
+  timer_.use_graph_events();
+  out_.cuda_graph = "captured";
+}
+
+StepOutcome StepLoop::eager_step(const at::Tensor& order, int64_t m) {
+  StepOutcome o;
+  const auto& data = *run_.data;
+  for (int64_t a = 0; a < b_.grad_accum; ++a) {
+    auto [begin, end] = rows_of(order, m, a);
+    auto batch = topo_.reads_batches ? data.gather_to(order.slice(0, begin, end), run_.device) : train::Batch{};
+    timer_.mark(Phase::Data);
+    if (a == 0) syncs_.arm();
+    if (slow_ms_ > 0 && a == 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(slow_ms_));
+    // Each micro-batch's loss is a mean over its rows; dividing by the
+    // accumulation count makes the summed gradient that of the mean over
+    // the whole optimizer step, as Hugging Face's Trainer does.
+    double scale = scaler_.scale() / static_cast<double>(b_.grad_accum);
+    auto loss = run_.strategy->forward_backward(run_.model, batch, scale, a + 1 == b_.grad_accum, timer_);
+    if (loss.defined()) o.loss_sum = o.loss_sum.defined() ? o.loss_sum + loss : loss;
+  }
+  run_.strategy->finish_gradients(timer_);
+  // Only fp16's loss scaling can find overflows (one host sync a step to
+  // read the verdict, as torch's GradScaler); sharded ranks then agree
+  // on it (a collective), so without scaling nothing is asked.
+  o.finite = !scaler_.enabled() || updater_.all_finite(scaler_.unscale(params_));
+  if (o.finite && cfg_.max_grad_norm > 0) o.norm = updater_.clip(cfg_.max_grad_norm);
+  if (o.finite) updater_.step();
+  return o;
+}
+
+// What the graph holds: nothing in it reads the host (no sync, no decision
+// on a device value), and it is the same every step.
+std::pair<at::Tensor, at::Tensor> StepLoop::graph_ready_step(bool full, const std::vector<train::Batch>& own) {
+  at::Tensor losses, clipped;
+  const double scale = 1.0 / static_cast<double>(b_.grad_accum);
+  for (int64_t a = 0; a < b_.grad_accum; ++a) {
+    const auto& batch = full && topo_.reads_batches ? statics_->slot(a) : own[static_cast<size_t>(a)];
+    auto loss = run_.strategy->forward_backward(run_.model, batch, scale, a + 1 == b_.grad_accum, timer_);
+    if (loss.defined()) losses = losses.defined() ? losses + loss : loss;
+  }
+  run_.strategy->finish_gradients(timer_);
+  if (cfg_.max_grad_norm > 0) clipped = updater_.clip(cfg_.max_grad_norm);
+  updater_.step();
+  // Host bookkeeping only, before the gradients go (see one_step).
+  if (out_.state_bytes == 0) out_.state_bytes = updater_.state_bytes();
+  updater_.zero_grad();
+  timer_.mark(Phase::Optimizer);
+  return {losses, clipped};
+}
+
+StepOutcome StepLoop::graph_step(const at::Tensor& order, int64_t m) {
+  // The step's batches go into the fixed buffers. A short micro-batch (an
+  // epoch's last) does not fit them: that step runs the same code eagerly
+  // on batches of its own, outside the graph.
+  bool full = true;
+  for (int64_t a = 0; a < b_.grad_accum; ++a) {
+    auto [begin, end] = rows_of(order, m, a);
+    full = full && end - begin == b_.micro_rows;
+  }
+  std::vector<train::Batch> own(static_cast<size_t>(b_.grad_accum));
+  for (int64_t a = 0; a < b_.grad_accum && topo_.reads_batches; ++a) {
+    auto [begin, end] = rows_of(order, m, a);
+    auto rows = order.slice(0, begin, end).contiguous();
+    if (full) statics_->load(*run_.data, rows, a);
+    else own[static_cast<size_t>(a)] = run_.data->gather_to(rows, run_.device);
+  }
+  // The rates of this step into the optimizer's tensors, before the graph
+  // that reads them.
+  fused_adamw_->load_lr();
+  timer_.mark(Phase::Data);
+  syncs_.arm();
+  if (slow_ms_ > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(slow_ms_));
+  if (graph_ && full && !graph_->captured() && step_ >= kGraphWarmupSteps) {
+    {
+      CaptureScope capture(timer_);
+      graph_->capture_begin();
+      captured_ = graph_ready_step(full, own);
+      graph_->capture_end();
+    }
+    if (leader_) spdlog::info("--cuda-graph: step {} captured; replayed from here on", step_ + 1);
+  }
+  StepOutcome o;
+  if (graph_ && full && graph_->captured()) {
+    graph_->replay();
+    timer_.replayed();
+    std::tie(o.loss_sum, o.norm) = captured_;
+  } else {
+    std::tie(o.loss_sum, o.norm) = graph_ready_step(full, own);
+    if (!full) ++out_.short_steps;
+  }
+  return o;
+}
+
+void StepLoop::one_step(const at::Tensor& order, int64_t epoch, int64_t m) {
+  obs_.sampling.set_step(step_ + 1);
+  // The timed window's first boundary, read exactly (energy counters).
+  if (step_ == cfg_.timing_warmup_steps) obs_.sampling.sample_now();
+  timer_.begin();
+  out_.origin.emplace_back(epoch, m);
+  const auto o = cfg_.cuda_graph ? graph_step(order, m) : eager_step(order, m);
+  // Model-state bytes are measured where they peak: gradients and the
+  // optimizer's states both alive, right after the first update (not a
+  // skipped fp16 step, which creates no optimizer states).
+  if (o.finite && out_.state_bytes == 0) out_.state_bytes = updater_.state_bytes();
+  double lr = schedule_.lr();  // the rate this step used
+  if (!cfg_.cuda_graph) {
+    scaler_.update(!o.finite);
+    schedule_.step();
+    updater_.zero_grad();
+    timer_.mark(Phase::Optimizer);
+  } else {
+    schedule_.step();  // the host's rates only: the next step loads them
+  }
+  const auto synced = syncs_.disarm();
+  results::StepRecord r;
+  r.times = timer_.end();  // the step's one synchronisation
+  if (auto f = run_.strategy->step_facts(); f.window_ms > 0) r.bubble = f.idle_ms / f.window_ms;
+  r.step = ++step_;
+  r.epoch = epoch;
+  // Read after the step's synchronisation: these cost no extra wait.
+  r.loss = o.loss_sum.defined() ? o.loss_sum.item<double>() / static_cast<double>(b_.grad_accum) : 0.0;
+  r.lr = lr;
+  r.grad_norm = o.norm.defined() ? o.norm.item<double>() : 0.0;
+  r.skipped = !o.finite;
+  r.samples = train::step_samples(run_.data->size(), topo_.data_ranks, b_.micro_rows, m, b_.grad_accum);
+  out_.records.push_back(r);
+  report(r, lr, synced);
+}
+
+// The step to whoever watches: the debugging counters, TensorBoard, the
+// progress bar, the after-step hook and the log.
+void StepLoop::report(const results::StepRecord& r, double lr, const std::vector<std::string>& synced) {
+  const int64_t step = r.step;
+  if (syncs_.enabled())
+    std::fputs(fmt::format("syncs rank {} step {}: {} [{}]\n", ctx_.rank, step, synced.size(), fmt::join(synced, ", "))
+                   .c_str(),
+               stderr);
+  if (ops_.enabled()) {
+    auto text = ops_.take_report(ctx_.rank, step);
+    if (step > cfg_.timing_warmup_steps) std::fputs(text.c_str(), stderr);
+  }
+  if (obs_.tb.enabled())
+    obs_.tb.step({r.step, r.loss, r.lr, r.grad_norm, r.times.ms, r.times.comm_ms, r.times.comm_exposed_ms,
+                  static_cast<int64_t>(peak_memory_bytes(run_.device)), r.samples, topo_.computes_loss});
+  // A rank without a loss of its own (a pipeline's first stages) shows
+  // none rather than 0; the run's loss is combined at the end.
+  const std::string loss_text = topo_.computes_loss ? fmt::format("{:.4f}", r.loss) : "-";
+  progress_.update(step, LoopProgress::Clock::now(), fmt::format("loss {}, {:.1f} ms/step", loss_text, r.times.ms));
+  if (obs_.hooks.after_step) obs_.hooks.after_step(step);
+  if (leader_ && (step % cfg_.log_every == 0 || step == b_.total_steps)) {
+    const double sps = 1000.0 * static_cast<double>(r.samples) / r.times.ms;
+    const double peak = run_.peak_tflops;
+    const double mfu =
+        peak > 0 ? sps * run_.flops_per_sample / static_cast<double>(run_.devices_total(ctx_)) / (peak * 1e12) : 0;
+    progress_.finish();
+    spdlog::info("step {:>6}/{}  loss {}  lr {:.3e}  {:8.1f} ms  {:9.1f} samples/s  MFU {}", step, b_.total_steps,
+                 loss_text, lr, r.times.ms, sps, peak > 0 ? fmt::format("{:.1f}%", 100 * mfu) : "n/a");
+  }
+}
+
+Steps StepLoop::run() {
+  const int64_t n = run_.data->size();
+  for (int64_t epoch = 0; step_ < b_.total_steps && !out_.stopped; ++epoch) {
+    auto order = train::epoch_indices(n, epoch, cfg_.seed, topo_.data_rank, topo_.data_ranks);
+    for (int64_t m = 0; m + b_.grad_accum <= b_.micro_per_epoch && step_ < b_.total_steps; m += b_.grad_accum) {
+      if (obs_.hooks.stop_before && (out_.stopped = obs_.hooks.stop_before(step_))) break;
+      one_step(order, epoch, m);
     }
   }
-  progress.finish();
-  if (graph && !graph->captured())
-    out.cuda_graph = fmt::format("not captured: the run ended within the {} eager warm-up steps", kGraphWarmupSteps);
-  if (out.short_steps > 0 && leader)
+  progress_.finish();
+  if (graph_ && !graph_->captured())
+    out_.cuda_graph = fmt::format("not captured: the run ended within the {} eager warm-up steps", kGraphWarmupSteps);
+  if (out_.short_steps > 0 && leader_)
     spdlog::info("--cuda-graph: {} step(s) with an epoch's short last micro-batch ran outside the graph",
-                 out.short_steps);
-  sampling.sample_now();  // the timed window's last boundary
-  sampling.set_step(monitor::kDone);
-  out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
-  return out;
+                 out_.short_steps);
+  obs_.sampling.sample_now();  // the timed window's last boundary
+  obs_.sampling.set_step(monitor::kDone);
+  out_.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start_).count();
+  return std::move(out_);
 }
+
+}  // namespace
+
+Steps train_steps(Run& run, const RunContext& ctx, const LoopObservers& obs) { return StepLoop(run, ctx, obs).run(); }
 
 }  // namespace hpcbench::run

@@ -28,7 +28,14 @@ struct Steps {
   int64_t short_steps = 0;
 };
 
-Steps train_steps(Run& run, const train::TrainConfig& cfg, const RunContext& ctx, const TrainHooks& hooks,
-                  monitor::JobSampling& sampling, tensorboard::RunLog& tb);
+// What the loop reports to as it goes, besides the steps it returns.
+struct LoopObservers {
+  const TrainHooks& hooks;
+  monitor::JobSampling& sampling;
+  tensorboard::RunLog& tb;
+};
+
+// The run's optimizer steps on this rank, as run.cfg and run.batch say.
+Steps train_steps(Run& run, const RunContext& ctx, const LoopObservers& obs);
 
 }  // namespace hpcbench::run

@@ -1,38 +1,18 @@
 #pragma once
-// The job's figures: every rank's steps combined (a step ends when its
-// slowest rank ends it; its loss is the mean over the ranks that compute
-// one), each rank's memory and timing gathered, and then the run record and
-// run.json's sections filled, in one place.
+// The run's output once every rank's steps are combined (combine.h): the
+// run record (result.h), run.json's sections and the sampler's rows.
 #include <optional>
-#include <vector>
 
 #include "monitor/job_sampling.h"
 #include "run/build.h"
+#include "run/combine.h"
 #include "run/evaluate.h"
-#include "run/loop.h"
 #include "run/trainer.h"
 
 namespace hpcbench::run {
 
-struct JobSteps {
-  std::vector<results::StepRecord> steps;  // the job's: the slowest rank's time, the mean loss
-  int64_t timed_from = 0;                  // steps before it are the timing warm-up
-  std::vector<double> rank_median_ms;      // each rank's own median step (empty for one rank)
-  std::vector<results::RankTiming> rank_timing;
-  std::vector<int64_t> rank_state_bytes, rank_peak_bytes;
-  double wall_s = 0;
-  int64_t steps_planned = 0;
-  bool stopped = false;  // a stop signal ended training early
-  std::string cuda_graph;   // Steps::cuda_graph
-  int64_t short_steps = 0;  // Steps::short_steps
-};
-
-// Collective: every rank calls it; every rank gets the job's figures.
-JobSteps combine_ranks(const Run& run, const train::TrainConfig& cfg, const RunContext& ctx, Steps steps);
-
-// The run's output (rank 0's is the job's): the record, run.json's sections,
-// the sampler's rows.
-TrainOutput summarise(const Run& run, const train::TrainConfig& cfg, const RunContext& ctx, JobSteps job,
-                      const std::optional<Evaluation>& evaluation, const monitor::JobSampling::Job& sampled);
+// The run's output (rank 0's is the job's).
+TrainOutput summarise(const Run& run, const RunContext& ctx, JobSteps job, const std::optional<Evaluation>& evaluation,
+                      const monitor::JobSampling::Job& sampled);
 
 }  // namespace hpcbench::run

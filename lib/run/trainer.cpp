@@ -11,6 +11,7 @@
 #include "run/build.h"
 #include "run/evaluate.h"
 #include "run/loop.h"
+#include "run/result.h"
 #include "run/summary.h"
 #include "tensorboard/run_log.h"
 
@@ -20,9 +21,9 @@ namespace {
 
 // The node's first rank samples its ranks' GPUs (a GPU run, or a library
 // named by HPCBENCH_NVML_LIBRARY) and, on CPU runs, their process trees.
-monitor::JobSamplingOptions sampling_options(const train::TrainConfig& cfg, const Run& run, const RunContext& ctx) {
+monitor::JobSamplingOptions sampling_options(const Run& run, const RunContext& ctx) {
   monitor::JobSamplingOptions o;
-  o.interval_ms = cfg.sample_ms;
+  o.interval_ms = run.cfg.sample_ms;
   const char* nvml_override = std::getenv("HPCBENCH_NVML_LIBRARY");
   o.gpus = !run.device.is_cpu() || (nvml_override && *nvml_override);
   o.cpu_ranks = run.device.is_cpu();
@@ -33,8 +34,9 @@ monitor::JobSamplingOptions sampling_options(const train::TrainConfig& cfg, cons
   return o;
 }
 
-SampleOrder sample_order(const Run& run, const train::TrainConfig& cfg, const Steps& steps) {
-  return {run.data.get(), cfg.seed, run.topology.data_ranks, run.micro_rows, cfg.grad_accum, steps.origin};
+SampleOrder sample_order(const Run& run, const Steps& steps) {
+  return {run.data.get(), run.cfg.seed, run.topology.data_ranks, run.batch.micro_rows, run.batch.grad_accum,
+          steps.origin};
 }
 
 }  // namespace
@@ -42,7 +44,7 @@ SampleOrder sample_order(const Run& run, const train::TrainConfig& cfg, const St
 TrainOutput train(const train::TrainConfig& cfg, const strategies::Choice& choice, const RunContext& ctx,
                   const TrainHooks& hooks) {
   auto run = build(cfg, choice, ctx);
-  auto& updater = *run.topology.updater;
+  auto& updater = *run.updater;
   const bool leader = ctx.rank == 0;
   if (!hooks.initial_checkpoint.empty()) {
     updater.gather_whole();  // collective where parameters are partitioned: every rank
@@ -50,22 +52,25 @@ TrainOutput train(const train::TrainConfig& cfg, const strategies::Choice& choic
   }
   // Sampled from here to the end of evaluation; stops (joins its thread)
   // whichever way train() ends.
-  monitor::JobSampling sampling(sampling_options(cfg, run, ctx),
+  monitor::JobSampling sampling(sampling_options(run, ctx),
                                 [&ctx](const std::string& key, const std::string& mine) { return ctx.exchange(key, mine); });
   tensorboard::RunLog tb({.dir = leader ? hooks.tensorboard_dir : std::filesystem::path(),
-                          .global_batch = run.global_batch, .settings = describe(cfg), .sampler = sampling.sampler(),
-                          .host = hostname(), .several_nodes = ctx.nodes > 1, .flush_secs = 2});
+                          .global_batch = run.batch.global_batch, .settings = run.settings,
+                          .sampler = sampling.sampler(), .host = hostname(), .several_nodes = ctx.nodes > 1,
+                          .flush_secs = 2});
 
-  auto steps = train_steps(run, cfg, ctx, hooks, sampling, tb);
+  auto steps = train_steps(run, ctx, {hooks, sampling, tb});
   if (steps.stopped && steps.records.empty()) {
     // Stopped before its first step (every rank at the same boundary): no
     // figure exists, and the job writes no results folder.
+    JobSteps none;
+    none.stopped = true;
     TrainOutput out;
-    out.result.status = "interrupted";
+    out.result = run_result(run, ctx, none, nullptr, nullptr);
     return out;
   }
-  if (leader && hooks.after_training) hooks.after_training(sample_order(run, cfg, steps));
-  auto job = combine_ranks(run, cfg, ctx, std::move(steps));
+  if (leader && hooks.after_training) hooks.after_training(sample_order(run, steps));
+  auto job = combine_ranks(run, ctx, std::move(steps));
 
   // Whole parameters on every rank before the checkpoint and evaluation.
   updater.gather_whole();
@@ -74,11 +79,11 @@ TrainOutput train(const train::TrainConfig& cfg, const strategies::Choice& choic
   if (!cfg.eval_data.empty() && !job.stopped) {
     sampling.set_step(monitor::kEvaluation);
     monitor::nvtx::Scope range(!run.device.is_cpu(), "evaluation");
-    evaluation = evaluate(cfg, run.model, run.device, ctx);
+    evaluation = evaluate(run, ctx);
     sampling.set_step(monitor::kDone);
   }
   auto sampled = sampling.finish(job.timed_from + 1, static_cast<int64_t>(job.steps.size()));
-  auto out = summarise(run, cfg, ctx, std::move(job), evaluation, sampled);
+  auto out = summarise(run, ctx, std::move(job), evaluation, sampled);
   tb.finish(out.steps, out.result, out.utilisation_csv);
   return out;
 }

@@ -66,6 +66,13 @@ struct Topology {
   std::string options;            // strategy_options as the run records them (options resolved, facts)
   double state_theory_bytes = 0;  // the memory model's figure for this rank (docs/memory.md)
   double bubble_theory = -1;      // a pipeline's (P - 1) / (M + P - 1); -1: no pipeline
+};
+
+// What set-up hands the trainer: where this rank sits, and the updater, the
+// optimizer that steps what this rank holds (updater.h). The updater refers
+// to the strategy's state, so it must not outlive the strategy.
+struct SetUp {
+  Topology topology;
   std::unique_ptr<Updater> updater;
 };
 
@@ -85,7 +92,7 @@ class Strategy {
   // Once, before training: the model is on ctx.device with its initial
   // weights; the strategy makes it its own (replicas broadcast from rank 0,
   // shards cut, ...) and says where this rank sits and how it steps.
-  virtual Topology setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) = 0;
+  virtual SetUp setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) = 0;
   // Forward and backward of one micro-batch (already on the device); `scale`
   // multiplies the loss before backward (accumulation and fp16 loss scaling).
   // `last_micro` is true on the micro-step that ends an accumulation, when

@@ -18,6 +18,38 @@ std::string shell_quote(std::string_view word) {
   return out + "'";
 }
 
+namespace {
+
+// The srun line that runs the job's ranks, each argument quoted for the shell.
+std::string run_command(const SweepOptions& opts, const SweepJob& job, const std::filesystem::path& sweep_dir) {
+  std::vector<std::string> cmd = {"srun", "\"${srun_opts[@]}\"", opts.hpcbench.string(), "run",
+                                  "--strategy", job.strategy, "--results-dir",
+                                  (sweep_dir / "runs").string(), "--run-name", job.name};
+  if (job.repeat_index > 0)
+    for (auto& a : {std::string("--repeat-group"), job.repeat_group, std::string("--repeat-index"),
+                    std::to_string(job.repeat_index)})
+      cmd.push_back(a);
+  if (opts.cpu) {
+    cmd.push_back("--device");
+    cmd.push_back("cpu");
+  }
+  if (opts.global_batch > 0) {
+    cmd.push_back("--batch-size");
+    cmd.push_back(std::to_string(opts.global_batch / job.replicas()));
+  }
+  cmd.insert(cmd.end(), opts.run_args.begin(), opts.run_args.end());
+  std::string joined;
+  // Appended piece by piece rather than (i ? " " : "") + ..., on which GCC 12
+  // reports false -Wstringop-overflow/-Wrestrict warnings in char_traits.h.
+  for (size_t i = 0; i < cmd.size(); ++i) {
+    if (i) joined += ' ';
+    joined += i == 1 ? cmd[i] : shell_quote(cmd[i]);
+  }
+  return joined;
+}
+
+}  // namespace
+
 std::string render_job_script(const SweepOptions& opts, const SweepJob& job,
                               const std::filesystem::path& sweep_dir) {
   std::string s;
@@ -69,29 +101,7 @@ std::string render_job_script(const SweepOptions& opts, const SweepJob& job,
   }
   line("");
   line("echo \"hpcbench sweep job $SLURM_JOB_ID: " + job.name + " on $SLURM_JOB_NODELIST\"");
-  std::vector<std::string> cmd = {"srun", "\"${srun_opts[@]}\"", opts.hpcbench.string(), "run",
-                                  "--strategy", job.strategy, "--results-dir",
-                                  (sweep_dir / "runs").string(), "--run-name", job.name};
-  if (job.repeat_index > 0)
-    for (auto& a : {std::string("--repeat-group"), job.repeat_group, std::string("--repeat-index"),
-                    std::to_string(job.repeat_index)})
-      cmd.push_back(a);
-  if (opts.cpu) {
-    cmd.push_back("--device");
-    cmd.push_back("cpu");
-  }
-  if (opts.global_batch > 0) {
-    cmd.push_back("--batch-size");
-    cmd.push_back(std::to_string(opts.global_batch / job.replicas()));
-  }
-  cmd.insert(cmd.end(), opts.run_args.begin(), opts.run_args.end());
-  std::string joined;
-  // Appended piece by piece rather than (i ? " " : "") + ..., on which GCC 12
-  // reports false -Wstringop-overflow/-Wrestrict warnings in char_traits.h.
-  for (size_t i = 0; i < cmd.size(); ++i) {
-    if (i) joined += ' ';
-    joined += i == 1 ? cmd[i] : shell_quote(cmd[i]);
-  }
+  const std::string joined = run_command(opts, job, sweep_dir);
   line("# One failed rank ends the step (--kill-on-bad-exit) instead of leaving the");
   line("# others waiting in a collective until the time limit. srun does not");
   line("# inherit -c from the job in every SLURM release: pass it on.");

@@ -50,8 +50,8 @@ std::filesystem::path feature_cache_dir(const TrainConfig& cfg) {
   return cfg.cache_dir.empty() ? data::default_feature_cache_dir() : std::filesystem::path(cfg.cache_dir);
 }
 
-data::Features training_features(const TrainConfig& cfg, const model::BertConfig& mcfg) {
-  auto fcfg = feature_config(cfg);
+data::Features training_features(const TrainConfig& cfg, const model::BertConfig& mcfg,
+                                 const data::FeatureConfig& fcfg) {
   if (cfg.train_data == "synthetic")
     return data::synthetic_features(static_cast<size_t>(cfg.synthetic_samples), fcfg, mcfg.vocab_size,
                                      static_cast<uint64_t>(cfg.seed));

@@ -31,8 +31,10 @@ data::FeatureConfig feature_config(const TrainConfig& cfg);
 // --cache-dir: empty means the default folder, "none" disables the cache.
 std::filesystem::path feature_cache_dir(const TrainConfig& cfg);
 
-// Synthetic features (seeded) or real SQuAD features (cached).
-data::Features training_features(const TrainConfig& cfg, const model::BertConfig& mcfg);
+// Synthetic features (seeded) or real SQuAD features (cached), windowed as
+// `windows` says (feature_config).
+data::Features training_features(const TrainConfig& cfg, const model::BertConfig& mcfg,
+                                 const data::FeatureConfig& windows);
 
 // What a results row records as "data", so that runs on different data are
 // never compared: "synthetic:<n>:seed<seed>" or "<file name>:<n> features".

@@ -290,16 +290,9 @@ void StepTimer::reap() {
   }
 }
 
-StepTimes StepTimer::end() {
-  StepTimes t;
-  std::unique_lock<std::mutex> lock(mutex_);
-  active_ = false;
-  if (nvtx_) {
-    if (phase_open_) monitor::nvtx::end(phase_range_);
-    phase_open_ = false;
-    monitor::nvtx::pop();
-    last_sequence_ = sequence_;
-  }
+// The phases' times from the marks, after the last mark's event (the step's
+// one synchronisation on an accelerator); returns each phase's span.
+std::vector<std::pair<Phase, Interval>> StepTimer::phase_times(StepTimes& t) {
   if (!device_.is_cpu() && !marks_.empty()) {
     auto& last = marks_.back().second;
     if (last.graph_event) last.graph_event->synchronize();
@@ -314,36 +307,33 @@ StepTimes StepTimer::end() {
     prev = at;
   }
   t.ms = prev;
-  t.collectives = static_cast<int>(collectives_.size());
-  if (replayed_) {
-    // The graph issued the captured collectives again, unseen by the host.
-    t.collectives += captured_collectives_;
-    t.comm_untimed += captured_collectives_;
-  }
-  // The compute stream, which waited for every collective waited for, has
-  // run to its end: what is still held can be read now, or never.
-  if (timing_ == CommTiming::WorkDuration) {
-    lock.unlock();
-    reap();
-    lock.lock();
-    for (auto& c : collectives_) {
-      if (!c.work) continue;
-      try {
-        c.duration_ms = c.work->getDuration();
-        c.timed = true;
-      } catch (const std::exception&) {
-      }
-      c.work.reset();
-    }
-  }
+  return phase_spans;
+}
 
+// WorkDuration: the compute stream, which waited for every collective
+// waited for, has run to its end: what is still held can be read now, or
+// never.
+void StepTimer::read_held_durations(std::unique_lock<std::mutex>& lock) {
+  lock.unlock();
+  reap();
+  lock.lock();
+  for (auto& c : collectives_) {
+    if (!c.work) continue;
+    try {
+      c.duration_ms = c.work->getDuration();
+      c.timed = true;
+    } catch (const std::exception&) {
+    }
+    c.work.reset();
+  }
+}
+
+// The step's communication as intervals on the collectives' clock, ending
+// at `comm_end` at the latest: when collectives ran (comm) and when the
+// computation waited for them (exposed); counts in t what could not be timed.
+std::pair<std::vector<Interval>, std::vector<Interval>> StepTimer::comm_spans(StepTimes& t, double comm_end) {
   // Each wait's interval; a collective is done once its wait returns, which
   // bounds a CPU collective whose completion callback had not yet run.
-  // Communication is measured on its own clock (host clocks for Gloo, on any
-  // device); a step's end on that clock is now, after the synchronisation.
-  const double comm_end =
-      timing_ == CommTiming::HostClocks ? std::chrono::duration<double, std::milli>(Clock::now() - start_.t).count()
-                                        : t.ms;
   std::vector<Interval> waits;
   std::vector<double> wait_end(collectives_.size(), -1);
   for (auto& w : waits_) {
@@ -395,6 +385,33 @@ StepTimes StepTimer::end() {
     }
     exposed.push_back(span);
   }
+  return {std::move(comm), std::move(exposed)};
+}
+
+StepTimes StepTimer::end() {
+  StepTimes t;
+  std::unique_lock<std::mutex> lock(mutex_);
+  active_ = false;
+  if (nvtx_) {
+    if (phase_open_) monitor::nvtx::end(phase_range_);
+    phase_open_ = false;
+    monitor::nvtx::pop();
+    last_sequence_ = sequence_;
+  }
+  const auto phase_spans = phase_times(t);
+  t.collectives = static_cast<int>(collectives_.size());
+  if (replayed_) {
+    // The graph issued the captured collectives again, unseen by the host.
+    t.collectives += captured_collectives_;
+    t.comm_untimed += captured_collectives_;
+  }
+  if (timing_ == CommTiming::WorkDuration) read_held_durations(lock);
+  // Communication is measured on its own clock (host clocks for Gloo, on any
+  // device); a step's end on that clock is now, after the synchronisation.
+  const double comm_end =
+      timing_ == CommTiming::HostClocks ? std::chrono::duration<double, std::milli>(Clock::now() - start_.t).count()
+                                        : t.ms;
+  const auto [comm, exposed] = comm_spans(t, comm_end);
   t.comm_ms = union_ms(comm);
   t.comm_exposed_ms = union_ms(exposed);
   for (auto& [phase, span] : phase_spans) {

@@ -147,6 +147,10 @@ class StepTimer final : public dist::CommObserver {
   // lets go of them. Queries outside the lock: a device query may block on
   // the driver, and autograd's threads call the hooks concurrently.
   void reap();
+  // The pieces of end(), under mutex_ (step_timer.cpp says what each does).
+  std::vector<std::pair<Phase, Interval>> phase_times(StepTimes& t);
+  void read_held_durations(std::unique_lock<std::mutex>& lock);
+  std::pair<std::vector<Interval>, std::vector<Interval>> comm_spans(StepTimes& t, double comm_end);
 
   void open_phase_range();
 

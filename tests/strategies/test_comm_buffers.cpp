@@ -146,8 +146,8 @@ TEST_CASE("comm buffers worker", "[.][comm_buffers_worker]") {
   auto* strategy = dynamic_cast<strategies::shard::Sharded*>(made.get());
   REQUIRE(strategy);
   strategies::StrategyContext sctx{c10::kCPU, rank, world, "fp32", comm, {}, {1e-3, 0.01, 0.9, 0.999, 1e-6}};
-  auto topo = strategy->setup(model, sctx);
-  auto& updater = *topo.updater;
+  auto [topo, updater_of] = strategy->setup(model, sctx);
+  auto& updater = *updater_of;
   train::StepTimer timer(c10::kCPU);
   comm->set_observer(&timer);
   int64_t peak = 0;

@@ -74,14 +74,14 @@ Measured one_step(const std::string& name) {
     }
     auto strategy = strategies::make_strategy(choice);
     ctx.optimizer = {1e-3, 0.01, 0.9, 0.999, 1e-6};
-    auto topo = strategy->setup(model, ctx);
+    auto [topo, updater_of] = strategy->setup(model, ctx);
     train::StepTimer timer(c10::kCPU);
     timer.begin();
     strategy->forward_backward(model, b, 1.0, true, timer);
     strategy->finish_gradients(timer);
-    topo.updater->step();
+    updater_of->step();
     m.held = alloc.now() - before;
-    m.counted = topo.updater->state_bytes();
+    m.counted = updater_of->state_bytes();
     m.theory = topo.state_theory_bytes;
   }
   return m;

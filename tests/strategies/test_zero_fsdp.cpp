@@ -234,8 +234,8 @@ TEST_CASE("shard worker", "[.][shard_worker]") {
     strategies::StrategyContext sctx{c10::kCPU, rank, world, spec.precision, comm, {}, ocfg};
     for (int r = 0; r < world && !spec.hosts.empty(); ++r)
       sctx.hosts.push_back(spec.hosts == "hb" ? (r < world / 2 ? "n1" : "n2") : (r % 2 ? "n2" : "n1"));
-    auto topo = strategy->setup(model, sctx);
-    auto& updater = *topo.updater;
+    auto [topo, updater_of] = strategy->setup(model, sctx);
+    auto& updater = *updater_of;
     // The parameters the model computes with are in the compute dtype.
     result["compute_bytes"] = at::full({1}, double(model->parameters().front().element_size()), at::kDouble);
     size_t state_bytes = 0;

@@ -4,15 +4,15 @@
 
 namespace hpcbench::strategies {
 
-Topology Baseline::setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) {
+SetUp Baseline::setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) {
   ctx_ = ctx;
   int64_t parameters = 0;
   for (auto& p : model->parameters()) parameters += p.numel();
   masters_ = resident_weights(model, ctx.fused, ctx.precision);
   auto t = replica_topology(ctx);
   t.state_theory_bytes = replicated_state_bytes(parameters, masters_ != nullptr);
-  t.updater = std::make_unique<ReplicatedUpdater>(model, ctx.optimizer, nullptr, masters_);
-  return t;
+  std::unique_ptr<Updater> updater = std::make_unique<ReplicatedUpdater>(model, ctx.optimizer, nullptr, masters_);
+  return {std::move(t), std::move(updater)};
 }
 
 at::Tensor Baseline::forward_backward(model::BertForQuestionAnswering& model, const train::Batch& b, double scale,

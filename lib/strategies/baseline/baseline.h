@@ -6,7 +6,7 @@ namespace hpcbench::strategies {
 // One device, no parallelism: the reference every speedup is measured against.
 class Baseline final : public Strategy {
  public:
-  Topology setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) override;
+  SetUp setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) override;
   at::Tensor forward_backward(model::BertForQuestionAnswering& model, const train::Batch& batch,
                               double scale, bool last_micro, train::StepTimer& timer) override;
 

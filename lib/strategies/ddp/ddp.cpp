@@ -55,7 +55,7 @@ void Ddp::assign_buckets() {
   }
 }
 
-Topology Ddp::setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) {
+SetUp Ddp::setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) {
   ctx_ = ctx;
   if (!ctx.comm) fail("--strategy ddp needs the job's communicator (internal: none was created)");
   auto& comm = *ctx.comm;
@@ -107,12 +107,12 @@ Topology Ddp::setup(model::BertForQuestionAnswering& model, const StrategyContex
   t.state_theory_bytes = replicated_state_bytes(numel, masters_ != nullptr);
   // The buckets are counted with the parameters, gradients and Adam's states
   // (the gradients are their views: each storage once).
-  t.updater = std::make_unique<ReplicatedUpdater>(model, ctx.optimizer, [this] {
+  std::unique_ptr<Updater> updater = std::make_unique<ReplicatedUpdater>(model, ctx.optimizer, [this] {
     std::vector<at::Tensor> flats;
     for (auto& b : buckets_) flats.push_back(b.flat);
     return flats;
   }, masters_);
-  return t;
+  return {std::move(t), std::move(updater)};
 }
 
 // DDP's Reducer::mark_variable_ready_dense with gradient_as_bucket_view: a

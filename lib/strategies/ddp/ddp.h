@@ -25,7 +25,7 @@ class Ddp final : public Strategy {
  public:
   explicit Ddp(const Choice& choice);
   ~Ddp() override;
-  Topology setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) override;
+  SetUp setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) override;
   at::Tensor forward_backward(model::BertForQuestionAnswering& model, const train::Batch& batch,
                               double scale, bool last_micro, train::StepTimer& timer) override;
   void finish_gradients(train::StepTimer& timer) override;

@@ -45,7 +45,7 @@ void parallel_apply(size_t n, F&& f) {
 
 }  // namespace
 
-Topology Dp::setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) {
+SetUp Dp::setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) {
   place(model, ctx);
   std::string devs;
   // Appended piece by piece: GCC 12 reports false -Wstringop-overflow and
@@ -66,8 +66,8 @@ Topology Dp::setup(model::BertForQuestionAnswering& model, const StrategyContext
   int64_t n = 0;
   for (auto& p : params_) n += p.numel();
   t.state_theory_bytes = replicated_state_bytes(n);
-  t.updater = std::make_unique<ReplicatedUpdater>(model, ctx.optimizer);
-  return t;
+  std::unique_ptr<Updater> updater = std::make_unique<ReplicatedUpdater>(model, ctx.optimizer);
+  return {std::move(t), std::move(updater)};
 }
 
 void Dp::place(model::BertForQuestionAnswering& model, const StrategyContext& ctx) {

@@ -15,7 +15,7 @@ namespace hpcbench::strategies {
 class Dp final : public Strategy {
  public:
   explicit Dp(const Choice& choice) : choice_(choice) {}
-  Topology setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) override;
+  SetUp setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) override;
   at::Tensor forward_backward(model::BertForQuestionAnswering& model, const train::Batch& batch,
                               double scale, bool last_micro, train::StepTimer& timer) override;
 

@@ -114,7 +114,7 @@ Pipeline::Pipeline(const Choice& choice) : choice_(choice), opts_(choice.as<pipe
 
 Pipeline::~Pipeline() = default;
 
-Topology Pipeline::setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) {
+SetUp Pipeline::setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) {
   ctx_ = ctx;
   if (!ctx.comm) fail("--strategy pipeline needs the job's communicator (internal: none was created)");
   const auto l = pipeline::layout_of(opts_, ctx.world_size);
@@ -166,8 +166,8 @@ Topology Pipeline::setup(model::BertForQuestionAnswering& model, const StrategyC
   }
   t.state_theory_bytes = replicated_state_bytes(most);
   t.bubble_theory = pipeline::theoretical_bubble(l.stages, static_cast<int>(opts_.micro_batches));
-  t.updater = std::make_unique<StageUpdater>(model, counts, s, pp_comm_, ctx.optimizer);
-  return t;
+  std::unique_ptr<Updater> updater = std::make_unique<StageUpdater>(model, counts, s, pp_comm_, ctx.optimizer);
+  return {std::move(t), std::move(updater)};
 }
 
 at::Tensor Pipeline::forward_backward(model::BertForQuestionAnswering&, const train::Batch& batch, double scale,

@@ -26,7 +26,7 @@ class Pipeline final : public Strategy {
  public:
   explicit Pipeline(const Choice& choice);
   ~Pipeline() override;
-  Topology setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) override;
+  SetUp setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) override;
   at::Tensor forward_backward(model::BertForQuestionAnswering& model, const train::Batch& batch, double scale,
                               bool last_micro, train::StepTimer& timer) override;
   void finish_gradients(train::StepTimer& timer) override;

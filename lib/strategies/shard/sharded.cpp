@@ -26,7 +26,7 @@ Sharded::Sharded(ShardingPlan plan, Record record) : record_(std::move(record)) 
 
 Sharded::~Sharded() { clear_grad_hooks(s_.params); }
 
-Topology Sharded::setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) {
+SetUp Sharded::setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) {
   s_.ctx = ctx;
   if (!ctx.comm) fail("--strategy {} needs the job's communicator (internal: none was created)", s_.plan.name);
   auto& plan = s_.plan;
@@ -50,8 +50,8 @@ Topology Sharded::setup(model::BertForQuestionAnswering& model, const StrategyCo
   auto t = replica_topology(ctx);
   t.options = record_(plan);
   t.state_theory_bytes = theoretical_state_bytes(s_);
-  t.updater = std::make_unique<ShardedUpdater>(s_, ctx.optimizer);
-  return t;
+  std::unique_ptr<Updater> updater = std::make_unique<ShardedUpdater>(s_, ctx.optimizer);
+  return {std::move(t), std::move(updater)};
 }
 
 void Sharded::on_grad_ready(size_t index) {

@@ -30,7 +30,7 @@ class Sharded final : public Strategy, public model::UnitHooks {
   using Record = std::function<std::string(const ShardingPlan& resolved)>;
   Sharded(ShardingPlan plan, Record record);
   ~Sharded() override;
-  Topology setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) override;
+  SetUp setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) override;
   at::Tensor forward_backward(model::BertForQuestionAnswering& model, const train::Batch& batch, double scale,
                               bool last_micro, train::StepTimer& timer) override;
   void finish_gradients(train::StepTimer& timer) override;

@@ -157,7 +157,7 @@ class TensorParallel final : public Strategy {
  public:
   explicit TensorParallel(const Choice& choice) : choice_(choice) {}
 
-  Topology setup(model::BertForQuestionAnswering& whole, const StrategyContext& ctx) override {
+  SetUp setup(model::BertForQuestionAnswering& whole, const StrategyContext& ctx) override {
     ctx_ = ctx;
     if (!ctx.comm) fail("--strategy tensor needs the job's communicator (internal: none was created)");
     auto& comm = *ctx.comm;
@@ -197,8 +197,8 @@ class TensorParallel final : public Strategy {
     in.units = whole->config().unit_parameters();
     in.shape = per_node > 0 ? Shape{ctx.world_size / per_node, per_node} : Shape{1, ctx.world_size};
     t.state_theory_bytes = choice_.memory(in).total();
-    t.updater = std::make_unique<ShardUpdater>(shard_, whole, ctx.optimizer, ctx.comm.get());
-    return t;
+    std::unique_ptr<Updater> updater = std::make_unique<ShardUpdater>(shard_, whole, ctx.optimizer, ctx.comm.get());
+    return {std::move(t), std::move(updater)};
   }
 
   at::Tensor forward_backward(model::BertForQuestionAnswering&, const train::Batch& b, double scale, bool,

@@ -13,7 +13,7 @@ class Toy final : public Strategy {
  public:
   explicit Toy(const Choice& choice) : choice_(choice) {}
 
-  Topology setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) override {
+  SetUp setup(model::BertForQuestionAnswering& model, const StrategyContext& ctx) override {
     ctx_ = ctx;
     params_ = model->parameters();
     int64_t n = 0;
@@ -25,8 +25,8 @@ class Toy final : public Strategy {
     auto t = replica_topology(ctx);
     t.options = choice_.options_text();
     t.state_theory_bytes = replicated_state_bytes(n);
-    t.updater = std::make_unique<ReplicatedUpdater>(model, ctx.optimizer);
-    return t;
+    std::unique_ptr<Updater> updater = std::make_unique<ReplicatedUpdater>(model, ctx.optimizer);
+    return {std::move(t), std::move(updater)};
   }
 
   at::Tensor forward_backward(model::BertForQuestionAnswering& model, const train::Batch& b, double scale, bool,

@@ -13,7 +13,7 @@
 
 #include "core/error.h"
 #include "results/run_folder.h"
-#include "slurm_test_util.h"
+#include "slurm/slurm_test_util.h"
 #include "sweep/job_script.h"
 #include "sweep/manifest.h"
 #include "sweep/plan.h"
@@ -447,7 +447,7 @@ TEST_CASE("a sweep resumes into its own folder: only what is missing or failed i
   ::unsetenv("HPCBENCH_SQUEUE");
 }
 
-// Issue 22, class 2: --time is read as SLURM reads it, before any job is
+// --time is read as SLURM reads it, before any job is
 // written; and the signal the scripts ask for fits inside the limit.
 TEST_CASE("--time is checked as sbatch reads it, and the stop signal comes ahead of the limit", "[sweep]") {
   CHECK(sweep::parse_slurm_time("30") == 1800);

@@ -1,4 +1,4 @@
-// Issue 33, classes 5 and 7: what sbatch and squeue answer is bytes, not
+// What sbatch and squeue answer is bytes, not
 // trusted text; a sweep.json is not trusted to name files outside its
 // folder; a stuck squeue neither hangs nor outlasts a stop signal.
 #include "test_catch.h"
@@ -12,7 +12,7 @@
 
 #include "core/error.h"
 #include "core/printable.h"
-#include "slurm_test_util.h"
+#include "slurm/slurm_test_util.h"
 #include "sweep/manifest.h"
 #include "sweep/plan.h"
 #include "sweep/status.h"

@@ -149,7 +149,7 @@ std::string advice(Part p, const results::RunResult& r) {
   }
 }
 
-std::string strategy_text(const results::RunResult& r) {
+std::string strategy_with_options(const results::RunResult& r) {
   return r.strategy_options.empty() ? r.strategy : fmt::format("{} ({})", r.strategy, r.strategy_options);
 }
 
@@ -214,7 +214,7 @@ std::vector<EfficiencyRow> efficiency_rows(const Comparison& c) {
         base_origin = other.origin;
     EfficiencyRow e;
     e.name = row_name(row);
-    e.strategy = strategy_text(r);
+    e.strategy = strategy_with_options(r);
     e.devices = results::devices(r);
     const double scale = static_cast<double>(results::devices(r)) / static_cast<double>(std::max<int64_t>(results::devices(b), 1));
     // The step the table's efficiency divides: the row's (median) throughput.

@@ -44,37 +44,82 @@ else()
     message(FATAL_ERROR "curl/curl.h not found: install libcurl's headers (Debian: libcurl4-openssl-dev)")
   endif()
 endif()
+# Found through the dependency shadow folder (below), like every dependency's headers.
 add_library(hpcbench_curl_headers INTERFACE)
-target_include_directories(hpcbench_curl_headers SYSTEM INTERFACE ${HPCBENCH_CURL_INCLUDE_DIR})
+
+# --- The dependency shadow folder -------------------------------------------
+# One folder of links, build/deps-shadow, to each dependency's header folder
+# (fmt, spdlog, CLI11, nlohmann-json, toml++, Gloo, utf8proc, curl), first on
+# every target's include path. Two reasons:
+# - LibTorch's include folder carries fmt 12 headers of its own and is searched
+#   before /usr/include, so `#include <fmt/format.h>` would otherwise mix
+#   torch's headers with the compiled fmt we link (README "One fmt");
+# - every translation unit then names these headers by the same path whether
+#   they are Debian's or the staged copies of HPCBENCH_DEPS_DIR, so that the
+#   staged-headers build's compiles are the same text as the main build's, and
+#   ccache (CCACHE_BASEDIR: paths relative to the build folder) serves them.
+set(HPCBENCH_DEPS_SHADOW ${CMAKE_BINARY_DIR}/deps-shadow)
+file(REMOVE_RECURSE ${HPCBENCH_DEPS_SHADOW})
+file(MAKE_DIRECTORY ${HPCBENCH_DEPS_SHADOW})
+include_directories(BEFORE SYSTEM ${HPCBENCH_DEPS_SHADOW})
+# hpcbench_shadow(ENTRY DIR...): links deps-shadow/ENTRY to the first DIR/ENTRY
+# that exists (none: the entry is left out, and found where it is).
+function(hpcbench_shadow entry)
+  foreach(d ${ARGN})
+    # FetchContent's targets name their folder inside $<BUILD_INTERFACE:...>.
+    string(REGEX REPLACE "^\\$<BUILD_INTERFACE:(.*)>$" "\\1" d "${d}")
+    if(NOT IS_ABSOLUTE "${d}")
+      continue()
+    endif()
+    if(EXISTS ${d}/${entry})
+      file(CREATE_LINK ${d}/${entry} ${HPCBENCH_DEPS_SHADOW}/${entry} SYMBOLIC)
+      return()
+    endif()
+  endforeach()
+endfunction()
+hpcbench_shadow(curl ${HPCBENCH_CURL_INCLUDE_DIR})
 
 # --- A staged dependency folder (machines without Debian's -dev packages) --
-# tools/gpu/stage-deps.sh copies the headers of fmt, spdlog, CLI11,
+# tools/gpu/stage-deps.sh copies Debian's headers of fmt, spdlog, CLI11,
 # nlohmann-json, toml++, Gloo and utf8proc (plus libutf8proc.a) into one
-# folder; with HPCBENCH_DEPS_DIR pointing at it, fmt and spdlog are used
-# header-only and nothing else is searched for. This is how the project
-# builds on the GPU machines, which have CMake, nvcc and torch but no network.
+# folder; with HPCBENCH_DEPS_DIR pointing at it, nothing else is searched for.
+# This is how the project builds on the GPU machines, which have CMake, nvcc
+# and torch but no network. fmt, spdlog and toml++ are compiled here from the
+# staged headers (cmake/staged/) into small libraries, with the compile
+# definitions that Debian's packages give their users: the project's own
+# translation units are then the same text as in a build against the packages,
+# and a staged build after a main one (tests/gpu: gpu_staged_build) takes every
+# compile from ccache.
 set(HPCBENCH_DEPS_DIR "" CACHE PATH "Folder made by tools/gpu/stage-deps.sh")
 if(HPCBENCH_DEPS_DIR)
   set(_inc ${HPCBENCH_DEPS_DIR}/include)
-  add_library(fmt::fmt INTERFACE IMPORTED)
-  set_target_properties(fmt::fmt PROPERTIES INTERFACE_INCLUDE_DIRECTORIES ${_inc}
-    INTERFACE_COMPILE_DEFINITIONS FMT_HEADER_ONLY=1)
-  add_library(spdlog::spdlog INTERFACE IMPORTED)
-  set_target_properties(spdlog::spdlog PROPERTIES INTERFACE_INCLUDE_DIRECTORIES ${_inc}
-    INTERFACE_COMPILE_DEFINITIONS "SPDLOG_HEADER_ONLY;SPDLOG_FMT_EXTERNAL"
-    INTERFACE_LINK_LIBRARIES fmt::fmt)
-  foreach(t CLI11::CLI11 nlohmann_json::nlohmann_json tomlplusplus::tomlplusplus)
-    add_library(${t} INTERFACE IMPORTED)
-    set_target_properties(${t} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES ${_inc})
+  foreach(entry fmt spdlog CLI nlohmann toml++ gloo utf8proc.h)
+    if(NOT EXISTS ${_inc}/${entry})
+      message(FATAL_ERROR "${_inc}/${entry} is missing: stage it again with tools/gpu/stage-deps.sh")
+    endif()
+    hpcbench_shadow(${entry} ${_inc})
   endforeach()
+  add_library(hpcbench_staged_fmt STATIC ${CMAKE_CURRENT_LIST_DIR}/staged/fmt.cpp)
+  target_compile_definitions(hpcbench_staged_fmt PUBLIC FMT_SHARED)
+  add_library(fmt::fmt ALIAS hpcbench_staged_fmt)
+  add_library(hpcbench_staged_spdlog STATIC ${CMAKE_CURRENT_LIST_DIR}/staged/spdlog.cpp)
+  target_compile_definitions(hpcbench_staged_spdlog PUBLIC SPDLOG_COMPILED_LIB SPDLOG_FMT_EXTERNAL SPDLOG_SHARED_LIB)
+  target_link_libraries(hpcbench_staged_spdlog PUBLIC hpcbench_staged_fmt)
+  add_library(spdlog::spdlog ALIAS hpcbench_staged_spdlog)
+  add_library(hpcbench_staged_toml STATIC ${CMAKE_CURRENT_LIST_DIR}/staged/toml.cpp)
+  # As options, not definitions: where Debian's package puts them on the command
+  # line (after the flags), which ccache's direct mode hashes in order.
+  target_compile_options(hpcbench_staged_toml PUBLIC -DTOML_HEADER_ONLY=0 -DTOML_SHARED_LIB=1)
+  add_library(tomlplusplus::tomlplusplus ALIAS hpcbench_staged_toml)
+  foreach(t CLI11::CLI11 nlohmann_json::nlohmann_json)
+    add_library(${t} INTERFACE IMPORTED)
+  endforeach()
+  # UTF8PROC_EXPORTS is what Debian's pkg-config file gives (on Linux it only
+  # marks the declarations visibility("default"), as for a static library).
   add_library(hpcbench_utf8proc STATIC IMPORTED)
   set_target_properties(hpcbench_utf8proc PROPERTIES IMPORTED_LOCATION ${HPCBENCH_DEPS_DIR}/lib/libutf8proc.a
-    INTERFACE_INCLUDE_DIRECTORIES ${_inc} INTERFACE_COMPILE_DEFINITIONS UTF8PROC_STATIC)
-  set(HPCBENCH_GLOO_INCLUDE_DIR ${_inc} CACHE PATH "" FORCE)
-  set(HPCBENCH_FMT_SHADOW ${CMAKE_BINARY_DIR}/fmt-shadow)
-  file(MAKE_DIRECTORY ${HPCBENCH_FMT_SHADOW})
-  file(CREATE_LINK ${_inc}/fmt ${HPCBENCH_FMT_SHADOW}/fmt SYMBOLIC)
-  include_directories(BEFORE ${HPCBENCH_FMT_SHADOW})
+    INTERFACE_COMPILE_DEFINITIONS UTF8PROC_EXPORTS)
+  set(HPCBENCH_GLOO_INCLUDE_DIR ${HPCBENCH_DEPS_SHADOW} CACHE PATH "" FORCE)
   return()
 endif()
 
@@ -86,20 +131,6 @@ if(NOT fmt_FOUND)
   FetchContent_Declare(fmt GIT_REPOSITORY https://github.com/fmtlib/fmt GIT_TAG 10.2.1)
   FetchContent_MakeAvailable(fmt)
 endif()
-
-# LibTorch's include folder carries fmt 12 headers of its own and is searched
-# before /usr/include, so `#include <fmt/format.h>` would otherwise mix torch's
-# headers with the system's compiled libfmt. A folder holding only a link to
-# the chosen fmt's headers, put first on every target's include path, makes all
-# translation units (ours and torch's headers alike) see the one fmt we link.
-get_target_property(_fmt_inc fmt::fmt INTERFACE_INCLUDE_DIRECTORIES)
-list(GET _fmt_inc 0 _fmt_inc)
-set(HPCBENCH_FMT_SHADOW ${CMAKE_BINARY_DIR}/fmt-shadow)
-file(MAKE_DIRECTORY ${HPCBENCH_FMT_SHADOW})
-if(EXISTS ${_fmt_inc}/fmt/format.h)
-  file(CREATE_LINK ${_fmt_inc}/fmt ${HPCBENCH_FMT_SHADOW}/fmt SYMBOLIC)
-endif()
-include_directories(BEFORE ${HPCBENCH_FMT_SHADOW})
 
 find_package(spdlog QUIET)
 if(NOT spdlog_FOUND)
@@ -137,6 +168,23 @@ else()
   FetchContent_Declare(utf8proc GIT_REPOSITORY https://github.com/JuliaStrings/utf8proc GIT_TAG v2.9.0)
   FetchContent_MakeAvailable(utf8proc)
   add_library(hpcbench_utf8proc ALIAS utf8proc)
+endif()
+
+# The rest of the shadow folder: each dependency's folder as its target names
+# it, else where the compiler finds it by default.
+foreach(_pair fmt=fmt::fmt spdlog=spdlog::spdlog CLI=CLI11::CLI11 nlohmann=nlohmann_json::nlohmann_json
+        toml++=tomlplusplus::tomlplusplus utf8proc.h=hpcbench_utf8proc)
+  string(REGEX REPLACE "=.*" "" _entry "${_pair}")
+  string(REGEX REPLACE ".*=" "" _target "${_pair}")
+  get_target_property(_dirs ${_target} INTERFACE_INCLUDE_DIRECTORIES)
+  if(NOT EXISTS ${HPCBENCH_DEPS_SHADOW}/${_entry})
+    hpcbench_shadow(${_entry} ${_dirs} ${CMAKE_CXX_IMPLICIT_INCLUDE_DIRECTORIES})
+  endif()
+endforeach()
+# Gloo's headers (lib/distributed says why they are needed).
+find_path(HPCBENCH_GLOO_INCLUDE_DIR gloo/rendezvous/store.h HINTS $ENV{GLOO_HOME}/include)
+if(HPCBENCH_GLOO_INCLUDE_DIR)
+  hpcbench_shadow(gloo ${HPCBENCH_GLOO_INCLUDE_DIR})
 endif()
 
 if(HPCBENCH_BUILD_TESTS)

@@ -24,17 +24,17 @@ if [[ ${1:-} == --prepare ]]; then
   # TensorBoard writer, as on the GPU machines), in the folder its test uses, so that a
   # suite run already made it; then bench_kernels in the same tree where the tree has it.
   PY=${HPCBENCH_PY:-python3}
-  work=${HPCBENCH_STAGED_DIR:-$PWD/build/staged}
+  work=${HPCBENCH_STAGED_DIR:-$PWD/build-staged}
   [[ $work == /* ]] || work=$PWD/$work  # staged_build.sh checks CMake's cache for the absolute path
   tools/gpu/stage-deps.sh .gpu-deps >/dev/null
   tests/gpu/staged_build.sh "$PWD" "$work" "$PY"
   mkdir -p .gpu-run
-  strip -o .gpu-run/hpcbench "$work/build/hpcbench"
+  strip -o .gpu-run/hpcbench "$work/hpcbench"
   rm -f .gpu-run/bench_kernels
-  cmake -S . -B "$work/build" -DHPCBENCH_BUILD_BENCH=ON >/dev/null
-  if cmake --build "$work/build" --target help | grep -q '^bench_kernels:'; then
-    cmake --build "$work/build" -j"$(nproc)" --target bench_kernels >/dev/null
-    strip -o .gpu-run/bench_kernels "$(find "$work/build" -name bench_kernels -type f -perm -u+x | head -1)"
+  cmake -S . -B "$work" -DHPCBENCH_BUILD_BENCH=ON >/dev/null
+  if cmake --build "$work" --target help | grep -q '^bench_kernels:'; then
+    cmake --build "$work" -j"$(nproc)" --target bench_kernels >/dev/null
+    strip -o .gpu-run/bench_kernels "$(find "$work" -name bench_kernels -type f -perm -u+x | head -1)"
   else
     echo "run-second-table.sh: this tree has no bench_kernels target: the engine phase will say 'not built'" >&2
   fi

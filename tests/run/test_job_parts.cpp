@@ -9,6 +9,7 @@
 #include "core/hostinfo.h"
 #include "distributed/process_group.h"
 #include "run/job_checks.h"
+#include "specs/label.h"
 #include "run/job_results.h"
 #include "run/rank_context.h"
 #include "specs/spec.h"

@@ -16,6 +16,7 @@
 #include "preflight/resources.h"
 #include "run/trainer.h"
 #include "stats/stats.h"
+#include "specs/label.h"
 #include "specs/spec.h"
 #include "test_env.h"
 #include "train/setup.h"

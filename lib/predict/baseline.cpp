@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -129,6 +130,21 @@ Baseline read_baseline(const std::string& path, const std::string& row, std::str
     if (auto it = settings.find("model"); it != settings.end()) *model_path = it->second;
   }
   return b;
+}
+
+Shape shape_of(const results::RunResult& row) {
+  Shape shape;
+  shape.nodes = static_cast<int>(std::max<int64_t>(1, row.nodes));
+  shape.gpus_per_node = static_cast<int>(results::devices(row) / shape.nodes);
+  return shape;
+}
+
+StepOptions step_options_of(const results::RunResult& row, const Baseline& base) {
+  StepOptions so;
+  so.compute_bytes = compute_bytes(base.precision);
+  so.reduce_bytes = so.compute_bytes;
+  so.grad_accum = static_cast<int>(std::max<int64_t>(1, row.grad_accum));
+  return so;
 }
 
 }  // namespace hpcbench::predict

@@ -37,4 +37,10 @@ std::string check_device(const Baseline& base, const System& system, bool allow_
 // Bytes of a gathered parameter under a precision: 2 for fp16/bf16, else 4.
 int compute_bytes(const std::string& precision);
 
+// The nodes and devices a measured row ran on, and the step options that
+// predict it on `base`'s precision: what the report's predicted-beside-measured
+// columns and the efficiency split both replay.
+Shape shape_of(const results::RunResult& row);
+StepOptions step_options_of(const results::RunResult& row, const Baseline& base);
+
 }  // namespace hpcbench::predict

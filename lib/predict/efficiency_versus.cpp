@@ -55,14 +55,7 @@ std::vector<PredictedParts> predicted_parts(const report::Comparison& c, const s
       base.batch = r.batch_per_device;
       auto spec = strategies::parse_record(r.strategy, r.strategy_options);
       auto layout = model_layout(model::BertConfig::preset(base.model), base.seq);
-      Shape shape;
-      shape.nodes = static_cast<int>(std::max<int64_t>(1, r.nodes));
-      shape.gpus_per_node = static_cast<int>(results::devices(r) / shape.nodes);
-      StepOptions so;
-      so.compute_bytes = compute_bytes(base.precision);
-      so.reduce_bytes = so.compute_bytes;
-      so.grad_accum = static_cast<int>(std::max<int64_t>(1, r.grad_accum));
-      auto p = predict_step(base, layout, spec, shape, comm, so);
+      auto p = predict_step(base, layout, spec, shape_of(r), comm, step_options_of(r, base));
       // The ideal's shares of the baseline (ms per optimizer step).
       const double D = e.scale;
       const auto& bt = e.base_timing.ranks.empty() ? report::RankTime{} : e.base_timing.ranks[0];

@@ -49,14 +49,7 @@ std::string versus_report(const report::Comparison& comparison, const CommModel&
       auto spec = strategies::parse_record(r.strategy, r.strategy_options);
       auto key = fmt::format("{}/{}", base.model, base.seq);
       if (!layouts.count(key)) layouts[key] = model_layout(model::BertConfig::preset(base.model), base.seq);
-      Shape shape;
-      shape.nodes = static_cast<int>(std::max<int64_t>(1, r.nodes));
-      shape.gpus_per_node = static_cast<int>(results::devices(r) / shape.nodes);
-      StepOptions so;
-      so.compute_bytes = compute_bytes(base.precision);
-      so.reduce_bytes = so.compute_bytes;
-      so.grad_accum = static_cast<int>(std::max<int64_t>(1, r.grad_accum));
-      auto p = predict_step(base, layouts[key], spec, shape, comm, so);
+      auto p = predict_step(base, layouts[key], spec, shape_of(r), comm, step_options_of(r, base));
       line(fmt::format("{:.2f}", p.step_s * 1000), fmt::format("{:+.1f}%", 100 * (p.step_s * 1000 / r.step_ms_median - 1)),
            fmt::format("{:.2f}", p.samples_per_s), base.phases_assumed ? "baseline phases assumed 1:2" : "");
     } catch (const UserError& e) {

@@ -8,21 +8,11 @@ namespace hpcbench::strategies::fsdp {
 
 namespace {
 
-class FsdpSpec final : public Spec {
+class FsdpSpec final : public shard::ShardedSpec {
  public:
   std::string name() const override { return "fsdp"; }
   std::string summary() const override {
     return "PyTorch FSDP, one unit per encoder layer, the embeddings and the head";
-  }
-  Traits traits() const override {
-    Traits t;
-    t.needs_comm = true;
-    return t;
-  }
-  std::string no_cuda_graph(const Options&) const override {
-    return "the sharded engine frees and re-allocates parameter and gradient storage inside the step "
-           "(shard/flat_param.cpp) and tracks its gathers on the host; capturing that has not been shown equal "
-           "on a GPU yet";
   }
   std::unique_ptr<Options> defaults() const override { return std::make_unique<FsdpOptions>(); }
   std::vector<std::string> always_shown() const override { return {"sharding"}; }

@@ -11,6 +11,22 @@
 
 namespace hpcbench::strategies::shard {
 
+// What zero's and fsdp's specs share: both run on the sharded engine, which
+// needs a communicator and keeps its storage on the host's books.
+class ShardedSpec : public Spec {
+ public:
+  Traits traits() const override {
+    Traits t;
+    t.needs_comm = true;
+    return t;
+  }
+  std::string no_cuda_graph(const Options&) const override {
+    return "the sharded engine frees and re-allocates parameter and gradient storage inside the step "
+           "(shard/flat_param.cpp) and tracks its gathers on the host; capturing that has not been shown equal "
+           "on a GPU yet";
+  }
+};
+
 struct ShardingPlan {
   std::string name;           // the strategy's, for collective names and errors
   bool shard_grads = false;   // reduce-scatter (else all-reduce into replicated gradients)

@@ -6,21 +6,11 @@ namespace hpcbench::strategies::zero {
 
 namespace {
 
-class ZeroSpec final : public Spec {
+class ZeroSpec final : public shard::ShardedSpec {
  public:
   std::string name() const override { return "zero"; }
   std::string summary() const override {
     return "DeepSpeed ZeRO: stage 1 partitions Adam's states, 2 also the gradients, 3 also the parameters";
-  }
-  Traits traits() const override {
-    Traits t;
-    t.needs_comm = true;
-    return t;
-  }
-  std::string no_cuda_graph(const Options&) const override {
-    return "the sharded engine frees and re-allocates parameter and gradient storage inside the step "
-           "(shard/flat_param.cpp) and tracks its gathers on the host; capturing that has not been shown equal "
-           "on a GPU yet";
   }
   std::unique_ptr<Options> defaults() const override { return std::make_unique<ZeroOptions>(); }
   std::vector<std::string> always_shown() const override { return {"stage"}; }

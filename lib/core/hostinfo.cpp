@@ -44,11 +44,12 @@ std::vector<std::pair<std::string, std::string>> job_environment() {
   return out;
 }
 
-size_t current_rss_bytes() {
+size_t current_private_bytes() {
   std::ifstream statm("/proc/self/statm");
-  size_t pages_total = 0, pages_resident = 0;
-  statm >> pages_total >> pages_resident;
-  return pages_resident * static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  size_t pages_total = 0, pages_resident = 0, pages_shared = 0;
+  statm >> pages_total >> pages_resident >> pages_shared;
+  const size_t pages = pages_resident > pages_shared ? pages_resident - pages_shared : 0;
+  return pages * static_cast<size_t>(::sysconf(_SC_PAGESIZE));
 }
 
 size_t peak_rss_bytes() {

@@ -13,8 +13,15 @@ unsigned hardware_threads();
 // and the NCCL_/GLOO_/CUDA_/OMP_ knobs. Sorted by name.
 std::vector<std::pair<std::string, std::string>> job_environment();
 
-// Resident set size of this process now and at its peak, in bytes (Linux /proc).
-size_t current_rss_bytes();
+// Resident set size of this process at its peak, in bytes (Linux).
 size_t peak_rss_bytes();
+// This process's resident memory that no other process shares, in bytes
+// (/proc/self/statm: resident less the file-backed and shared pages). Ranks
+// on one node share LibTorch's mapped libraries through the page cache, so
+// this, not the whole resident set, is what each rank adds; it also does not
+// move with how much of those libraries happens to be cached (fault-around
+// maps cached pages into the resident set: 354 MiB against 413 MiB for the
+// same binary, depending on the page cache).
+size_t current_private_bytes();
 
 }  // namespace hpcbench

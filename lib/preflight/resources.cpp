@@ -155,7 +155,7 @@ RankMemory rank_memory(const train::TrainConfig& cfg, const strategies::Choice& 
                        int ranks_per_node, bool on_accelerator) {
   RankMemory r;
   if (!on_accelerator) r.model_state = model_state_per_rank(cfg, strategy, world_size, ranks_per_node);
-  r.runtime = static_cast<double>(current_rss_bytes());
+  r.runtime = static_cast<double>(current_private_bytes());
   // Every rank holds all training features: three int32 arrays per token as
   // built, three int64 tensors per token as the trainer indexes them.
   if (cfg.train_data == "synthetic")
@@ -171,7 +171,7 @@ void check_memory(const train::TrainConfig& cfg, const strategies::Choice& strat
   const auto one = rank_memory(cfg, strategy, world_size, ranks, on_accelerator);
   const double need = one.total() * ranks;
   const std::string parts = fmt::format(
-      "{}runtime {} (this process, LibTorch loaded){}", one.model_state > 0
+      "{}runtime {} (this process's private memory, LibTorch loaded){}", one.model_state > 0
           ? fmt::format("model state {} (the memory model for {}, docs/memory.md) + ", size_text(one.model_state),
                         strategy.label())
           : "",

@@ -42,7 +42,8 @@ std::string core_warning(int ranks, int threads_per_rank, int cores, const std::
 // A lower bound of one rank's memory, in bytes: the model state the
 // strategy's memory model gives (its spec's `memory`: parameters, gradients,
 // Adam's moments, a sharded strategy's working set) where the ranks compute on
-// the host, the runtime (this process now: LibTorch loaded, nothing built)
+// the host, the runtime (this process's private memory now: LibTorch loaded, nothing
+// built; the libraries it maps are shared between the ranks)
 // and the training features where they are known (synthetic data).
 struct RankMemory {
   double model_state = 0;  // 0 on an accelerator: it is in device memory

@@ -38,6 +38,7 @@ struct CountingAllocator final : c10::Allocator {
       std::lock_guard<std::mutex> lock(mutex);
       sizes[ptr] = n;
       live += static_cast<int64_t>(n);
+      total += static_cast<int64_t>(n);
       peak = std::max(peak, live);
     }
     return c10::DataPtr(ptr, ptr, &release, c10::Device(c10::kCPU));
@@ -56,9 +57,13 @@ struct CountingAllocator final : c10::Allocator {
     std::lock_guard<std::mutex> lock(mutex);
     return peak;
   }
+  int64_t allocated_total() {  // every byte allocated so far, freed or not
+    std::lock_guard<std::mutex> lock(mutex);
+    return total;
+  }
   std::mutex mutex;
   std::unordered_map<void*, size_t> sizes;
-  int64_t live = 0, peak = 0;
+  int64_t live = 0, peak = 0, total = 0;
 };
 
 inline CountingAllocator& counting() {

@@ -137,8 +137,11 @@ struct BiasDropoutAddLayerNorm : torch::autograd::Function<BiasDropoutAddLayerNo
     c10::cuda::CUDAGuard guard(z.device());
     at::Tensor dy = grad_like(grads[0], z);
     const int64_t n = z.size(-1), rows = n == 0 ? 0 : z.numel() / n;
-    at::Tensor dx = at::empty_like(z, at::MemoryFormat::Contiguous);
+    // Without dropout x's gradient equals the residual's: one tensor, written
+    // once, is returned for both (as autograd's add backward returns its
+    // gradient for both operands, which the composite does).
     at::Tensor dresidual = at::empty_like(z, at::MemoryFormat::Contiguous);
+    at::Tensor dx = p > 0 ? at::empty_like(z, at::MemoryFormat::Contiguous) : dresidual;
     auto param_grad = [&](bool present, size_t input) {
       return present && ctx->needs_input_grad(input) ? at::empty({n}, z.options()) : at::Tensor();
     };
@@ -149,7 +152,7 @@ struct BiasDropoutAddLayerNorm : torch::autograd::Function<BiasDropoutAddLayerNo
     C10_CUDA_CHECK(launch::layernorm_backward(
         dtype_of(z), dy.const_data_ptr(), z.const_data_ptr(), mean.const_data_ptr<float>(),
         rstd.const_data_ptr<float>(), p > 0 ? keep.const_data_ptr<bool>() : nullptr, static_cast<float>(p),
-        ptr(weight), dx.mutable_data_ptr(), dresidual.mutable_data_ptr(), mut(dbias), mut(dweight), mut(dln_bias),
+        ptr(weight), p > 0 ? dx.mutable_data_ptr() : nullptr, dresidual.mutable_data_ptr(), mut(dbias), mut(dweight), mut(dln_bias),
         scratch.mutable_data_ptr<float>(), rows, n, stream()));
     return {dx, dbias, dresidual, dweight, dln_bias, at::Tensor(), at::Tensor(), at::Tensor()};
   }

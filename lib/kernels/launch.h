@@ -51,7 +51,9 @@ cudaError_t layernorm_forward(DType t, const void* x, const void* bias, const vo
                               float eps, Philox philox, int64_t rows, int64_t n, cudaStream_t stream);
 // From dy and what the forward stored: dresidual (the gradient of z), dx
 // (dresidual * keep / (1 - p)), and the sums over rows dweight, dln_bias,
-// dbias (each null when not wanted). keep null: no dropout.
+// dbias (each null when not wanted). keep null: no dropout. dx null: not
+// written (without dropout it equals dresidual, which the caller returns
+// for both).
 cudaError_t layernorm_backward(DType t, const void* dy, const void* z, const float* mean, const float* rstd,
                                const bool* keep, float p, const void* weight, void* dx, void* dresidual,
                                void* dbias, void* dweight, void* dln_bias, float* scratch, int64_t rows, int64_t n,

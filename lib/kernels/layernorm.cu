@@ -160,7 +160,7 @@ __global__ void ln_bwd(const T* __restrict__ dy, const T* __restrict__ z, const 
         mine[2 * n + c + k] += d[k];
       }
       device::store<T, VEC>(dresidual + row * n + c, dz);
-      device::store<T, VEC>(dx + row * n + c, d);
+      if (dx) device::store<T, VEC>(dx + row * n + c, d);  // null without dropout: dx is dresidual then
     }
   }
   __syncthreads();

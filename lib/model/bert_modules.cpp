@@ -2,6 +2,7 @@
 
 #include <ATen/record_function.h>
 #include "model/activation_checkpoint.h"
+#include "model/qkv_split.h"
 #include "model/sharding_units.h"
 #include "kernels/fused.h"
 
@@ -83,7 +84,16 @@ at::Tensor BertSelfAttentionImpl::forward(const at::Tensor& x, const at::Tensor&
     // [b, s, 3, heads, d] -> three [b, heads, s, d] views of the one GEMM's
     // output: SDPA takes them strided, as Hugging Face's separate
     // projections' transposed views, so nothing is copied.
-    auto parts = linear(qkv, x).view({b, s, 3, heads_, head_dim_}).permute({2, 0, 3, 1, 4}).unbind(0);
+    // HPCBENCH_QKV_GRAD=packed: the same views, their gradient written
+    // packed in one copy rather than autograd's two (model/qkv_split.h).
+    auto packed = linear(qkv, x);
+    std::array<at::Tensor, 3> parts;
+    if (qkv_packed_grad()) {
+      parts = split_qkv_packed_grad(packed, heads_, head_dim_);
+    } else {
+      auto split = packed.view({b, s, 3, heads_, head_dim_}).permute({2, 0, 3, 1, 4}).unbind(0);
+      parts = {split[0], split[1], split[2]};
+    }
     q = parts[0];
     k = parts[1];
     v = parts[2];

@@ -25,6 +25,7 @@
 #include "run/repeats.h"
 #include "run/trainer.h"
 #include "tensorboard/run_log.h"
+#include "train/profile_steps.h"
 
 namespace hpcbench::run {
 
@@ -70,9 +71,11 @@ void check_rank_start(const train::TrainConfig& cfg, const strategies::Choice& c
                       const dist::RankLayout& layout) {
   if (layout.rank == 0) {
     results::check_results_dir(cfg.results_dir);
+    // --profile's trace and table: a bert-base step's trace is a few MB on a GPU; 16 MiB a step is room.
+    const int64_t profile_bytes = train::parse_profile_steps(cfg.profile).count() * (int64_t{16} << 20);
     results::reserve_results_space(cfg.results_dir,
                                    results::results_space_estimate(cfg.max_steps, !cfg.eval_data.empty(),
-                                                                   cfg.tensorboard == "on"));
+                                                                   cfg.tensorboard == "on") + profile_bytes);
   }
   // Ranks of the built-in launcher: it checked all of this before it started them.
   if (!std::getenv("HPCBENCH_LAUNCHER_PID")) {

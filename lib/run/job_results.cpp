@@ -42,6 +42,7 @@ int write_results(const train::TrainConfig& cfg, const std::string& name, TrainO
   const nlohmann::json notice = out.details.value("interrupted", nlohmann::json::object());
   files.details = std::move(out.details);
   if (!out.utilisation_csv.empty()) files.files["utilisation.csv"] = out.utilisation_csv;
+  for (auto& [file, content] : out.files) files.files[file] = std::move(content);
   // What was measured reaches the terminal even when the folder cannot be
   // written (a disk full beyond the space set aside, a folder removed).
   std::string folder_text, write_error;

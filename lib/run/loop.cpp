@@ -99,6 +99,7 @@ class StepLoop {
   std::pair<at::Tensor, at::Tensor> graph_ready_step(bool full, const std::vector<train::Batch>& own);
   void one_step(const at::Tensor& order, int64_t epoch, int64_t m);
   void report(const results::StepRecord& r, double lr, const std::vector<std::string>& synced);
+  std::string step_kind(bool was_captured, int64_t short_before) const;
   // Micro-batch `a` of the step starting at micro-step m: rows [begin, end) of the epoch's order.
   std::pair<int64_t, int64_t> rows_of(const at::Tensor& order, int64_t m, int64_t a) const {
     const int64_t begin = (m + a) * b_.micro_rows;
@@ -133,6 +134,7 @@ class StepLoop {
   train::FusedAdamW* fused_adamw_ = nullptr;
   std::pair<at::Tensor, at::Tensor> captured_;  // the graph's loss and norm, refreshed by each replay
   int64_t step_ = 0;
+  StepProfiler profiler_;  // --profile
 };
 
 StepLoop::StepLoop(Run& run, const RunContext& ctx, const LoopObservers& obs)
@@ -155,9 +157,11 @@ StepLoop::StepLoop(Run& run, const RunContext& ctx, const LoopObservers& obs)
       loop_start_(std::chrono::steady_clock::now()),
       ops_(train::count_ops_requested()),
       syncs_(train::check_syncs_requested()),
-      slow_ms_(test_slow_rank_ms(ctx.rank)) {
+      slow_ms_(test_slow_rank_ms(ctx.rank)),
+      profiler_(cfg_.profile, run.device, leader_) {
   out_.records.reserve(static_cast<size_t>(b_.total_steps));
   if (cfg_.cuda_graph) set_up_graph();
+  profiler_.check(b_.total_steps, graph_ ? kGraphWarmupSteps + 1 : 0);
 }
 
 void StepLoop::set_up_graph() {
@@ -269,7 +273,19 @@ StepOutcome StepLoop::graph_step(const at::Tensor& order, int64_t m) {
   return o;
 }
 
+// What a step ran as, for --profile's record of what it watched.
+std::string StepLoop::step_kind(bool was_captured, int64_t short_before) const {
+  if (!cfg_.cuda_graph) return "eager";
+  if (out_.short_steps > short_before) return "eager, outside the graph (a short micro-batch)";
+  if (!graph_) return "graph-ready step, eager (" + out_.cuda_graph + ")";
+  if (graph_->captured()) return was_captured ? "graph replay" : "capture and first replay";
+  return "eager warm-up before the capture";
+}
+
 void StepLoop::one_step(const at::Tensor& order, int64_t epoch, int64_t m) {
+  profiler_.begin_step(step_ + 1);
+  const bool was_captured = graph_ && graph_->captured();
+  const int64_t short_before = out_.short_steps;
   obs_.sampling.set_step(step_ + 1);
   // The timed window's first boundary, read exactly (energy counters).
   if (step_ == cfg_.timing_warmup_steps) obs_.sampling.sample_now();
@@ -292,6 +308,7 @@ void StepLoop::one_step(const at::Tensor& order, int64_t epoch, int64_t m) {
   const auto synced = syncs_.disarm();
   results::StepRecord r;
   r.times = timer_.end();  // the step's one synchronisation
+  profiler_.end_step(step_ + 1, step_kind(was_captured, short_before));
   if (auto f = run_.strategy->step_facts(); f.window_ms > 0) r.bubble = f.idle_ms / f.window_ms;
   r.step = ++step_;
   r.epoch = epoch;
@@ -346,6 +363,7 @@ Steps StepLoop::run() {
     }
   }
   progress_.finish();
+  out_.profile = profiler_.take();
   if (graph_ && !graph_->captured())
     out_.cuda_graph = fmt::format("not captured: the run ended within the {} eager warm-up steps", kGraphWarmupSteps);
   if (out_.short_steps > 0 && leader_)

@@ -11,6 +11,7 @@
 #include "monitor/job_sampling.h"
 #include "results/steps.h"
 #include "run/build.h"
+#include "run/step_profile.h"
 #include "run/trainer.h"
 #include "tensorboard/run_log.h"
 
@@ -26,6 +27,7 @@ struct Steps {
   // the steps that ran outside the graph because a micro-batch was short.
   std::string cuda_graph;
   int64_t short_steps = 0;
+  Profile profile;  // --profile's trace and table (rank 0)
 };
 
 // What the loop reports to as it goes, besides the steps it returns.

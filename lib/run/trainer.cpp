@@ -70,6 +70,7 @@ TrainOutput train(const train::TrainConfig& cfg, const strategies::Choice& choic
     return out;
   }
   if (leader && hooks.after_training) hooks.after_training(sample_order(run, steps));
+  auto profile = std::move(steps.profile);
   auto job = combine_ranks(run, ctx, std::move(steps));
 
   // Whole parameters on every rank before the checkpoint and evaluation.
@@ -85,6 +86,8 @@ TrainOutput train(const train::TrainConfig& cfg, const strategies::Choice& choic
   auto sampled = sampling.finish(job.timed_from + 1, static_cast<int64_t>(job.steps.size()));
   auto out = summarise(run, ctx, std::move(job), evaluation, sampled);
   tb.finish(out.steps, out.result, out.utilisation_csv);
+  if (!profile.summary.is_null()) out.details["profile"] = std::move(profile.summary);
+  out.files = std::move(profile.files);
   return out;
 }
 

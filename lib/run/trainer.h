@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,6 +56,7 @@ struct TrainOutput {
   // utilisation.csv (lib/monitor) with every node's samples; empty when
   // sampling was off.
   std::string utilisation_csv;
+  std::map<std::string, std::string> files;  // further files for the results folder (--profile's)
 };
 
 // Trains under `choice` (the strategy and its options), evaluates when eval

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "specs/registry.h"
 #include "train/names.h"
+#include "train/profile_steps.h"
 
 namespace hpcbench::train {
 
@@ -60,6 +61,9 @@ std::vector<Setting> settings_of(TrainConfig& c) {
       {"run.eval_batch_size", "--eval-batch-size", "Sequences per evaluation batch", &c.eval_batch_size},
       {"run.tensorboard", "--tensorboard", "on: TensorBoard event files in the results folder, flushed as the run "
        "goes (tensorboard --logdir results/); off: none", &c.tensorboard},
+      {"run.profile", "--profile",
+       "Profile optimizer steps N or A-B (Kineto; rank 0): a Chrome trace (Perfetto, TensorBoard's profile view) "
+       "and a kernel table in the results folder; their times include the profiler's cost", &c.profile},
   };
 }
 
@@ -100,6 +104,10 @@ void validate(const TrainConfig& c) {
   if (c.sample_ms < 0) fail("--sample-ms {}: must not be negative (0 turns sampling off)", c.sample_ms);
   if (c.tensorboard != "on" && c.tensorboard != "off") fail("--tensorboard {}: use on or off", c.tensorboard);
   if (c.threads < 0) fail("--threads {}: must not be negative", c.threads);
+  // The range against the run's steps where they are known already; an
+  // epoch-long run's count is checked once its data is read (run/loop.cpp).
+  auto profile = parse_profile_steps(c.profile);
+  if (c.max_steps > 0) check_profile_steps(profile, c.profile, c.max_steps, 0);
   // A fetched hub model brings its vocab.txt (train/names.h).
   bool vocab_given = !c.vocab.empty() || model_brings_vocab(c.model);
   if (c.train_data != "synthetic" && !vocab_given)

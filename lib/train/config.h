@@ -62,6 +62,7 @@ struct TrainConfig {
   int64_t threads = 0;   // intra-op threads; 0: torch's default
   int64_t eval_batch_size = 32;
   std::string tensorboard = "on";  // TensorBoard event files in the results folder (rank 0); "off": none
+  std::string profile;  // steps to profile, "N" or "A-B" (train/profile_steps.h); empty: none
 };
 
 using hpcbench::set_from_string;

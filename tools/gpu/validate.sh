@@ -31,6 +31,13 @@
 #               (HPCBENCH_SHARED_STEPS steps each, default 8: fewer when device time is short);
 #               first pipeline (gpipe, 1f1b; 2 stages) and tensor (tp 2) on 2 ranks, their
 #               bubble beside (P-1)/(M+P-1); HPCBENCH_SHARED_SCOPE=model-parallel runs only those
+#   profile     bert-base seq 384 bf16 batch 32, --cuda-graph --fused, dropout 0: the kernel table
+#               of three replays (--profile 4-6; kernel_table.csv, the trace in
+#               profile-trace.tar.gz); each lever's step A/B/A (HPCBENCH_QKV_GRAD=packed);
+#               dropout 0.1 timed beside 0 (not in all: run it by name)
+#   fp8         bench_kernels --fp8: the 12 GEMMs of a bert-base layer at M = 12,288, bf16
+#               against _scaled_mm (per-tensor, row-wise), casts, SQNR, the 1.3x rule's verdict
+#               (not in all: run it by name)
 #
 # Each phase writes <phase>.json (its figures and checks) and <phase>-runs.tar.gz (the
 # run folders' summary.csv, run.json, loss.csv, utilisation.csv), and every call ends
@@ -55,12 +62,12 @@ for a in "$@"; do
     # The order of importance of the next GPU run (issue 32): the engine first, then the
     # strategies at world size 1, then ranks sharing the GPU; the first run's phases after.
     all) phases+=(build engine strategies shared-gpu baseline precision) ;;
-    build | engine | baseline | precision | strategies | shared-gpu) phases+=("$a") ;;
-    *) echo "validate.sh: unknown phase or option '$a' (phases: build engine baseline precision strategies shared-gpu all; --dry)" >&2
+    build | engine | baseline | precision | strategies | shared-gpu | profile | fp8) phases+=("$a") ;;
+    *) echo "validate.sh: unknown phase or option '$a' (phases: build engine baseline precision strategies shared-gpu profile fp8 all; --dry)" >&2
        exit 2 ;;
   esac
 done
-((${#phases[@]})) || { echo "usage: tools/gpu/validate.sh [--dry] PHASE... (build engine baseline precision strategies shared-gpu all)" >&2; exit 2; }
+((${#phases[@]})) || { echo "usage: tools/gpu/validate.sh [--dry] PHASE... (build engine baseline precision strategies shared-gpu profile fp8 all)" >&2; exit 2; }
 
 # The Python that has torch: $HPCBENCH_PY, else python3, else the GPU image's venv.
 PY=${HPCBENCH_PY:-}
@@ -391,6 +398,35 @@ num_attention_heads=2, intermediate_size=512); json.dump(c, open(sys.argv[2], "w
     --timing-warmup-steps 1 --eval-batch-size "$eval_batch" --cache-dir none --results-dir "$work/runs" \
     --run-name shared-eval-ddp --strategy ddp --nproc-per-node 2 "${gloo[@]}"
   report shared-gpu "$work" "$OUTDIR/shared-gpu.json"
+}
+
+# The graphed, fused step at the MFU target's batch: its kernel table over three replays
+# (the capture is step 3), then each lever A/B/A on unprofiled runs, and dropout 0.1 beside 0.
+phase_profile() {
+  ensure_bin
+  local common=(--precision bf16 --batch-size "$big" --cuda-graph --fused)
+  say "profile: the kernel table of steps 4-6 (replays), batch $big, --cuda-graph --fused, dropout 0"
+  hb_run profile-graph-fused "${common[@]}" --dropout 0 --profile 4-6
+  (cd "$work/runs/profile-graph-fused" && tar -czf "$OUTDIR/profile-trace.tar.gz" profile-rank0.pt.trace.json \
+    kernel_table.txt) || true
+  say "profile: levers A/B/A: HPCBENCH_QKV_GRAD=packed"
+  hb_run lever-base "${common[@]}" --dropout 0
+  HPCBENCH_QKV_GRAD=packed hb_run lever-qkv-packed "${common[@]}" --dropout 0
+  hb_run lever-base-repeat "${common[@]}" --dropout 0
+  say "profile: dropout 0.1 beside 0 (lever-base)"
+  hb_run dropout-0.1 "${common[@]}" --dropout 0.1
+  run "$PY" "$root/tools/gpu/levers_report.py" profile "$work" "$OUTDIR/profile.json" $( ((dry)) && echo --dry)
+}
+
+phase_fp8() {
+  ensure_bin
+  local kb
+  kb=$(bench_kernels_bin) || { say "fp8: bench_kernels not built"; return 1; }
+  say "fp8: $kb --fp8$( ((dry)) && echo ' --dry')"
+  local rc=0
+  run_limit=$hb_limit run "$kb" --fp8 $( ((dry)) && echo --dry) >"$work/fp8.out" 2>&1 || rc=$?
+  cat "$work/fp8.out"
+  run "$PY" "$root/tools/gpu/levers_report.py" fp8 "$work/fp8.out" "$OUTDIR/fp8.json" && ((rc == 0))
 }
 
 status=0

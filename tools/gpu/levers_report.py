@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""The profile and fp8 phases' figures (tools/gpu/validate.sh), read from what they left:
+
+    levers_report.py profile WORK OUT.json [--dry]
+        WORK/runs/<name>/run.json and kernel_table.csv of the profile phase's runs: the
+        profiled run's kernel table (top rows, the idle row, its sums and what it profiled),
+        each lever's A/B step medians (A, B, A again: the drift between the two A runs is the
+        floor a lever's gain is read against) and dropout 0.1 beside 0.
+    levers_report.py fp8 BENCH_OUTPUT OUT.json
+        bench_kernels --fp8's rows and verdict lines.
+
+Checks (name, ok, detail) are what the run proves: every run present and finished, the table
+adding up to the profiled steps (one stream: exactly; else the overlap said), the profiled steps
+being replays; the FP8 casts sane. Timings decide no check.
+"""
+import csv
+import json
+import os
+import re
+import sys
+
+PROFILED = "profile-graph-fused"
+LEVERS = {  # lever: (A, B, A again)
+    "qkv_packed_grad": ("lever-base", "lever-qkv-packed", "lever-base-repeat"),
+}
+DROPOUT = {"0": "lever-base", "0.1": "dropout-0.1"}
+
+
+def run_json(work, name):
+    p = os.path.join(work, "runs", name, "run.json")
+    return json.load(open(p)) if os.path.exists(p) else None
+
+
+def step_ms(j):
+    return j["result"]["step_ms_median"] if j else None
+
+
+def profile(work, out, dry):
+    checks, res = [], {"phase": "profile", "dry": dry}
+    j = run_json(work, PROFILED)
+    checks.append({"name": "profiled run finished", "ok": bool(j and j["result"]["status"] == "ok"), "detail": PROFILED})
+    if j and "profile" in j:
+        p = j["profile"]
+        res["profile"] = p
+        rows = list(csv.DictReader(open(os.path.join(work, "runs", PROFILED, "kernel_table.csv"))))
+        total = sum(float(r["total_ms"]) for r in rows)
+        want = p["window_ms"] + p["overlap_ms"]
+        checks.append({"name": "table adds up to the profiled steps (+ stream overlap)",
+                       "ok": abs(total - want) <= 1e-3 * max(1.0, want), "detail": f"{total:.4f} vs {want:.4f} ms"})
+        whats = {w["what"] for w in p["profiled"]}
+        # On a GPU the three profiled steps are replays; on a CPU nothing is captured.
+        replay_ok = whats == {"graph replay"} if not dry else all(w.startswith("graph-ready step") for w in whats)
+        checks.append({"name": "profiled steps are what was asked", "ok": replay_ok, "detail": ", ".join(sorted(whats))})
+        res["kernel_table"] = rows[:40] + ([rows[-1]] if len(rows) > 40 else [])
+    levers = {}
+    for lever, names in LEVERS.items():
+        ms = [step_ms(run_json(work, n)) for n in names]
+        checks.append({"name": f"{lever}: runs finished", "ok": all(m is not None for m in ms), "detail": ", ".join(names)})
+        if all(m is not None for m in ms):
+            a = (ms[0] + ms[2]) / 2
+            levers[lever] = {"a_ms": ms[0], "b_ms": ms[1], "a_repeat_ms": ms[2], "gain_ms": a - ms[1],
+                             "a_drift_ms": abs(ms[0] - ms[2]), "speedup": a / ms[1]}
+    res["levers"] = levers
+    drop = {p: step_ms(run_json(work, n)) for p, n in DROPOUT.items()}
+    checks.append({"name": "dropout 0 and 0.1 finished", "ok": all(v is not None for v in drop.values()),
+                   "detail": json.dumps(drop)})
+    res["dropout_step_ms"] = drop
+    res["checks"] = checks
+    json.dump(res, open(out, "w"), indent=1)
+    for c in checks:
+        print(f"{'ok  ' if c['ok'] else 'FAIL'} {c['name']}: {c['detail']}")
+    return all(c["ok"] for c in checks)
+
+
+ROW = re.compile(r"^  (tensor|row)\s+(\S+)\s+(fwd|dgrad|wgrad)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)"
+                 r"\s+(\S+)\s+(\S+)x\s+(.*)$")
+
+
+def fp8(bench_output, out):
+    text = open(bench_output).read()
+    rows = []
+    for line in text.splitlines():
+        m = ROW.match(line)
+        if m:
+            keys = ["scaling", "linear", "pass", "m", "n", "k", "sqnr_db", "bound", "bf16_ms", "gemm_ms", "casts_ms",
+                    "speedup", "how"]
+            rows.append(dict(zip(keys, m.groups())))
+    verdicts = [l[2:] for l in text.splitlines() if l.startswith("# tensor-wise") or l.startswith("# row-wise")]
+    checks = [{"name": "24 GEMM rows (12 x 2 scalings)", "ok": len(rows) == 24, "detail": str(len(rows))},
+              {"name": "casts sane", "ok": "# fp8: all casts sane" in text, "detail": ""}]
+    json.dump({"phase": "fp8", "rows": rows, "verdicts": verdicts, "checks": checks}, open(out, "w"), indent=1)
+    for c in checks:
+        print(f"{'ok  ' if c['ok'] else 'FAIL'} {c['name']}: {c['detail']}")
+    for v in verdicts:
+        print(v)
+    return all(c["ok"] for c in checks)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 4 and sys.argv[1] == "profile":
+        sys.exit(0 if profile(sys.argv[2], sys.argv[3], "--dry" in sys.argv[4:]) else 1)
+    if len(sys.argv) == 4 and sys.argv[1] == "fp8":
+        sys.exit(0 if fp8(sys.argv[2], sys.argv[3]) else 1)
+    sys.exit(__doc__)

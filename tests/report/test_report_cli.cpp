@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/atomic_file.h"
+#include "read_whole_file.h"
 #include "core/process.h"
 #include "results/csv.h"
 #include "report/plot.h"

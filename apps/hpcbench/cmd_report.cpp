@@ -18,6 +18,7 @@
 #include "report/compare.h"
 #include "report/efficiency.h"
 #include "report/noise.h"
+#include "report/out_folder.h"
 #include "report/plot.h"
 #include "report/reference.h"
 #include "report/report_tables.h"
@@ -166,6 +167,7 @@ Action add_report(CLI::App& app) {
                    report::write_tensorboard_report(comparison, o->tensorboard), o->tensorboard, o->tensorboard);
     if (!o->out.empty()) {
       fs::path dir = o->out;
+      report::prepare_out_folder(dir);
       std::vector<std::string> images, efficiency_images;
       if (!o->no_plots && !comparison.rows.empty()) {
         auto plots = report::write_plots(comparison, dir, o->gnuplot, steps);

@@ -6,8 +6,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "core/error.h"
 
@@ -53,15 +51,6 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
 void remove_tree(const std::filesystem::path& path) noexcept {
   auto remove_one = [](const char* p, const struct stat*, int, struct FTW*) { return ::remove(p); };
   ::nftw(path.c_str(), remove_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot read {}: {}", path.string(), std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail("error while reading {}", path.string());
-  return ss.str();
 }
 
 }  // namespace hpcbench

@@ -15,7 +15,4 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
 // to that copy and crashes.
 void remove_tree(const std::filesystem::path& path) noexcept;
 
-// Reads a whole file; throws UserError naming the path when it cannot.
-std::string read_file(const std::filesystem::path& path);
-
 }  // namespace hpcbench

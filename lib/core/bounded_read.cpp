@@ -9,57 +9,131 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/stop_signal.h"
 
 namespace hpcbench {
 
 namespace {
 
-std::string size_text(size_t bytes) {
+// Between two polls of the stop signals: a checkpoint on a slow shared file
+// system takes minutes, a chunk a fraction of a second.
+constexpr size_t kChunk = 64 * kMiB;
+
+std::string size_text(uint64_t bytes) {
+  if (bytes >= kGiB && bytes % kGiB == 0) return fmt::format("{} GiB", bytes / kGiB);
   return bytes >= kMiB ? fmt::format("{} MiB", bytes / kMiB) : fmt::format("{} bytes", bytes);
+}
+
+[[noreturn]] void fail_errno(int err, const char* doing) {
+  if (err == ENOENT) fail("no such file");
+  if (err == ELOOP) fail("a loop of symbolic links (ELOOP)");
+  if (err == ENOTDIR) fail("a part of the path is not a folder");
+  fail("cannot {} it: {}", doing, std::strerror(err));
+}
+
+void check_kind(const struct stat& st, uint64_t max_bytes) {
+  if (S_ISDIR(st.st_mode)) fail("a folder, not a file");
+  if (!S_ISREG(st.st_mode)) {
+    const char* what = S_ISCHR(st.st_mode)    ? "a character device, such as /dev/zero"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "something else";
+    fail("not a regular file ({}); not read", what);
+  }
+  if (static_cast<uint64_t>(st.st_size) > max_bytes)
+    fail("{} large, more than the {} such a file can be; not read", size_text(static_cast<uint64_t>(st.st_size)),
+         size_text(max_bytes));
 }
 
 }  // namespace
 
-std::string read_file_bounded(const std::filesystem::path& path, size_t max_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    if (err == ELOOP) fail("a loop of symbolic links (ELOOP)");
-    fail("cannot open it: {}", std::strerror(err));
-  }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) fail("cannot stat it: {}", std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) fail("a folder, not a file");
-  if (!S_ISREG(st.st_mode))
-    fail("not a regular file (a device, FIFO or socket{}); not read", S_ISCHR(st.st_mode) ? ", such as /dev/zero" : "");
-  if (static_cast<uint64_t>(st.st_size) > max_bytes)
-    fail("{} large, more than the {} such a file can be; not read", size_text(static_cast<size_t>(st.st_size)),
-         size_text(max_bytes));
-  std::string out;
-  out.resize(static_cast<size_t>(st.st_size));
-  size_t have = 0;
-  // A file that grows while it is read is read up to the limit, then refused.
+ReadableFile::~ReadableFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+size_t ReadableFile::read_some(char* out, size_t n) {
   for (;;) {
-    if (have == out.size()) {
-      if (out.size() > max_bytes) fail("grew past the {} such a file can be while it was read", size_text(max_bytes));
-      out.resize(std::min(max_bytes + 1, std::max<size_t>(out.size() * 2, 4096)));
-      if (have == out.size()) break;
-    }
-    const ssize_t n = ::read(fd, out.data() + have, out.size() - have);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail("read error: {}", std::strerror(errno));
-    }
-    if (n == 0) break;
-    have += static_cast<size_t>(n);
+    const ssize_t got = ::read(fd_, out, n);
+    if (got >= 0) return static_cast<size_t>(got);
+    if (errno != EINTR) fail("read error: {}", std::strerror(errno));
   }
-  if (have > max_bytes) fail("grew past the {} such a file can be while it was read", size_text(max_bytes));
+}
+
+bool ReadableFile::read_at(uint64_t offset, char* out, size_t n) {
+  while (n > 0) {
+    const ssize_t got = ::pread(fd_, out, n, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) fail("read error: {}", std::strerror(errno));
+    if (got == 0) return false;
+    out += got;
+    n -= static_cast<size_t>(got);
+    offset += static_cast<uint64_t>(got);
+  }
+  return true;
+}
+
+ReadableFile open_regular_file(const std::filesystem::path& path, size_t max_bytes) {
+  // Looked at before it is opened: opening a device can have effects of its
+  // own, and a FIFO's open would wait for a writer.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) fail_errno(errno, "look at");
+  check_kind(st, max_bytes);
+  // O_NONBLOCK still, for a path swapped for a FIFO between the two calls.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) fail_errno(errno, "open");
+  ReadableFile guard(fd, 0);  // closes it if a check below fails
+  if (::fstat(fd, &st) != 0) fail("cannot stat it: {}", std::strerror(errno));
+  check_kind(st, max_bytes);
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return ReadableFile(guard.release(), static_cast<uint64_t>(st.st_size));
+}
+
+std::string read_file_bounded(const std::filesystem::path& path, size_t max_bytes) {
+  ReadableFile file = open_regular_file(path, max_bytes);
+  std::string out(static_cast<size_t>(file.size()), '\0');
+  size_t have = 0, next_poll = kChunk;
+  while (have < out.size()) {
+    const size_t n = file.read_some(out.data() + have, std::min(out.size() - have, kChunk));
+    if (n == 0) break;  // it shrank
+    have += n;
+    // Only a large file polls: a small one is read in an instant, and the
+    // results of a stopped run are still written (with files read for them).
+    if (have >= next_poll) {
+      throw_if_stopped("reading a file of more than 64 MiB");
+      next_poll += kChunk;
+    }
+  }
   out.resize(have);
+  // What the size did not promise: files of /proc say 0 bytes and have more,
+  // and a file may grow while it is read. Read up to the limit, then refused.
+  char more[64 * 1024];
+  for (size_t n; (n = file.read_some(more, sizeof more)) > 0;) {
+    if (out.size() + n > max_bytes)
+      fail("grew past the {} such a file can be while it was read", size_text(max_bytes));
+    out.append(more, n);
+  }
   return out;
+}
+
+std::string read_file(const std::filesystem::path& path, size_t max_bytes) {
+  try {
+    return read_file_bounded(path, max_bytes);
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const UserError& e) {
+    fail("cannot read {}: {}", path.string(), e.what());
+  }
+}
+
+std::string read_file_or_empty(const std::filesystem::path& path, size_t max_bytes) {
+  try {
+    return read_file_bounded(path, max_bytes);
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const UserError&) {
+    return {};
+  }
 }
 
 }  // namespace hpcbench

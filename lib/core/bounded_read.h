@@ -1,22 +1,80 @@
 #pragma once
-// Reading a file whose size nobody promised: a results file, a cache, a
-// measurement from another run. Only a regular file is read (a link to
-// /dev/zero, a FIFO or a folder is refused before a byte is read, and
-// opening never waits for a FIFO's writer), and never more than a limit,
-// so that a hostile or broken file costs an error message, not the memory
-// of the process.
+// The one way this program reads a file: a configuration, a model's
+// config.json, a vocabulary, a checkpoint, SQuAD data, a manifest, a run
+// record, a hub file, a file of /proc. Only a regular file is read: the path
+// is looked at before it is opened (a link to /dev/zero, a FIFO, a socket or
+// a folder is refused without opening it, and the open itself never waits
+// for a FIFO's writer), links are followed and a loop of them is named as
+// one, and never more than a limit that fits the kind of file, so that a
+// hostile or broken file costs an error message, not the memory of the
+// process nor a hang. A long read polls the stop signals between chunks.
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <string>
+#include <utility>
 
 namespace hpcbench {
 
 inline constexpr size_t kMiB = size_t{1} << 20;
+inline constexpr size_t kGiB = size_t{1} << 30;
 
-// The whole of `path`, at most `max_bytes` of it. Throws UserError saying
-// why not (not naming the path: callers say which file and what it was for):
-// no such file, a loop of symbolic links, not a regular file, larger than
-// the limit, or a read error.
+// How large a file of each kind can be (the largest real one, with room).
+namespace file_limit {
+// A TOML configuration, a model's config.json, a system description.
+inline constexpr size_t kConfig = 16 * kMiB;
+// A WordPiece vocab.txt (bert's is 226 KiB; multilingual ones a few MiB).
+inline constexpr size_t kVocabulary = 64 * kMiB;
+// SQuAD-shaped JSON (SQuAD 2.0's train set is 40 MiB).
+inline constexpr size_t kDataset = 4 * kGiB;
+// Model weights (bert-large in fp32 is 1.3 GiB).
+inline constexpr size_t kCheckpoint = 64 * kGiB;
+// A sweep manifest, a hub's ref or metadata file, a log, predictions.
+inline constexpr size_t kSmall = 64 * kMiB;
+// A file of /proc or /sys.
+inline constexpr size_t kProc = 4 * kMiB;
+}  // namespace file_limit
+
+// A file open for reading that passed the checks: regular, at most the
+// limit. Closes itself.
+class ReadableFile {
+ public:
+  ReadableFile(int fd, uint64_t size) : fd_(fd), size_(size) {}
+  ~ReadableFile();
+  ReadableFile(ReadableFile&& o) noexcept : fd_(o.fd_), size_(o.size_) { o.fd_ = -1; }
+  ReadableFile(const ReadableFile&) = delete;
+  ReadableFile& operator=(const ReadableFile&) = delete;
+  ReadableFile& operator=(ReadableFile&&) = delete;
+  int fd() const { return fd_; }
+  // Gives the descriptor up to the caller, who closes it.
+  int release() { return std::exchange(fd_, -1); }
+  // The size the file had when it was opened (0 for most files of /proc).
+  uint64_t size() const { return size_; }
+  // Up to `n` bytes into `out`; 0 at the end. Throws UserError on a read error.
+  size_t read_some(char* out, size_t n);
+  // Exactly `n` bytes at `offset` into `out`; false when the file ends first.
+  bool read_at(uint64_t offset, char* out, size_t n);
+
+ private:
+  int fd_;
+  uint64_t size_;
+};
+
+// Opens `path` for a reader that streams it (a hash, a safetensors file).
+// Throws UserError saying why not, without naming the path (callers say
+// which file and what it was for): no such file, a loop of symbolic links,
+// a folder, not a regular file, larger than `max_bytes`, no permission.
+ReadableFile open_regular_file(const std::filesystem::path& path, size_t max_bytes);
+
+// The whole of `path`, at most `max_bytes` of it (a file that grows past the
+// limit while it is read is refused). Errors as open_regular_file's.
 std::string read_file_bounded(const std::filesystem::path& path, size_t max_bytes);
+
+// The same, with the error naming the path: "cannot read <path>: <why>".
+std::string read_file(const std::filesystem::path& path, size_t max_bytes);
+
+// The same, or "" when it cannot be read: for a fact that may be absent (a
+// file of /proc another kernel lacks, a lock file whose owner is writing it).
+std::string read_file_or_empty(const std::filesystem::path& path, size_t max_bytes);
 
 }  // namespace hpcbench

@@ -28,13 +28,14 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "core/bounded_read.h"
 #include "core/error.h"
 #include "core/stop_signal.h"
 
@@ -198,7 +199,7 @@ class FileLock {
       if (errno != EEXIST) return errno;
       std::string owner_host;
       long owner_pid = 0;
-      std::ifstream(excl) >> owner_host >> owner_pid;
+      std::istringstream(read_file_or_empty(excl, file_limit::kProc)) >> owner_host >> owner_pid;
       if (owner_host == host() && owner_pid > 0 && ::kill(static_cast<pid_t>(owner_pid), 0) != 0 && errno == ESRCH) {
         spdlog::warn("{}: left by process {} of this host, which is gone; taking it over", excl, owner_pid);
         ::unlink(excl.c_str());

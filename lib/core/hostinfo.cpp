@@ -7,9 +7,11 @@
 #include <array>
 #include <chrono>
 #include <ctime>
-#include <fstream>
+#include <sstream>
 #include <string_view>
 #include <thread>
+
+#include "core/bounded_read.h"
 
 extern char** environ;
 
@@ -45,7 +47,7 @@ std::vector<std::pair<std::string, std::string>> job_environment() {
 }
 
 size_t current_private_bytes() {
-  std::ifstream statm("/proc/self/statm");
+  std::istringstream statm(read_file_or_empty("/proc/self/statm", file_limit::kProc));
   size_t pages_total = 0, pages_resident = 0, pages_shared = 0;
   statm >> pages_total >> pages_resident >> pages_shared;
   const size_t pages = pages_resident > pages_shared ? pages_resident - pages_shared : 0;

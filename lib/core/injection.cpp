@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -19,7 +20,8 @@ namespace hpcbench {
 
 namespace {
 
-const std::vector<std::string_view> kKeys = {"fault", "slow_rank", "abort_throws", "memory_bytes", "bus_ids"};
+const std::vector<std::string_view> kKeys = {"fault",   "slow_rank", "abort_throws", "memory_bytes",
+                                             "bus_ids", "rename_delay_ms"};
 
 }  // namespace
 
@@ -37,6 +39,20 @@ std::optional<std::string> injected(std::string_view key) {
     if (name == key) found = item.substr(eq + 1);
   }
   return found;
+}
+
+std::optional<uint64_t> injected_number(std::string_view key, uint64_t max) {
+  auto text = injected(key);
+  if (!text) return std::nullopt;
+  // Digits only, parsed with a range check: "abc", "-5", "1e30" or " 7" is
+  // a drill written wrong, which must not pass for a drill that ran (nor
+  // reach a cast whose result the language leaves undefined).
+  uint64_t v = 0;
+  const char* end = text->data() + text->size();
+  auto [ptr, ec] = std::from_chars(text->data(), end, v);
+  if (text->empty() || ec != std::errc() || ptr != end || v > max)
+    fail("{} {}={}: expected a whole number from 0 to {}", kInjectVariable, key, *text, max);
+  return v;
 }
 
 std::optional<InjectedFault> injected_fault(const std::vector<std::string>& modes) {

@@ -19,11 +19,14 @@
 //   abort_throws=1               aborting a broken process group throws, as
 //                                ProcessGroupNCCL's abort may
 //   memory_bytes=<bytes>         the node's available memory for the preflight
+//   rename_delay_ms=<ms>         the results folder's rename waits that long
+//                                (two runs of one name then overlap there)
 //   bus_ids=<id>,<id>,...        local rank k's GPU bus id for the sampler (CPU
 //                                ranks have none)
 //
 // Unset, nothing is injected; an item that is not one of these is an error
 // naming the variable, so that a misspelt drill does not pass for a clean run.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,6 +38,10 @@ inline constexpr const char* kInjectVariable = "HPCBENCH_INJECT";
 
 // The value given for `key` (one of the keys above), nullopt when none.
 std::optional<std::string> injected(std::string_view key);
+
+// A number given for `key`: decimal digits only, at most `max`; anything
+// else is an error naming the variable (never "off"). nullopt when none.
+std::optional<uint64_t> injected_number(std::string_view key, uint64_t max);
 
 // fault=<rank>:<after>:<mode>, with `mode` among `modes`.
 struct InjectedFault {

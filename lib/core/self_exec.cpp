@@ -1,3 +1,4 @@
+#include "core/bounded_read.h"
 #include "core/self_exec.h"
 
 #include <unistd.h>
@@ -6,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/process.h"
 
@@ -41,7 +41,7 @@ int run_self_passing_stop(const std::vector<std::string>& args) {
 std::vector<std::string> own_command_line() {
   std::string raw;
   try {
-    raw = read_file("/proc/self/cmdline");
+    raw = read_file("/proc/self/cmdline", file_limit::kProc);
   } catch (const std::exception&) {
     return {};
   }

@@ -4,6 +4,7 @@
 
 #include <charconv>
 
+#include "core/bounded_read.h"
 #include "core/error.h"
 
 namespace hpcbench {
@@ -75,10 +76,17 @@ struct TomlFile::Table {
 };
 
 TomlFile::TomlFile(const std::filesystem::path& path) : path_(path), table_(std::make_unique<Table>()) {
+  std::string text;
   try {
-    table_->root = toml::parse_file(path.string());
+    text = read_file_bounded(path, file_limit::kConfig);
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const UserError& e) {
+    fail("--config {}: {}", path.string(), e.what());
+  }
+  try {
+    table_->root = toml::parse(text, path.string());
   } catch (const toml::parse_error& e) {
-    if (!std::filesystem::exists(path)) fail("--config {}: no such file", path.string());
     fail("{}:{}:{}: {}", path.string(), e.source().begin.line, e.source().begin.column, e.description());
   }
 }

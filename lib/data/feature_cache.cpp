@@ -287,7 +287,7 @@ SquadFeatures load_or_build_squad_features(const std::filesystem::path& squad, c
   validate(cfg);
   auto t0 = std::chrono::steady_clock::now();
   auto tokenizer = WordPieceTokenizer::from_file(vocab);
-  const std::string content = read_file(squad);
+  const std::string content = read_file(squad, file_limit::kDataset);
   const uint64_t key = cache_key(content, tokenizer, cfg, train);
   const std::filesystem::path file =
       cache_dir.empty() ? std::filesystem::path() : cache_dir / fmt::format("{:016x}.bin", key);

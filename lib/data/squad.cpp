@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/atomic_file.h"
+#include "core/bounded_read.h"
 #include "core/error.h"
 #include "data/tokenizer.h"
 
@@ -62,7 +62,7 @@ std::vector<SquadAnswer> read_answers(const json& list, const std::string& where
 
 }  // namespace
 
-SquadDataset load_squad(const std::filesystem::path& path) { return parse_squad(read_file(path), path.string()); }
+SquadDataset load_squad(const std::filesystem::path& path) { return parse_squad(read_file(path, file_limit::kDataset), path.string()); }
 
 SquadDataset parse_squad(std::string_view text, const std::string& file) {
   json doc;

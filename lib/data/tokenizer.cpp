@@ -5,7 +5,7 @@
 #include <array>
 #include <cstring>
 
-#include "core/atomic_file.h"
+#include "core/bounded_read.h"
 #include "core/error.h"
 
 namespace hpcbench::data {
@@ -159,9 +159,11 @@ size_t count_code_points(std::string_view s) {
 WordPieceTokenizer WordPieceTokenizer::from_file(const std::filesystem::path& vocab_txt) {
   std::string text;
   try {
-    text = read_file(vocab_txt);
-  } catch (const UserError&) {
-    fail("cannot read the vocabulary file {}", vocab_txt.string());
+    text = read_file_bounded(vocab_txt, file_limit::kVocabulary);
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const UserError& e) {
+    fail("cannot read the vocabulary file {}: {}", vocab_txt.string(), e.what());
   }
   if (text.empty()) fail("vocabulary file {} is empty", vocab_txt.string());
   // Python's readlines() in text mode: \n, \r\n and \r all end a line.

@@ -9,8 +9,9 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 #endif
 
-#include <fstream>
+#include <sstream>
 
+#include "core/bounded_read.h"
 #include "core/error.h"
 #include "core/hostinfo.h"
 
@@ -53,7 +54,7 @@ void synchronize(const c10::Device& device) {
 
 namespace {
 std::string cpu_model_name() {
-  std::ifstream in("/proc/cpuinfo");
+  std::istringstream in(read_file_or_empty("/proc/cpuinfo", file_limit::kProc));
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind("model name", 0) == 0) {
@@ -65,7 +66,7 @@ std::string cpu_model_name() {
 }
 
 bool cpu_has_flag(const std::string& flag) {
-  std::ifstream in("/proc/cpuinfo");
+  std::istringstream in(read_file_or_empty("/proc/cpuinfo", file_limit::kProc));
   std::string line;
   while (std::getline(in, line))
     if (line.rfind("flags", 0) == 0) return (line + " ").find(" " + flag + " ") != std::string::npos;

@@ -14,13 +14,13 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <iterator>
 #include <optional>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "core/bounded_read.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/process.h"
@@ -83,6 +83,18 @@ bool exited_on_stop_signal(int status) {
   return code == 128 + SIGTERM || code == 128 + SIGINT || code == 128 + SIGUSR1;
 }
 
+// The stop signal a rank ended on, whether it stopped its own way (exit
+// 128 + the signal) or was ended by it (before its handlers existed); 0 for
+// any other end.
+int rank_stop_signal(int status) {
+  if (exited_on_stop_signal(status)) return WEXITSTATUS(status) - 128;
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    if (sig == SIGTERM || sig == SIGINT || sig == SIGUSR1) return sig;
+  }
+  return 0;
+}
+
 std::string describe_status(int status) {
   if (exited_on_stop_signal(status))
     return fmt::format("exited with status {} (it stopped on {})", WEXITSTATUS(status),
@@ -94,8 +106,7 @@ std::string describe_status(int status) {
 // debugger): it never reaches a collective again, and is the rank the
 // others waited for.
 bool is_stopped(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string all = read_file_or_empty("/proc/" + std::to_string(pid) + "/stat", file_limit::kProc);
   auto paren = all.rfind(')');  // the command name may hold spaces and parentheses
   if (paren == std::string::npos || paren + 2 >= all.size()) return false;
   char state = all[paren + 2];
@@ -225,6 +236,10 @@ struct Job {
   Clock::time_point kill_at{};
   bool kill_pending = false;
   bool interrupted_handled = false, killed_on_second = false;
+  // A stop signal one rank received, not the launcher (a user's `kill`,
+  // SLURM signalling a task): passed to the others at once, and the job's
+  // exit status, before the rendezvous or after it. 0 while none.
+  int rank_signal = 0;
 };
 
 void start_ranks(Job& job, const std::vector<std::string>& args, int port) {
@@ -289,6 +304,17 @@ bool expected_end(int status) {
   return WIFSIGNALED(status) && (WTERMSIG(status) == g_interrupted || WTERMSIG(status) == SIGKILL);
 }
 
+// A rank that stopped on a signal of its own: the others get the same
+// signal now, so that none waits for it (at the rendezvous a missing peer
+// would be waited for until --connect-timeout).
+void on_rank_signal(Job& job, size_t i, int sig) {
+  job.rank_signal = sig;
+  fmt::print(stderr, "[launcher] rank {} (pid {}) {}; passing {} to the other ranks\n", job.ranks[i].rank,
+             job.ranks[i].pid, describe_status(job.ranks[i].status), signal_name(sig));
+  std::fflush(stderr);
+  signal_running(job.ranks, sig);
+}
+
 // The ranks that exited since the last look and failed.
 std::vector<size_t> reap(Job& job) {
   std::vector<size_t> failed_now;
@@ -299,6 +325,13 @@ std::vector<size_t> reap(Job& job) {
       if (!c.running || ::waitpid(c.pid, &status, WNOHANG) != c.pid) continue;
       c.running = false;
       c.status = status;
+      if (const int sig = rank_stop_signal(status); sig && !g_interrupted && !job.rank_signal && !job.first_failure) {
+        on_rank_signal(job, i, sig);
+        continue;
+      }
+      // Once a rank stopped on a signal, the others' ends follow from it (a
+      // peer gone from the rendezvous): said in the summary, not a failure.
+      if (job.rank_signal) continue;
       if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) && !expected_end(status)) failed_now.push_back(i);
     }
     // When one rank crashes its peers fail a moment later on the broken
@@ -370,12 +403,11 @@ int job_status(const Job& job) {
                signal_name(g_interrupted), static_cast<int>(g_interrupted), how_each_ended(job.ranks));
     return 128 + g_interrupted;
   }
-  for (auto& c : job.ranks)
-    if (exited_on_stop_signal(c.status)) {
-      fmt::print(stderr, "[launcher] the ranks stopped on a signal sent to them, not to the launcher: {}\n",
-                 how_each_ended(job.ranks));
-      return WEXITSTATUS(c.status);
-    }
+  if (job.rank_signal) {
+    fmt::print(stderr, "[launcher] the ranks stopped on {}, sent to a rank, not to the launcher: {}\n",
+               signal_name(job.rank_signal), how_each_ended(job.ranks));
+    return 128 + job.rank_signal;
+  }
   return 0;
 }
 

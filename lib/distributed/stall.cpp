@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "core/bounded_read.h"
 #include "core/atomic_file.h"
 
 namespace hpcbench::dist {
@@ -100,7 +101,7 @@ std::vector<int> read_launch_notes(const std::string& dir) {
     if (it->path().filename().string().starts_with(".")) continue;  // write_file_atomic's temporaries
     std::string text;
     try {
-      text = read_file(it->path());
+      text = read_file_bounded(it->path(), file_limit::kSmall);
     } catch (...) {
       continue;
     }

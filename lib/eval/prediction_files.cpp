@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/bounded_read.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 
@@ -38,7 +39,7 @@ void write_null_odds_json(const std::filesystem::path& path, const PostprocessDe
 }
 
 Predictions read_predictions_json(const std::filesystem::path& path) {
-  auto text = read_file(path);
+  auto text = read_file(path, file_limit::kDataset);
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);

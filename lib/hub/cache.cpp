@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
-#include <fstream>
 
+#include "core/bounded_read.h"
 #include "core/error.h"
 
 namespace hpcbench::hub {
@@ -52,9 +52,9 @@ std::string endpoint() {
 std::string token() {
   if (auto v = trim(env("HF_TOKEN")); !v.empty()) return v;
   fs::path file = env("HF_TOKEN_PATH").empty() ? hf_home() / "token" : fs::path(env("HF_TOKEN_PATH"));
-  std::ifstream in(file);
-  std::string t((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return trim(t);
+  std::error_code ec;
+  if (fs::symlink_status(file, ec).type() == fs::file_type::not_found) return {};
+  return trim(read_file(file, file_limit::kSmall));
 }
 
 bool offline() {
@@ -113,10 +113,14 @@ std::optional<fs::path> snapshot_dir(const fs::path& cache, const std::string& r
   fs::path repo = cache / repo_folder(repo_id);
   std::string commit = revision;
   if (!is_commit_hash(revision)) {
-    std::ifstream in(repo / "refs" / revision);
-    if (!in) return std::nullopt;
-    std::getline(in, commit);
-    commit = trim(commit);
+    try {
+      commit = read_file_bounded(repo / "refs" / revision, file_limit::kSmall);
+    } catch (const Interrupted&) {
+      throw;
+    } catch (const UserError&) {
+      return std::nullopt;  // a ref that cannot be read names no snapshot
+    }
+    commit = trim(commit.substr(0, commit.find('\n')));
     if (!is_commit_hash(commit)) return std::nullopt;
   }
   fs::path dir = repo / "snapshots" / commit;

@@ -137,18 +137,40 @@ std::string mismatch(const fs::path& file, const Expected& want) {
 // nothing stays behind. A copy already in place is checked the same way
 // first, and replaced when it is not the file (a download an earlier
 // version kept unchecked, a damaged disk). Returns whether it downloaded.
+// Why a filesystem call failed, in words that name a loop of links as one.
+std::string fs_reason(const std::error_code& ec) {
+  if (ec == std::errc::too_many_symbolic_link_levels) return "a loop of symbolic links (ELOOP)";
+  if (ec == std::errc::not_a_directory) return "a part of the path is not a folder";
+  return ec.message();
+}
+
+void make_folder(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) fail("cannot create the folder {}: {}", dir.string(), fs_reason(ec));
+}
+
+// Whether `p` is there; a path that cannot be looked at (a loop of links, a
+// folder without permission) is an error naming why, not "not there".
+bool present(const fs::path& p) {
+  std::error_code ec;
+  const auto st = fs::status(p, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) fail("cannot look at {}: {}", p.string(), fs_reason(ec));
+  return fs::exists(st);
+}
+
 bool download_checked(const std::string& url, const fs::path& dest, const fs::path& lock, const std::string& token,
                       const Expected& want, const std::string& label, const std::string& repo_id) {
   FileLock held(lock, "another download of the same file");
   std::error_code ec;
-  if (fs::exists(dest, ec)) {
+  if (present(dest)) {
     auto why = mismatch(dest, want);
     if (why.empty()) return false;  // already here, or another fetch finished it while we waited
     spdlog::warn("{}: the copy in the cache ({}) is not the file: {}; downloading it again", label, dest.string(), why);
     fs::remove(dest, ec);
-    if (ec) fail("{}: cannot remove the damaged copy {}: {}", label, dest.string(), ec.message());
+    if (ec) fail("{}: cannot remove the damaged copy {}: {}", label, dest.string(), fs_reason(ec));
   }
-  fs::create_directories(dest.parent_path());
+  make_folder(dest.parent_path());
   fs::path part = dest;
   part += ".incomplete";
   if (fs::exists(part, ec) && fs::file_size(part, ec) > 0)
@@ -166,27 +188,27 @@ bool download_checked(const std::string& url, const fs::path& dest, const fs::pa
          "altering files? fetch again)", label, url, why);
   }
   fs::rename(part, dest, ec);
-  if (ec) fail("{}: cannot move into place: {}", dest.string(), ec.message());
+  if (ec) fail("{}: cannot move into place: {}", dest.string(), fs_reason(ec));
   return true;
 }
 
 // snapshots/<commit>/<file> -> ../../blobs/<etag>, made under a temporary
 // name and renamed over, so readers see the old link or the new one.
 void link_into_snapshot(const fs::path& snapshot, const std::string& file, const std::string& etag) {
-  fs::create_directories(snapshot);
+  make_folder(snapshot);
   fs::path link = snapshot / file;
   fs::path tmp = snapshot / fmt::format(".{}.{}.tmp", file, ::getpid());
   std::error_code ec;
   fs::remove(tmp, ec);
   fs::create_symlink(fs::path("..") / ".." / "blobs" / etag, tmp, ec);
-  if (ec) fail("{}: cannot create the link: {}", tmp.string(), ec.message());
+  if (ec) fail("{}: cannot create the link: {}", tmp.string(), fs_reason(ec));
   fs::rename(tmp, link, ec);
-  if (ec) fail("{}: cannot create the link: {}", link.string(), ec.message());
+  if (ec) fail("{}: cannot create the link: {}", link.string(), fs_reason(ec));
 }
 
 std::optional<fs::path> cached_weights(const fs::path& snap) {
   for (const char* w : {"model.safetensors", "pytorch_model.bin"})
-    if (fs::exists(snap / w)) return snap / w;
+    if (present(snap / w)) return snap / w;
   return std::nullopt;
 }
 
@@ -200,7 +222,7 @@ FetchedModel fetch_model(const std::string& repo_id, const std::string& revision
   if (offline()) {
     auto snap = snapshot_dir(cache, repo_id, revision);
     auto weights = snap ? cached_weights(*snap) : std::nullopt;
-    if (!snap || !fs::exists(*snap / "config.json") || !fs::exists(*snap / "vocab.txt") || !weights)
+    if (!snap || !present(*snap / "config.json") || !present(*snap / "vocab.txt") || !weights)
       fail("HF_HUB_OFFLINE is set and {} (revision {}) is not complete in the cache {}: run `hpcbench fetch {}` "
            "where there is internet access (the login node) with the same HF_HOME", repo_id, revision,
            cache.string(), repo_id);
@@ -234,7 +256,7 @@ FetchedModel fetch_model(const std::string& repo_id, const std::string& revision
   }
   // The ref last: `run` trusts a ref to name a complete snapshot.
   if (revision != out.commit) {
-    fs::create_directories((repo_dir / "refs" / revision).parent_path());  // refs/pr/1
+    make_folder((repo_dir / "refs" / revision).parent_path());  // refs/pr/1
     write_file_atomic(repo_dir / "refs" / revision, out.commit);
   }
   return out;

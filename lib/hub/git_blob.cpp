@@ -5,11 +5,11 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "core/bounded_read.h"
 #include "core/error.h"
 
 namespace hpcbench::hub {
@@ -71,20 +71,22 @@ class Sha1 {
 }  // namespace
 
 std::string git_blob_sha1_file(const std::filesystem::path& path) {
-  std::error_code ec;
-  auto size = std::filesystem::file_size(path, ec);
-  std::ifstream in(path, std::ios::binary);
-  if (ec || !in) fail("cannot read {}: {}", path.string(), ec ? ec.message() : std::strerror(errno));
-  Sha1 h;
-  std::string head = fmt::format("blob {}", size);
-  h.update(head.data(), head.size() + 1);  // with its '\0'
-  std::vector<char> buf(1 << 16);
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    h.update(buf.data(), static_cast<size_t>(in.gcount()));
+  try {
+    ReadableFile in = open_regular_file(path, file_limit::kCheckpoint);
+    Sha1 h;
+    std::string head = fmt::format("blob {}", in.size());
+    h.update(head.data(), head.size() + 1);  // with its '\0'
+    std::vector<char> buf(1 << 16);
+    uint64_t hashed = 0;
+    for (size_t n; (n = in.read_some(buf.data(), buf.size())) > 0; hashed += n) h.update(buf.data(), n);
+    // The header promised the size: a file that changed while it was hashed has no id.
+    if (hashed != in.size()) fail("it changed size while it was read");
+    return h.hex_digest();
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const UserError& e) {
+    fail("cannot read {}: {}", path.string(), e.what());
   }
-  if (in.bad()) fail("error while reading {}", path.string());
-  return h.hex_digest();
 }
 
 bool is_git_blob_id(const std::string& etag) {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/bounded_read.h"
 #include "core/error.h"
 
 namespace hpcbench::hub {
@@ -74,14 +75,17 @@ std::string Sha256::hex_digest() {
 }
 
 std::string sha256_file(const std::filesystem::path& path) {
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) fail("{}: cannot read", path.string());
-  Sha256 h;
-  std::vector<char> buf(1 << 20);
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), f.get())) > 0) h.update(buf.data(), n);
-  if (std::ferror(f.get())) fail("{}: read error", path.string());
-  return h.hex_digest();
+  try {
+    ReadableFile f = open_regular_file(path, file_limit::kCheckpoint);
+    Sha256 h;
+    std::vector<char> buf(1 << 20);
+    for (size_t n; (n = f.read_some(buf.data(), buf.size())) > 0;) h.update(buf.data(), n);
+    return h.hex_digest();
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const UserError& e) {
+    fail("{}: cannot read: {}", path.string(), e.what());
+  }
 }
 
 }  // namespace hpcbench::hub

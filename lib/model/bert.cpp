@@ -7,7 +7,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "core/atomic_file.h"
+#include "core/bounded_read.h"
 #include "core/error.h"
 #include "model/bert_modules.h"
 #include "model/sharding_units.h"
@@ -76,7 +76,7 @@ BertConfig BertConfig::preset(const std::string& name) {
 BertConfig BertConfig::from_json(const std::filesystem::path& path) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(read_file(path));
+    j = nlohmann::json::parse(read_file(path, file_limit::kConfig));
   } catch (const nlohmann::json::exception& e) {
     fail("{}: not valid JSON: {}", path.string(), e.what());
   }

@@ -8,13 +8,14 @@
 #include <torch/csrc/jit/serialization/pickle.h>
 
 #include <bit>
-#include <fstream>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "core/bounded_read.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "model/bert.h"
@@ -40,7 +41,7 @@ constexpr DType kDTypes[] = {
 std::string shape_str(at::IntArrayRef s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
 
 std::map<std::string, at::Tensor> read_pickle(const fs::path& path) {
-  auto bytes = read_file(path);
+  auto bytes = read_file(path, file_limit::kCheckpoint);
   c10::IValue v;
   try {
     v = torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
@@ -72,13 +73,17 @@ std::string hf_name(std::string name) {
   return name;
 }
 
+// The error-code forms: a loop of links is then named by the reader
+// (core/bounded_read.h), not thrown as a filesystem_error.
 fs::path resolve_checkpoint(const fs::path& path) {
-  if (fs::is_directory(path)) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
     for (const char* f : {"model.safetensors", "pytorch_model.bin"})
-      if (fs::exists(path / f)) return path / f;
+      if (fs::symlink_status(path / f, ec).type() != fs::file_type::not_found) return path / f;
     fail("checkpoint folder {} holds neither model.safetensors nor pytorch_model.bin", path.string());
   }
-  if (!fs::exists(path)) fail("checkpoint {} does not exist", path.string());
+  if (fs::symlink_status(path, ec).type() == fs::file_type::not_found)
+    fail("checkpoint {} does not exist", path.string());
   return path;
 }
 
@@ -86,7 +91,8 @@ fs::path resolve_checkpoint(const fs::path& path) {
 // saying which field differs is clearer than the shape error it would cause.
 void check_config(const BertForQuestionAnsweringImpl& qa, const fs::path& weights) {
   auto json = weights.parent_path() / "config.json";
-  if (!fs::exists(json)) return;
+  std::error_code ec;
+  if (fs::symlink_status(json, ec).type() == fs::file_type::not_found) return;
   BertConfig file;
   try {
     file = BertConfig::from_json(json);
@@ -151,19 +157,23 @@ at::Tensor stacked_qkv(const std::map<std::string, at::Tensor>& tensors, const s
 }  // namespace
 
 std::map<std::string, at::Tensor> read_safetensors(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open safetensors file {}", path.string());
-  in.seekg(0, std::ios::end);
-  const uint64_t size = static_cast<uint64_t>(in.tellg());
-  in.seekg(0);
+  std::optional<ReadableFile> opened;
+  try {
+    opened.emplace(open_regular_file(path, file_limit::kCheckpoint));
+  } catch (const UserError& e) {
+    fail("cannot read safetensors file {}: {}", path.string(), e.what());
+  }
+  ReadableFile& in = *opened;
+  const uint64_t size = in.size();
   uint64_t header_len = 0;
-  if (size < 8 || !in.read(reinterpret_cast<char*>(&header_len), 8))
+  if (size < 8 || !in.read_at(0, reinterpret_cast<char*>(&header_len), 8))
     fail("{}: truncated safetensors file ({} bytes, no header length)", path.string(), size);
   if (header_len > size - 8)
     fail("{}: truncated safetensors file: header of {} bytes but only {} bytes follow", path.string(), header_len,
          size - 8);
   std::string header(header_len, '\0');
-  in.read(header.data(), static_cast<std::streamsize>(header_len));
+  if (!in.read_at(8, header.data(), header.size()))
+    fail("{}: truncated safetensors file (it shrank while it was read)", path.string());
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(header);
@@ -193,8 +203,7 @@ std::map<std::string, at::Tensor> read_safetensors(const fs::path& path) {
       if (offsets[1] > data_size)
         fail("{}: truncated safetensors file: tensor {} ends at byte {} of the data, which has only {}",
              path.string(), name, offsets[1], data_size);
-      in.seekg(static_cast<std::streamoff>(data_start + offsets[0]));
-      if (!in.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(nbytes)))
+      if (!in.read_at(data_start + offsets[0], static_cast<char*>(t.data_ptr()), nbytes))
         fail("{}: cannot read tensor {}", path.string(), name);
       out.emplace(name, std::move(t));
     } catch (const nlohmann::json::exception& ex) {
@@ -321,7 +330,9 @@ void save_checkpoint(const torch::nn::Module& model, const fs::path& path) {
   fs::path file = path;
   if (path.extension() != ".safetensors") {
     // A folder: what from_pretrained reads, config.json included.
-    fs::create_directories(path);
+    std::error_code ec;
+    fs::create_directories(path, ec);
+    if (ec) fail("cannot create the checkpoint folder {}: {}", path.string(), ec.message());
     file = path / "model.safetensors";
     if (auto* qa = dynamic_cast<const BertForQuestionAnsweringImpl*>(&model))
       write_file_atomic(path / "config.json", qa->config().to_json());

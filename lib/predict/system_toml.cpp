@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "core/bounded_read.h"
 #include "core/error.h"
 
 namespace hpcbench::predict {
@@ -42,8 +43,16 @@ Tier tier(const toml::table& root, const std::string& file, const std::string& n
 
 System read_system(const std::string& path) {
   toml::table root;
+  std::string text;
   try {
-    root = toml::parse_file(path);
+    text = read_file_bounded(path, file_limit::kConfig);
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const UserError& e) {
+    fail("--system {}: {}", path, e.what());
+  }
+  try {
+    root = toml::parse(text, path);
   } catch (const toml::parse_error& e) {
     fail("--system {}: {}", path, std::string(e.description()));
   }

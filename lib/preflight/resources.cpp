@@ -6,11 +6,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include <fmt/format.h>
 
+#include "core/bounded_read.h"
 #include "core/error.h"
 #include "core/hostinfo.h"
 #include "core/injection.h"
@@ -27,11 +28,9 @@ std::string size_text(double bytes) {
                                            : fmt::format("{:.0f} MiB", bytes / (1024.0 * 1024.0));
 }
 
-std::string first_line(const char* path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
+std::string first_line(const std::filesystem::path& path) {
+  const std::string text = read_file_or_empty(path, file_limit::kProc);
+  return text.substr(0, text.find('\n'));
 }
 
 int dtype_bytes(const std::string& name) { return name == "bf16" || name == "fp16" ? 2 : 4; }
@@ -63,18 +62,19 @@ int node_cores() {
 }
 
 size_t available_memory(std::string* source) {
-  if (auto given = injected("memory_bytes")) {
+  // 2^62: past any machine, and a size_t on every platform this runs on.
+  if (auto given = injected_number("memory_bytes", uint64_t{1} << 62)) {
     if (source) *source = fmt::format("{} memory_bytes", kInjectVariable);
-    return static_cast<size_t>(std::atof(given->c_str()));
+    return static_cast<size_t>(*given);
   }
-  return available_memory_at("/proc/meminfo", "/sys/fs/cgroup", source);
+  return available_memory_at("/proc/meminfo", "/sys/fs/cgroup", "/proc/self/cgroup", source);
 }
 
 namespace {
 
 // A limit file's number; -1 for "max", empty, unreadable or not a number.
 double limit_value(const std::filesystem::path& file) {
-  std::string text = first_line(file.c_str());
+  std::string text = first_line(file);
   if (text.empty() || text == "max") return -1;
   char* end = nullptr;
   double v = std::strtod(text.c_str(), &end);
@@ -83,13 +83,77 @@ double limit_value(const std::filesystem::path& file) {
 
 }  // namespace
 
+namespace {
+
+// This process's cgroup in each hierarchy, from /proc/self/cgroup:
+// "0::/<path>" (v2), "<n>:memory:/<path>" or "<n>:cpuacct,memory:/<path>"
+// (v1's memory controller). "/" where the file does not say (no file, a
+// container's own namespace).
+struct OwnCgroup {
+  std::string v2 = "/", v1_memory = "/";
+};
+
+OwnCgroup own_cgroup(const std::filesystem::path& self_cgroup_file) {
+  OwnCgroup own;
+  if (self_cgroup_file.empty()) return own;
+  std::istringstream lines(read_file_or_empty(self_cgroup_file, file_limit::kProc));
+  for (std::string line; std::getline(lines, line);) {
+    const auto a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
+    if (b == std::string::npos) continue;
+    const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    // A path from outside this cgroup namespace ("/../..") is not below the root seen here.
+    if (path.empty() || path.front() != '/' || path.find("/..") != std::string::npos) continue;
+    if (line.substr(0, a) == "0" && controllers.empty()) own.v2 = path;
+    std::istringstream names(controllers);
+    for (std::string c; std::getline(names, c, ',');)
+      if (c == "memory") own.v1_memory = path;
+  }
+  return own;
+}
+
+struct LimitFiles {
+  const char* limit;
+  const char* usage;
+  const char* text;
+};
+
+// The least that any level from `top / own` up to `top` leaves (its limit
+// less its usage): a job's cgroup and the user's or the node's above it each
+// bound it. Levels that are not there (a container that sees only its own
+// part) are skipped. -1: no level has a limit.
+double least_left(const std::filesystem::path& top, const std::string& own, const LimitFiles& f, std::string* where) {
+  double least = -1;
+  const auto rel = std::filesystem::path(own).relative_path();
+  std::filesystem::path dir = rel.empty() ? top : top / rel;
+  for (;;) {
+    const double limit = limit_value(dir / f.limit);
+    if (limit > 0 && limit < 4611686018427387904.0) {
+      const double left = std::max(0.0, limit - std::max(0.0, limit_value(dir / f.usage)));
+      if (least < 0 || left < least) {
+        least = left;
+        *where = fmt::format("{} in {}", f.text, dir.string());
+      }
+    }
+    if (dir == top || !dir.has_relative_path() || dir.parent_path() == dir) break;
+    dir = dir.parent_path();
+  }
+  return least;
+}
+
+}  // namespace
+
 size_t available_memory_at(const std::filesystem::path& meminfo_file, const std::filesystem::path& cgroup_root,
                            std::string* source) {
+  return available_memory_at(meminfo_file, cgroup_root, {}, source);
+}
+
+size_t available_memory_at(const std::filesystem::path& meminfo_file, const std::filesystem::path& cgroup_root,
+                           const std::filesystem::path& self_cgroup_file, std::string* source) {
   auto said = [&](const std::string& s) {
     if (source) *source = s;
   };
   double avail = 0;
-  std::ifstream meminfo(meminfo_file);
+  std::istringstream meminfo(read_file_or_empty(meminfo_file, file_limit::kProc));
   for (std::string key; meminfo >> key;) {
     size_t kb = 0;
     std::string unit;
@@ -102,26 +166,24 @@ size_t available_memory_at(const std::filesystem::path& meminfo_file, const std:
   said("MemAvailable in " + meminfo_file.string());
   // A job's cgroup limit is what the kernel enforces first: cgroup v2's
   // memory.max, or where the node still mounts cgroup v1 (many SLURM
-  // clusters do), the memory controller's memory.limit_in_bytes. v1 writes
-  // "no limit" as a page-rounded 2^63 - 1, so a limit past 2^62 bytes is none.
-  struct Limit {
-    std::filesystem::path limit, usage;
-    const char* text;
-  };
-  for (const Limit& l : {Limit{cgroup_root / "memory.max", cgroup_root / "memory.current",
-                               "the cgroup's memory.max less memory.current"},
-                         Limit{cgroup_root / "memory" / "memory.limit_in_bytes",
-                               cgroup_root / "memory" / "memory.usage_in_bytes",
-                               "the cgroup (v1) memory.limit_in_bytes less memory.usage_in_bytes"}}) {
-    const double limit = limit_value(l.limit);
-    if (limit <= 0 || limit >= 4611686018427387904.0) continue;
-    const double used = std::max(0.0, limit_value(l.usage));
-    const double left = std::max(0.0, limit - used);
+  // clusters do), the memory controller's memory.limit_in_bytes; this
+  // process's own cgroup (a SLURM job's, a step's) and every one above it.
+  // v1 writes "no limit" as a page-rounded 2^63 - 1, so a limit past 2^62
+  // bytes is none.
+  const OwnCgroup own = own_cgroup(self_cgroup_file);
+  const LimitFiles v2{"memory.max", "memory.current", "the cgroup's memory.max less memory.current"};
+  const LimitFiles v1{"memory.limit_in_bytes", "memory.usage_in_bytes",
+                      "the cgroup (v1) memory.limit_in_bytes less memory.usage_in_bytes"};
+  for (const auto& [top, path, files] : {std::tuple{cgroup_root, own.v2, v2},
+                                         std::tuple{cgroup_root / "memory", own.v1_memory, v1}}) {
+    std::string where;
+    const double left = least_left(top, path, files, &where);
+    if (left < 0) continue;
     if (avail == 0 || left < avail) {
       // A limit already used up leaves nothing: reported as one byte, since
       // 0 means "the node does not say".
       avail = std::max(left, 1.0);
-      said(l.text);
+      said(where);
     }
   }
   return static_cast<size_t>(avail);

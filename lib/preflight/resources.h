@@ -34,6 +34,12 @@ size_t available_memory(std::string* source = nullptr);
 // memory/memory.usage_in_bytes); the lowest of what they leave. 0: none says.
 size_t available_memory_at(const std::filesystem::path& meminfo_file, const std::filesystem::path& cgroup_root,
                            std::string* source = nullptr);
+// The same for the process whose /proc/<pid>/cgroup is `self_cgroup_file`:
+// its own cgroup's limit and each one's above it (v2: <root>/<path>; v1:
+// <root>/memory/<path>), the least any leaves, where the file's root-level
+// form reads only the top.
+size_t available_memory_at(const std::filesystem::path& meminfo_file, const std::filesystem::path& cgroup_root,
+                           const std::filesystem::path& self_cgroup_file, std::string* source = nullptr);
 
 // ranks x threads_per_rank against `cores`: a warning line, or "" when the
 // cores suffice. `ranks_flag` names how the ranks were asked for.

@@ -4,10 +4,12 @@
 
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <vector>
 
+#include "core/bounded_read.h"
 #include "core/error.h"
 #include "core/write_probe.h"
 #include "data/features.h"
@@ -23,7 +25,8 @@ namespace {
 
 // Proves that `folder` can be made (with its parents) and take a new file,
 // and leaves the file system as it found it.
-void check_writable_folder(const std::string& flag, const std::string& given, const fs::path& folder) {
+void check_writable_folder(const std::string& flag, const std::string& given, const fs::path& folder,
+                           int64_t bytes) {
   std::vector<fs::path> made;
   for (fs::path p = folder; !p.empty(); p = p.parent_path()) {
     std::error_code ec;
@@ -46,14 +49,19 @@ void check_writable_folder(const std::string& flag, const std::string& given, co
       fail("{} {}: cannot create {}: {}", flag, given, p.string(), ec.message());
     }
   }
-  int err = write_probe(folder);
+  int err = write_probe(folder, std::max<int64_t>(bytes, kWriteProbeBytes));
   undo();
+  if (err == ENOSPC || err == EDQUOT)
+    fail("{} {}: cannot set aside the {:.1f} MiB the run will write into {} ({}), so it would be lost after the "
+         "whole run; free some space there or choose another folder",
+         flag, given, static_cast<double>(bytes) / 1048576.0, folder.string(), std::strerror(err));
   if (err != 0)
     fail("{} {}: cannot write into {} ({}), so the file would be lost after the whole run", flag, given,
          folder.string(), std::strerror(err));
 }
 
-void check_output(const std::string& flag, const std::string& given, bool folder_unless_safetensors) {
+void check_output(const std::string& flag, const std::string& given, bool folder_unless_safetensors,
+                  int64_t bytes) {
   if (given.empty()) return;
   fs::path path = given;
   const bool file = !folder_unless_safetensors || path.extension() == ".safetensors";
@@ -62,37 +70,58 @@ void check_output(const std::string& flag, const std::string& given, bool folder
   if (file) {
     if (fs::is_directory(st)) fail("{} {}: a folder is there, where the file would go", flag, given);
     fs::path parent = path.parent_path().empty() ? fs::path(".") : path.parent_path();
-    check_writable_folder(flag, given, parent);
+    check_writable_folder(flag, given, parent, bytes);
   } else {
     if (fs::exists(st) && !fs::is_directory(st))
       fail("{} {}: a file is there, where the checkpoint folder would go (name a .safetensors file for one file)",
            flag, given);
-    check_writable_folder(flag, given, path);
+    check_writable_folder(flag, given, path, bytes);
+  }
+}
+
+// What the reader (core/bounded_read.h) would say of `path`, now, naming
+// the flag: a FIFO, a device, a loop of links or a file past its kind's
+// limit is refused before the first step.
+void check_readable(const char* flag, const std::string& path, size_t limit) {
+  try {
+    (void)open_regular_file(path, limit);
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const UserError& e) {
+    fail("{} {}: {}", flag, path, e.what());
   }
 }
 
 }  // namespace
 
-void check_folder_writable(const std::string& flag, const std::string& folder) {
+void check_folder_writable(const std::string& flag, const std::string& folder, int64_t bytes) {
   if (folder.empty()) fail("{} '': needs a folder", flag);
-  check_writable_folder(flag, folder, folder);
+  check_writable_folder(flag, folder, folder, bytes);
+}
+
+int64_t checkpoint_bytes(const train::TrainConfig& cfg) {
+  // The header names each tensor, its shape and offsets: under 64 KiB for BERT.
+  return train::model_shape(train::model_config(cfg)).parameters() * 4 + (int64_t{64} << 10);
 }
 
 void check_outputs(const RunOutputs& o) {
-  check_output("--save-checkpoint", o.save_checkpoint, true);
-  check_output("--save-initial-checkpoint", o.save_initial_checkpoint, true);
-  check_output("--dump-data", o.dump_data, false);
+  // Both checkpoints on one disk need the space of both.
+  const bool same_disk = !o.save_checkpoint.empty() && !o.save_initial_checkpoint.empty();
+  check_output("--save-checkpoint", o.save_checkpoint, true, o.checkpoint_bytes * (same_disk ? 2 : 1));
+  check_output("--save-initial-checkpoint", o.save_initial_checkpoint, true, o.checkpoint_bytes);
+  check_output("--dump-data", o.dump_data, false, kWriteProbeBytes);
 }
 
 void check_input_files(const train::TrainConfig& cfg) {
+  if (cfg.train_data != "synthetic") check_readable("--train-data", cfg.train_data, file_limit::kDataset);
+  if (!cfg.vocab.empty()) check_readable("--vocab", cfg.vocab, file_limit::kVocabulary);
+  if (cfg.checkpoint.empty()) return;
   std::error_code ec;
-  if (cfg.train_data != "synthetic") {
-    if (!fs::exists(cfg.train_data, ec)) fail("--train-data {}: no such file", cfg.train_data);
-    if (!fs::is_regular_file(cfg.train_data, ec)) fail("--train-data {}: not a file", cfg.train_data);
-  }
-  if (!cfg.vocab.empty() && !fs::is_regular_file(cfg.vocab, ec)) fail("--vocab {}: no such file", cfg.vocab);
-  if (!cfg.checkpoint.empty() && !fs::exists(cfg.checkpoint, ec))
+  if (fs::symlink_status(cfg.checkpoint, ec).type() == fs::file_type::not_found)
     fail("--checkpoint {}: no such file or folder", cfg.checkpoint);
+  // A folder's weights are found, and checked, by the loader; a file is
+  // checked now as the reader will take it.
+  if (!fs::is_directory(cfg.checkpoint, ec)) check_readable("--checkpoint", cfg.checkpoint, file_limit::kCheckpoint);
 }
 
 void check_vocab_fits_model(const train::TrainConfig& cfg) {

@@ -4,6 +4,7 @@
 // written, an evaluation set that is missing, unreadable or empty. Checked
 // before the first step (and by `run --dry-run`, which `sweep` runs for
 // every job before it submits any).
+#include <cstdint>
 #include <string>
 
 #include "train/config.h"
@@ -15,11 +16,18 @@ struct RunOutputs {
   std::string save_checkpoint;          // --save-checkpoint: .safetensors file, else a folder
   std::string save_initial_checkpoint;  // --save-initial-checkpoint: likewise
   std::string dump_data;                // --dump-data: a .safetensors file
+  // What one checkpoint takes on disk (checkpoint_bytes); 0: a probe's block.
+  int64_t checkpoint_bytes = 0;
 };
 
+// A checkpoint of the model `cfg` names, as model::save_checkpoint writes it
+// (every parameter in fp32, and its header): the space each one needs.
+int64_t checkpoint_bytes(const train::TrainConfig& cfg);
+
 // That `folder` (and the folders above it that are missing) can be made and
-// take a file, leaving nothing behind. Throws UserError naming `flag`.
-void check_folder_writable(const std::string& flag, const std::string& folder);
+// take a file of `bytes` (allocated, as the run sets its space aside),
+// leaving nothing behind. Throws UserError naming `flag`.
+void check_folder_writable(const std::string& flag, const std::string& folder, int64_t bytes = 4096);
 
 // Each output can be written where it is meant to go: the folders that
 // would be made can be made (they are removed again) and take a file, and

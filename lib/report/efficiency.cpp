@@ -24,13 +24,14 @@ namespace fs = std::filesystem;
 
 const char* part_name(Part p) {
   static constexpr const char* names[] = {"exposed communication", "compute inflation", "optimizer and other",
-                                          "waiting for the slowest rank", "data and host", "unexplained"};
+                                          "waiting for the slowest rank", "data and host", "recomputation",
+                                          "unexplained"};
   return names[static_cast<size_t>(p)];
 }
 
 const char* part_key(Part p) {
   static constexpr const char* keys[] = {"exposed_comm", "compute_inflation", "optimizer_other",
-                                         "waiting_slowest_rank", "data_host", "unexplained"};
+                                         "waiting_slowest_rank", "data_host", "recompute", "unexplained"};
   return keys[static_cast<size_t>(p)];
 }
 
@@ -45,6 +46,7 @@ RankTime rank_time(const results::RankTiming& r) {
   RankTime t;
   t.step = r.step_ms;
   t.data = own(Phase::Data);
+  t.forward = own(Phase::Forward);
   t.compute = own(Phase::Forward) + own(Phase::Backward);
   t.other = own(Phase::GradSync) + own(Phase::Optimizer);
   for (auto e : r.phase_exposed_ms) t.exposed += e;
@@ -56,6 +58,7 @@ RankTime rank_time(const results::RankTiming& r) {
 RunTiming read_run_timing(const results::RunResult& r, const fs::path& origin) {
   RunTiming t;
   t.job_step_ms = r.step_ms_mean > 0 ? r.step_ms_mean : r.step_ms_median;
+  t.recomputes = r.activation_checkpointing != 0;
   if (auto ranks = results::read_rank_timing(origin)) {
     for (auto& rank : *ranks) t.ranks.push_back(rank_time(rank));
     return t;
@@ -64,6 +67,7 @@ RunTiming read_run_timing(const results::RunResult& r, const fs::path& origin) {
   RankTime one;
   one.step = t.job_step_ms;
   one.data = r.data_ms;
+  one.forward = r.forward_ms;
   one.compute = r.forward_ms + r.backward_ms;
   one.other = r.optimizer_ms;
   one.exposed = r.comm_exposed_ms;
@@ -97,7 +101,11 @@ Decomposition decompose(double measured_ms, double ideal_ms, const RunTiming& ru
   const double waited = std::clamp(run.ranks[slow].busy() - r.busy(), 0.0, std::max(r.exposed, 0.0));
   auto& ms = d.ms;
   ms[size_t(Part::Data)] = r.data - b.data / scale;
-  ms[size_t(Part::Compute)] = r.compute - b.compute / scale;
+  // The backward of a run that recomputes holds a second forward of the
+  // encoder layers: the forward's own time (embedding and head are not run
+  // again, so at most that), its own cause, not compute inflation.
+  ms[size_t(Part::Recompute)] = run.recomputes && !base.recomputes ? std::max(r.forward, 0.0) : 0.0;
+  ms[size_t(Part::Compute)] = r.compute - ms[size_t(Part::Recompute)] - b.compute / scale;
   ms[size_t(Part::Optimizer)] = r.other - b.other / scale;
   ms[size_t(Part::Exposed)] = r.exposed - waited;
   // The job's step is, step by step, its slowest rank's: beyond this rank's
@@ -140,6 +148,10 @@ std::string advice(Part p, const results::RunResult& r) {
     case Part::Data:
       return "loading batches and host work per step do not divide with the devices: more samples per device, "
              "batches prefetched to the device";
+    case Part::Recompute:
+      return "activation checkpointing (--activation-checkpointing) runs every encoder layer's forward again in "
+             "the backward, about a third more FLOPs, for the activation memory it saves: leave it off where the "
+             "memory allows";
     default:
       return "the run files cannot attribute it (phase medians of an older file, or repeats whose median "
              "throughput is not one run's)";
@@ -179,7 +191,7 @@ Part largest_cause(const Decomposition& d) {
 
 std::string largest_cause_cell(const Decomposition& d) {
   static constexpr const char* short_names[] = {"exposed comm", "compute", "optimizer", "waiting", "data/host",
-                                                "unexplained"};
+                                                "recompute", "unexplained"};
   if (d.lost_ms() <= 0) return "none";
   Part top = largest_cause(d);
   // No named part to speak of (a run without per-rank timing): what is lost is unexplained.
@@ -367,7 +379,7 @@ std::string efficiency_plot_script(const std::vector<EfficiencyRow>& rows, std::
     << "set ylabel 'ms per optimizer step'\nset xtics rotate by -20\n"
     << "set linetype 1 lc rgb '#BBBBBB'\nset linetype 2 lc rgb '#0072B2'\nset linetype 3 lc rgb '#D55E00'\n"
     << "set linetype 4 lc rgb '#009E73'\nset linetype 5 lc rgb '#CC79A7'\nset linetype 6 lc rgb '#E69F00'\n"
-    << "set linetype 7 lc rgb '#444444'\n";
+    << "set linetype 7 lc rgb '#56B4E9'\nset linetype 8 lc rgb '#444444'\n";
   for (size_t g = 0; g < groups.size(); ++g) {
     std::string name = "efficiency-" + groups[g].first;
     names.push_back(name);
@@ -392,7 +404,9 @@ PlotOutcome write_efficiency_plots(const std::vector<EfficiencyRow>& rows, const
   std::vector<std::string> names;
   std::string script = efficiency_plot_script(rows, names);
   if (names.empty()) return out;
-  fs::create_directories(dir);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) fail("cannot create the report folder {}: {}", dir.string(), ec.message());
   write_file_atomic(dir / kEffData, efficiency_plot_data(rows));
   write_file_atomic(dir / kEffScript, script);
   std::string program = find_program(gnuplot);

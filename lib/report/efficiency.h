@@ -20,7 +20,10 @@
 
 namespace hpcbench::report {
 
-enum class Part { Exposed = 0, Compute, Optimizer, Waiting, Data, Unexplained, Count };
+// Recompute: activation checkpointing's second forward of every encoder
+// layer inside the backward (about a third more FLOPs), its own cause, not
+// compute inflation, where the run recomputes and its baseline does not.
+enum class Part { Exposed = 0, Compute, Optimizer, Waiting, Data, Recompute, Unexplained, Count };
 inline constexpr size_t kParts = static_cast<size_t>(Part::Count);
 const char* part_name(Part p);   // "exposed communication", ...
 const char* part_key(Part p);    // "exposed_comm", ... (CSV columns, plot keys)
@@ -31,6 +34,7 @@ const char* part_key(Part p);    // "exposed_comm", ... (CSV columns, plot keys)
 // exposed inside it; exposed is the rank's comm_exposed_ms.
 struct RankTime {
   double step = 0, data = 0, compute = 0, other = 0, exposed = 0;
+  double forward = 0;  // the forward phase's own work, inside compute
   double busy() const { return step - exposed; }
 };
 
@@ -42,6 +46,7 @@ struct RunTiming {
   // rank from the phase medians, with the exposed time still inside the
   // phases; the accounting then does not close and the rest is unexplained.
   bool exact = true;
+  bool recomputes = false;  // activation checkpointing: the backward runs each layer's forward again
 };
 
 // From the run's run.json (beside `origin` when that is a summary.csv), or

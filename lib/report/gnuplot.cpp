@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "core/atomic_file.h"
+#include "core/bounded_read.h"
 #include "core/error.h"
 #include "core/process.h"
 
@@ -43,7 +43,7 @@ void run_gnuplot(const std::string& program, const fs::path& dir, const std::str
   std::error_code ec;
   if (!ended.empty()) {
     try {
-      said = read_file(log);
+      said = read_file(log, file_limit::kSmall);
     } catch (const UserError&) {
     }
     while (!said.empty() && (said.back() == '\n' || said.back() == ' ')) said.pop_back();

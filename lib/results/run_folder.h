@@ -30,15 +30,35 @@ struct RunFiles {
   std::map<std::string, std::string> files;  // further files, name -> content (predictions.json, ...)
 };
 
-// Returns the folder written: <results_dir>/<run_name>, or <run_name>-2, ...
-// when that exists.
+// Takes the run's folder name before the run: <run_name>, or the first of
+// <run_name>-2, -3, ... that no finished folder has and no other run holds.
+// The claim is a hidden folder made with mkdir(2), which one process alone
+// can make, so two runs started at once with one name never take one
+// folder; it is where write_run_folder writes, and is given back (removed
+// while empty) when the process ends without results. Returns the folder
+// the results will have; again for the same name, the same folder. Throws
+// UserError naming --results-dir or --run-name.
+std::filesystem::path claim_run_folder(const std::filesystem::path& results_dir, const std::string& run_name);
+
+// A repeat group's id for `--repeats`: `group`, or the first of <group>-2,
+// -3, ... whose repeats were never written (<id>-r1) and that no other
+// --repeats holds (a hidden folder made with mkdir(2), removed when this
+// process ends). Its repeats are then <id>-r1 ... -rN.
+std::string claim_repeat_group(const std::filesystem::path& results_dir, const std::string& group);
+
+// Returns the folder written: the one claim_run_folder claimed (claimed now
+// when it was not).
 std::filesystem::path write_run_folder(const std::filesystem::path& results_dir, const std::string& run_name,
                                        RunFiles run);
 
 // Throws UserError naming --run-name unless `run_name` is one ordinary path
 // component: not empty, no '/', not "." or "..", not hidden (a leading '.'
-// is how unfinished folders are named), short enough for a file name.
+// is how unfinished folders are named), short enough for a file name, valid
+// UTF-8 without control characters (it is written into run.json).
 void check_run_name(const std::string& run_name);
+// The same rule for another name that becomes a folder or a record's field
+// (--repeat-group), naming `flag`.
+void check_run_name(const std::string& run_name, const char* flag);
 
 // What write_run_folder would fail on, checked before a run starts rather
 // than after it: creates `results_dir` if needed and proves that a folder can

@@ -25,7 +25,6 @@
 #include "run/repeats.h"
 #include "run/trainer.h"
 #include "tensorboard/run_log.h"
-#include "train/profile_steps.h"
 
 namespace hpcbench::run {
 
@@ -47,7 +46,7 @@ bool second_signal_kills() {
 // --nproc-per-node: this machine's ranks, started by the built-in launcher
 // once what they would all check is checked here.
 int launch_ranks(const train::TrainConfig& cfg, const strategies::Choice& choice, const JobOptions& o) {
-  if (o.dry_run) preflight::check_folder_writable("--results-dir", cfg.results_dir);
+  if (o.dry_run) preflight::check_folder_writable("--results-dir", cfg.results_dir, results_bytes(cfg));
   else results::check_results_dir(cfg.results_dir);
   dist::LaunchOptions launch{.nproc = o.nproc_per_node};
   if (cfg.threads == 0) {
@@ -71,11 +70,7 @@ void check_rank_start(const train::TrainConfig& cfg, const strategies::Choice& c
                       const dist::RankLayout& layout) {
   if (layout.rank == 0) {
     results::check_results_dir(cfg.results_dir);
-    // --profile's trace and table: a bert-base step's trace is a few MB on a GPU; 16 MiB a step is room.
-    const int64_t profile_bytes = train::parse_profile_steps(cfg.profile).count() * (int64_t{16} << 20);
-    results::reserve_results_space(cfg.results_dir,
-                                   results::results_space_estimate(cfg.max_steps, !cfg.eval_data.empty(),
-                                                                   cfg.tensorboard == "on") + profile_bytes);
+    results::reserve_results_space(cfg.results_dir, results_bytes(cfg));
   }
   // Ranks of the built-in launcher: it checked all of this before it started them.
   if (!std::getenv("HPCBENCH_LAUNCHER_PID")) {
@@ -110,6 +105,9 @@ int train_rank(const train::TrainConfig& cfg, const strategies::Choice& choice, 
   hooks.after_step = fault_hook(ctx.rank);
   // Named at the start: the TensorBoard log is written under it as the run goes.
   std::string name = cfg.run_name.empty() ? default_run_name(choice, ctx.world_size) : cfg.run_name;
+  // The folder's name is taken now, before the first step: a run of the same
+  // name that started beside this one takes the next (results/run_folder.h).
+  if (ctx.rank == 0) results::claim_run_folder(cfg.results_dir, name);
   if (cfg.tensorboard == "on") hooks.tensorboard_dir = tensorboard::live_dir(cfg.results_dir, name);
   auto out = train(cfg, choice, ctx, hooks);
   const bool interrupted = out.result.status == "interrupted";
@@ -152,7 +150,7 @@ int run_job(const train::TrainConfig& cfg, const strategies::Choice& choice, con
   if (o.dry_run) {
     // The job's nodes are not this one (a sweep checks on the login node):
     // what this command line decides is checked, not this node's resources.
-    preflight::check_folder_writable("--results-dir", cfg.results_dir);
+    preflight::check_folder_writable("--results-dir", cfg.results_dir, results_bytes(cfg));
     check_files(cfg, o, true);
     return dry_run_done();
   }

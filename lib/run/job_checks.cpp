@@ -15,6 +15,7 @@
 #include "preflight/run_inputs.h"
 #include "preflight/run_settings.h"
 #include "results/run_folder.h"
+#include "train/profile_steps.h"
 #include "specs/registry.h"
 
 namespace hpcbench::run {
@@ -82,6 +83,7 @@ void check_options(const train::TrainConfig& cfg, const strategies::Choice& choi
   // What would otherwise fail only when the results are written, after the
   // whole run: the name, and a results folder that can take it.
   if (!cfg.run_name.empty()) results::check_run_name(cfg.run_name);
+  if (!o.repeat_group.empty()) results::check_run_name(o.repeat_group, "--repeat-group");
   if (o.repeats < 1) fail("--repeats {}: must be at least 1", o.repeats);
 }
 
@@ -94,7 +96,17 @@ void check_files(const train::TrainConfig& cfg, const JobOptions& o, bool writes
   preflight::check_input_files(cfg);
   preflight::check_vocab_fits_model(cfg);
   preflight::check_eval_set(cfg);
-  if (writes_outputs) preflight::check_outputs({o.save_checkpoint, o.save_initial_checkpoint, o.dump_data});
+  if (!writes_outputs) return;
+  const bool checkpoints = !o.save_checkpoint.empty() || !o.save_initial_checkpoint.empty();
+  preflight::check_outputs({o.save_checkpoint, o.save_initial_checkpoint, o.dump_data,
+                            checkpoints ? preflight::checkpoint_bytes(cfg) : 0});
+}
+
+int64_t results_bytes(const train::TrainConfig& cfg) {
+  // --profile's trace and table: a bert-base step's trace is a few MB on a GPU; 16 MiB a step is room.
+  const int64_t profile_bytes = train::parse_profile_steps(cfg.profile).count() * (int64_t{16} << 20);
+  return results::results_space_estimate(cfg.max_steps, !cfg.eval_data.empty(), cfg.tensorboard == "on") +
+         profile_bytes;
 }
 
 void check_before_start(const train::TrainConfig& cfg, const strategies::Choice& choice, const JobOptions& o,

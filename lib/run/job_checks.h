@@ -1,6 +1,7 @@
 #pragma once
 // What a job checks before anything starts: its flags, the files it reads
 // and writes, and this node's cores and memory.
+#include <cstdint>
 #include <string>
 
 #include "run/job.h"
@@ -17,6 +18,12 @@ int threads_of(const train::TrainConfig& cfg, int launcher_share);
 // Whatever would fail only at the end of the run, before anything starts:
 // the files it reads and writes, the evaluation set.
 void check_files(const train::TrainConfig& cfg, const JobOptions& o, bool writes_outputs);
+
+// The space the run's results folder takes: what rank 0 sets aside before
+// the first step (results::reserve_results_space) and what `--dry-run` (and
+// so `sweep` before it submits) allocates and frees again to check it. The
+// checkpoints' space is check_files' (preflight::checkpoint_bytes).
+int64_t results_bytes(const train::TrainConfig& cfg);
 
 // The files, and this node's resources: `ranks` run here, with `threads` each.
 void check_before_start(const train::TrainConfig& cfg, const strategies::Choice& choice, const JobOptions& o,

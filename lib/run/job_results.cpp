@@ -40,6 +40,7 @@ int write_results(const train::TrainConfig& cfg, const std::string& name, TrainO
   if (out.details.contains("predictions")) files.files["predictions.json"] = out.details["predictions"].dump(1);
   out.details.erase("predictions");
   const nlohmann::json notice = out.details.value("interrupted", nlohmann::json::object());
+  const bool checkpoint_lost = out.details.contains("final_checkpoint");
   files.details = std::move(out.details);
   if (!out.utilisation_csv.empty()) files.files["utilisation.csv"] = out.utilisation_csv;
   for (auto& [file, content] : out.files) files.files[file] = std::move(content);
@@ -61,7 +62,10 @@ int write_results(const train::TrainConfig& cfg, const std::string& name, TrainO
     return 2;
   }
   const std::string folder = folder_text;
-  if (!interrupted) return 0;
+  if (checkpoint_lost)
+    spdlog::error("{} holds the run's results, marked in run.json (final_checkpoint); the checkpoint was not written",
+                  folder);
+  if (!interrupted) return checkpoint_lost ? 2 : 0;
   spdlog::warn("interrupted by {} after {} of {} steps{}: {} holds what was measured, with status interrupted "
                "(hpcbench report shows it and leaves it out of speedups unless --include-interrupted)",
                signal_name(sig), out.result.steps, notice["steps_planned"].get<int64_t>(),

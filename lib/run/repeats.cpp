@@ -14,6 +14,7 @@
 #include "core/stop_signal.h"
 #include "core/text_wrap.h"
 #include "distributed/launch_env.h"
+#include "results/run_folder.h"
 #include "run/job_results.h"
 
 namespace hpcbench::run {
@@ -24,9 +25,11 @@ int run_repeats(const train::TrainConfig& cfg, const strategies::Choice& choice,
     fail("--repeats {}: this process is one of {} ranks of a launched job; repeat the job instead "
          "(`hpcbench sweep --repeats N` submits N jobs per configuration)",
          o.repeats, layout.world_size);
-  std::string group = cfg.run_name.empty()
-                          ? default_run_name(choice, o.nproc_per_node > 0 ? o.nproc_per_node : 1)
-                          : cfg.run_name;
+  // Claimed, not only named: a --repeats of the same name beside this one
+  // (or before it) gets another id, and the report never merges the two.
+  const std::string group = results::claim_repeat_group(
+      cfg.results_dir, cfg.run_name.empty() ? default_run_name(choice, o.nproc_per_node > 0 ? o.nproc_per_node : 1)
+                                            : cfg.run_name);
   auto base = strip_flag(own_arguments(), "--repeats");
   // A stop signal is passed to the repeat running now, which writes what it
   // measured with status interrupted; the repeats after it are not started.

@@ -3,6 +3,9 @@
 #include <cstdlib>
 #include <optional>
 
+#include <spdlog/spdlog.h>
+
+#include "core/error.h"
 #include "core/hostinfo.h"
 #include "device/device.h"
 #include "model/checkpoint.h"
@@ -37,6 +40,21 @@ monitor::JobSamplingOptions sampling_options(const Run& run, const RunContext& c
 SampleOrder sample_order(const Run& run, const Steps& steps) {
   return {run.data.get(), run.cfg.seed, run.topology.data_ranks, run.batch.micro_rows, run.batch.grad_accum,
           steps.origin};
+}
+
+// The final checkpoint is optional beside the results: one that cannot be
+// written (a disk that others filled since the check) is said in the
+// results, which are still written; "" when it was written or not asked for.
+std::string save_final_checkpoint(const Run& run, const std::filesystem::path& file) {
+  if (file.empty()) return {};
+  try {
+    model::save_checkpoint(*run.model, file);
+  } catch (const UserError& e) {
+    spdlog::error("--save-checkpoint {}: not written: {}; the results are written all the same", file.string(),
+                  e.what());
+    return e.what();
+  }
+  return {};
 }
 
 }  // namespace
@@ -75,7 +93,7 @@ TrainOutput train(const train::TrainConfig& cfg, const strategies::Choice& choic
 
   // Whole parameters on every rank before the checkpoint and evaluation.
   updater.gather_whole();
-  if (leader && !hooks.final_checkpoint.empty()) model::save_checkpoint(*run.model, hooks.final_checkpoint);
+  const std::string checkpoint_error = leader ? save_final_checkpoint(run, hooks.final_checkpoint) : "";
   std::optional<Evaluation> evaluation;
   if (!cfg.eval_data.empty() && !job.stopped) {
     sampling.set_step(monitor::kEvaluation);
@@ -85,6 +103,9 @@ TrainOutput train(const train::TrainConfig& cfg, const strategies::Choice& choic
   }
   auto sampled = sampling.finish(job.timed_from + 1, static_cast<int64_t>(job.steps.size()));
   auto out = summarise(run, ctx, std::move(job), evaluation, sampled);
+  if (!checkpoint_error.empty())
+    out.details["final_checkpoint"] = {
+        {"path", hooks.final_checkpoint.string()}, {"written", false}, {"error", checkpoint_error}};
   tb.finish(out.steps, out.result, out.utilisation_csv);
   if (!profile.summary.is_null()) out.details["profile"] = std::move(profile.summary);
   out.files = std::move(profile.files);

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/bounded_read.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/time.h"
@@ -99,7 +100,7 @@ Sweep read_manifest(const fs::path& dir) {
   fs::path file = dir / "sweep.json";
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(read_file(file));
+    j = nlohmann::json::parse(read_file(file, file_limit::kSmall));
   } catch (const nlohmann::json::exception& e) {
     fail("{}: not a sweep manifest ({})", file.string(), e.what());
   }

@@ -13,7 +13,7 @@
 #include <optional>
 #include <sstream>
 
-#include "core/atomic_file.h"
+#include "core/bounded_read.h"
 #include "core/error.h"
 #include "core/hostinfo.h"
 #include "monitor/sampler.h"
@@ -132,7 +132,8 @@ void RunLog::finish(const std::vector<results::StepRecord>& steps, const results
 
 void RunLog::rewrite(const fs::path& file, const std::vector<results::StepRecord>& steps,
                      const results::RunResult& result, const std::string& utilisation_csv) {
-  fs::path tmp = file.parent_path() / ".rewrite.partial";
+  // Per process: two runs of one name share their live folder (live_dir).
+  fs::path tmp = file.parent_path() / fmt::format(".rewrite.partial-{}", ::getpid());
   {
     auto w = EventWriter::at(tmp, {.flush_secs = 0, .on_flush = {}});
     w->text("run/settings", 0, settings_markdown(options_.settings), start_wall_);
@@ -196,9 +197,13 @@ std::vector<fs::path> own_event_files(const fs::path& dir) {
 
 }  // namespace
 
+// A run's own events: a scalar or two a step, so a long run's file is a few
+// MiB, and one of a GiB is not this program's.
+constexpr size_t kMaxEventFileBytes = kGiB;
+
 std::vector<std::pair<std::string, std::string>> event_files(const fs::path& dir) {
   std::vector<std::pair<std::string, std::string>> out;
-  for (auto& f : own_event_files(dir)) out.emplace_back(f.filename().string(), read_file(f));
+  for (auto& f : own_event_files(dir)) out.emplace_back(f.filename().string(), read_file(f, kMaxEventFileBytes));
   return out;
 }
 

@@ -24,7 +24,9 @@ bool is_preset(const std::string& name) {
 
 bool is_path(const std::string& model) {
   std::error_code ec;
-  return model.ends_with(".json") || fs::exists(model, ec);
+  // symlink_status: a loop of links is a path too (the reader names it), not a hub name.
+  const auto type = fs::symlink_status(model, ec).type();
+  return model.ends_with(".json") || (type != fs::file_type::not_found && type != fs::file_type::none);
 }
 
 // Presets the hub does not have under that name (bert-tiny & co) are ours alone.

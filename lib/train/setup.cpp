@@ -25,7 +25,12 @@ strategies::ModelShape model_shape(const model::BertConfig& c) {
 
 model::BertConfig model_config(const TrainConfig& cfg) {
   namespace fs = std::filesystem;
-  bool is_file = cfg.model.ends_with(".json") || fs::is_regular_file(cfg.model);
+  // Whatever is there and is not a folder is the reader's to take or refuse
+  // (a FIFO, a device, a loop of links: core/bounded_read.h).
+  std::error_code ec;
+  const auto type = fs::symlink_status(cfg.model, ec).type();
+  bool is_file = cfg.model.ends_with(".json") ||
+                 (type != fs::file_type::not_found && type != fs::file_type::none && !fs::is_directory(cfg.model, ec));
   auto m = is_file ? model::BertConfig::from_json(cfg.model) : model::BertConfig::preset(cfg.model);
   if (cfg.max_seq_length > m.max_position_embeddings)
     fail("--max-seq-length {}: the model {} has only {} positions", cfg.max_seq_length, m.name,

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/atomic_file.h"
+#include "read_whole_file.h"
 #include "test_env.h"
 
 using namespace hpcbench;

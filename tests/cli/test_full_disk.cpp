@@ -146,3 +146,75 @@ TEST_CASE("report --tensorboard onto a full disk fails, naming the file, instead
   CHECK_THAT(rep.output, Catch::Contains("cannot write the TensorBoard event file " + (disk.dir / "tb").string()) &&
                              Catch::Contains("No space left on device"));
 }
+
+// Issue 44, class 2: one results plan. `--dry-run` (and so `sweep` before it
+// submits) allocates what the run would set aside, so a disk with room for a
+// probe's block but not for the results is refused by both alike.
+TEST_CASE("--dry-run refuses a results disk too full for the space the run sets aside", "[disk]") {
+  test::TempDir tmp;
+  Tmpfs disk(tmp.path / "disk", "1m");  // an empty 1 MiB disk; the results of 5 steps set 1.01 MiB aside
+  REQUIRE_TMPFS(disk);
+  const auto results = disk.dir / "results";
+  for (const char* dry : {" --dry-run", ""}) {
+    INFO(dry);
+    auto r = test::run_command(test::hpcbench_bin().string() + kRun + dry + " --max-steps 5 --results-dir " +
+                               results.string());
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains("--results-dir " + results.string()) &&
+                             Catch::Contains("No space left on device"));
+    CHECK_THAT(r.output, !Catch::Contains("check out") && !Catch::Contains("step      1/"));
+  }
+}
+
+TEST_CASE("a checkpoint the disk cannot take is refused before the first step, by the run and --dry-run", "[disk]") {
+  test::TempDir tmp;
+  Tmpfs disk(tmp.path / "disk", "8m");  // bert-tiny's checkpoint is 17 MiB
+  REQUIRE_TMPFS(disk);
+  const auto ckpt = disk.dir / "w.safetensors";
+  for (const char* dry : {" --dry-run", ""}) {
+    INFO(dry);
+    auto r = test::run_command(test::hpcbench_bin().string() + kRun + dry + " --max-steps 3 --results-dir " +
+                               (tmp.path / "results").string() + " --save-checkpoint " + ckpt.string());
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains("--save-checkpoint " + ckpt.string() + ": cannot set aside the"));
+    CHECK_THAT(r.output, !Catch::Contains("step      1/"));
+  }
+  CHECK(test::entries(tmp.path / "results") == 0);
+}
+
+TEST_CASE("a checkpoint that fails at the end leaves the results written and marked", "[disk]") {
+  test::TempDir tmp;
+  Tmpfs disk(tmp.path / "disk", "24m");
+  REQUIRE_TMPFS(disk);
+  const auto results = tmp.path / "results";
+  const auto ckpt = disk.dir / "w.safetensors";
+  auto log = tmp.path / "log";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    std::string cmd = "exec " + test::hpcbench_bin().string() + kRun + " --max-steps 40 --run-name kept --results-dir " +
+                      results.string() + " --save-checkpoint " + ckpt.string() + " > " + log.string() + " 2>&1";
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // Another job fills the checkpoint's disk once the run trains.
+  for (int i = 0; i < 6000 && test::slurp(log).find("step      3/") == std::string::npos; ++i) {
+    if (test::slurp(log).find("[error]") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  disk.fill();
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  auto out = test::slurp(log);
+  INFO(out);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 2);
+  REQUIRE(fs::exists(results / "kept" / "run.json"));
+  auto run = nlohmann::json::parse(test::slurp(results / "kept" / "run.json"));
+  CHECK(run["steps"].size() == 40);
+  CHECK(run["result"]["status"] == "ok");
+  CHECK(run["final_checkpoint"]["written"] == false);
+  CHECK(run["final_checkpoint"]["path"] == ckpt.string());
+  CHECK_THAT(out, Catch::Contains("the checkpoint was not written"));
+}

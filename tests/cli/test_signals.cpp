@@ -156,3 +156,51 @@ TEST_CASE("SIGUSR1 before the ranks are ready is an interruption, not a death by
                       Catch::Contains("rank 1 exited with status 138 (it stopped on SIGUSR1)"));
   CHECK(test::entries(dir.path / "results") == 0);
 }
+
+// Issue 44, class 5: the launcher classifies every rank's end. A stop
+// signal sent to one rank (not to the launcher) before the ranks are ready
+// was taken for that rank's normal end: the other rank waited out
+// --connect-timeout at the rendezvous and the launcher exited 2. Made
+// certain, not left to timing: rank 0 is held (SIGSTOP) from its start, so
+// the store it serves is not up and rank 1, signalled, ends without ever
+// meeting it; rank 0 then goes on (SIGCONT) to a rendezvous rank 1 will
+// never come to. Now the signal is passed to rank 0 at once, and the
+// launcher ends with it.
+TEST_CASE("a stop signal to one rank before the rendezvous stops the others, with its status", "[signals]") {
+  for (int sig : {SIGUSR1, SIGTERM}) {
+    INFO(sig);
+    test::TempDir dir;
+    auto s = start(test::hpcbench_bin().string() + kRun +
+                       " --strategy ddp --max-steps 100000 --nproc-per-node 2 --connect-timeout 30 --results-dir " +
+                       (dir.path / "results").string(),
+                   dir.path / "log");
+    auto pid_of = [&](int rank) {
+      const auto log = test::slurp(s.log);
+      const std::string tag = fmt::format("[launcher] rank {} pid ", rank);
+      return static_cast<pid_t>(std::stol(log.substr(log.find(tag) + tag.size())));
+    };
+    REQUIRE(wait_for(s, "[launcher] rank 0 pid", std::chrono::seconds(120)));
+    const pid_t rank0 = pid_of(0);
+    ::kill(rank0, SIGSTOP);
+    REQUIRE(wait_for(s, "[launcher] rank 1 pid", std::chrono::seconds(60)));
+    const pid_t rank1 = pid_of(1);
+    ::kill(rank1, sig);
+    // Rank 1 ends (gone, or a zombie until the launcher reaps it).
+    const auto state = [](pid_t pid) {
+      const auto stat = test::slurp("/proc/" + std::to_string(pid) + "/stat");
+      const auto paren = stat.rfind(')');
+      return paren == std::string::npos || paren + 2 >= stat.size() ? 'X' : stat[paren + 2];
+    };
+    for (int i = 0; i < 3000 && state(rank1) != 'X' && state(rank1) != 'Z'; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ::kill(rank0, SIGCONT);
+    int rc = finish(s, std::chrono::seconds(120));
+    auto log = test::slurp(s.log);
+    INFO(log);
+    CHECK(rc == 128 + sig);
+    CHECK_THAT(log, Catch::Contains(fmt::format("[launcher] rank 1 (pid {}) exited with status {} (it stopped on {})",
+                                                rank1, 128 + sig, sig == SIGTERM ? "SIGTERM" : "SIGUSR1")));
+    CHECK_THAT(log, !Catch::Contains("job failed"));
+    CHECK(test::entries(dir.path / "results") == 0);
+  }
+}

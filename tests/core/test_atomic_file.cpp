@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "core/atomic_file.h"
+#include "read_whole_file.h"
 #include "core/error.h"
 #include "test_env.h"
 

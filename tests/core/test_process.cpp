@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/atomic_file.h"
+#include "read_whole_file.h"
 #include "core/error.h"
 #include "core/process.h"
 #include "core/stop_signal.h"

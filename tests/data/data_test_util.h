@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/atomic_file.h"
+#include "read_whole_file.h"
 #include "data/tokenizer.h"
 #include "test_env.h"
 

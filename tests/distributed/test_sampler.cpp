@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
+#include "read_whole_file.h"
 #include "core/error.h"
 #include "distributed/sampler.h"
 #include "test_env.h"

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
+#include "read_whole_file.h"
 #include "core/error.h"
 #include "eval/postprocess.h"
 #include "eval/prediction_files.h"

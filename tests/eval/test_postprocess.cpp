@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
+#include "read_whole_file.h"
 #include "data/features.h"
 #include "data/squad.h"
 #include "eval/postprocess.h"

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
+#include "read_whole_file.h"
 #include "data/squad.h"
 #include "eval/squad_metrics.h"
 #include "test_env.h"

@@ -740,3 +740,19 @@ TEST_CASE("a bad copy in the cache is found and replaced by the next fetch", "[h
   CHECK_THAT(third.output, !Catch::Contains("is not the file"));
   CHECK(server.count({"\"GET\"", "config.json"}) == 2);
 }
+
+// Issue 44, class 6: filesystem calls with error codes, and messages that
+// name the cause. A cache whose blobs/ folder links to itself ended in
+// "internal error: filesystem error".
+TEST_CASE("a cache whose blobs/ links to itself: the message names the loop", "[hub]") {
+  Server server;
+  test::TempDir home;
+  fs::path rp = repo(home.path, "models--org--tiny");
+  fs::create_directories(rp);
+  fs::create_symlink(rp / "blobs", rp / "blobs");
+  auto r = fetch(env(home.path, server.url()), "org/tiny");
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains((rp / "blobs").string()) && Catch::Contains("a loop of symbolic links"));
+  CHECK_THAT(r.output, !Catch::Contains("internal error") && !Catch::Contains("filesystem error"));
+}

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "core/atomic_file.h"
+#include "read_whole_file.h"
 #include "model/bert.h"
 #include "model/checkpoint.h"
 #include "model_test_util.h"

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "core/atomic_file.h"
+#include "read_whole_file.h"
 #include "core/error.h"
 #include "model/bert.h"
 #include "model/bert_modules.h"

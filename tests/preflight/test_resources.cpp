@@ -4,6 +4,8 @@
 // made by each test.
 #include "test_catch.h"
 
+#include <stdlib.h>
+
 #include <fstream>
 
 #include "preflight/resources.h"
@@ -84,4 +86,61 @@ TEST_CASE("cgroup v2 'max' and unreadable or garbage limit files are no limit") 
   write(root / "memory" / "memory.limit_in_bytes", "lots\n");
   CHECK(preflight::available_memory_at(meminfo(dir.path, 8), root) == 8 * kGiB);
   CHECK(preflight::available_memory_at(dir.path / "no-meminfo", dir.path / "no-cgroup") == 0);
+}
+
+// Issue 44, class 4: the limit of this process's own cgroup, as
+// /proc/self/cgroup names it, and of every cgroup above it: not the root's
+// alone (a 2 GB SLURM job cgroup below an unlimited root let 64 ranks
+// "check out", and the kernel killed the launcher).
+TEST_CASE("cgroup v2: this process's own cgroup and the ones above it bound the memory, the least wins") {
+  test::TempDir dir;
+  auto root = dir.path / "cgroup";
+  auto self = dir.path / "self-cgroup";
+  write(self, "0::/system.slice/slurmstepd.scope/job_7/step_0\n");
+  auto job = root / "system.slice" / "slurmstepd.scope" / "job_7";
+  write(job / "memory.max", std::to_string(2 * kGiB) + "\n");
+  write(job / "memory.current", std::to_string(kGiB / 4) + "\n");
+  write(job / "step_0" / "memory.max", "max\n");
+  std::string source;
+  CHECK(preflight::available_memory_at(meminfo(dir.path, 8), root, self, &source) == 2 * kGiB - kGiB / 4);
+  CHECK_THAT(source, Catch::Contains("memory.max") && Catch::Contains("job_7"));
+  // A tighter limit nested below it wins.
+  write(job / "step_0" / "memory.max", std::to_string(kGiB) + "\n");
+  write(job / "step_0" / "memory.current", "0\n");
+  CHECK(preflight::available_memory_at(meminfo(dir.path, 8), root, self, &source) == kGiB);
+  CHECK_THAT(source, Catch::Contains("step_0"));
+  // Another cgroup's limit (a sibling job's) is not this process's.
+  write(self, "0::/system.slice/slurmstepd.scope/job_8\n");
+  CHECK(preflight::available_memory_at(meminfo(dir.path, 8), root, self) == 8 * kGiB);
+}
+
+TEST_CASE("cgroup v1: the memory controller's own cgroup, named among several controllers") {
+  test::TempDir dir;
+  auto root = dir.path / "cgroup";
+  auto self = dir.path / "self-cgroup";
+  write(self, "12:pids:/slurm/uid_0/job_9\n4:cpuacct,memory:/slurm/uid_0/job_9/step_batch\n0::/\n");
+  auto job = root / "memory" / "slurm" / "uid_0" / "job_9";
+  write(job / "memory.limit_in_bytes", std::to_string(2 * kGiB) + "\n");
+  write(job / "memory.usage_in_bytes", std::to_string(kGiB) + "\n");
+  write(job / "step_batch" / "memory.limit_in_bytes", "9223372036854771712\n");
+  write(root / "memory" / "memory.limit_in_bytes", "9223372036854771712\n");
+  std::string source;
+  CHECK(preflight::available_memory_at(meminfo(dir.path, 8), root, self, &source) == kGiB);
+  CHECK_THAT(source, Catch::Contains("memory.limit_in_bytes") && Catch::Contains("job_9"));
+  // A path from outside this cgroup namespace reads the root it sees only.
+  write(self, "4:memory:/../../job_9\n");
+  CHECK(preflight::available_memory_at(meminfo(dir.path, 8), root, self) == 8 * kGiB);
+}
+
+TEST_CASE("an injected memory figure is parsed strictly: a malformed one is an error, not 'off'") {
+  for (const char* bad : {"abc", "-5", "1e30", "12abc", "", " 7", "99999999999999999999999"}) {
+    INFO(bad);
+    ::setenv("HPCBENCH_INJECT", (std::string("memory_bytes=") + bad).c_str(), 1);
+    CHECK_THROWS_WITH(preflight::available_memory(), Catch::Contains("HPCBENCH_INJECT memory_bytes="));
+  }
+  ::setenv("HPCBENCH_INJECT", "memory_bytes=4294967296", 1);
+  std::string source;
+  CHECK(preflight::available_memory(&source) == 4 * kGiB);
+  CHECK_THAT(source, Catch::Contains("memory_bytes"));
+  ::unsetenv("HPCBENCH_INJECT");
 }

@@ -120,3 +120,32 @@ TEST_CASE("run.json's rank timing is read, and an older file falls back on the m
   CHECK(d.ms[size_t(Part::Unexplained)] == Approx(-2));
   CHECK(sum(d) == Approx(18));
 }
+
+// Issue 44, class 7: activation checkpointing's recomputation is its own
+// cause. The backward of a run that recomputes runs every layer's forward
+// again; that time went to "compute inflation", whose advice (more samples
+// per device, cores shared between ranks) does not address it.
+TEST_CASE("recomputation is its own part where the run recomputes and its baseline does not") {
+  // Baseline: forward 10, backward 20 (compute 30), one device.
+  report::RankTime b{40, 2, 30, 8, 0, 10};
+  // The same work on one device with activation checkpointing: the backward
+  // is 20 + the forward's 10 again.
+  report::RankTime r{50, 2, 40, 8, 0, 10};
+  auto base = timing(40, {b});
+  auto run = timing(50, {r});
+  run.recomputes = true;
+  auto d = report::decompose(50, 40, run, base, 1);
+  CHECK(d.ms[size_t(Part::Recompute)] == Approx(10));
+  CHECK(d.ms[size_t(Part::Compute)] == Approx(0).margin(1e-9));
+  CHECK(d.ms[size_t(Part::Unexplained)] == Approx(0).margin(1e-9));
+  CHECK(sum(d) == Approx(10));
+  CHECK(report::largest_cause(d) == Part::Recompute);
+  CHECK(std::string(report::part_name(Part::Recompute)) == "recomputation");
+  CHECK_THAT(report::causes_cell(d), Catch::StartsWith("recomputation 20.0 pts"));
+  // Both recompute (the baseline with --activation-checkpointing too): no
+  // recomputation against it.
+  base.recomputes = true;
+  d = report::decompose(50, 40, run, base, 1);
+  CHECK(d.ms[size_t(Part::Recompute)] == 0);
+  CHECK(d.ms[size_t(Part::Compute)] == Approx(10));
+}

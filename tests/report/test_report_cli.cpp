@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/atomic_file.h"
+#include "read_whole_file.h"
 #include "core/process.h"
 #include "results/csv.h"
 #include "report/plot.h"
@@ -183,8 +184,41 @@ TEST_CASE("CLI: plots as PNG and SVG when gnuplot is installed") {
     CHECK(svg.find("</svg>") != std::string::npos);
   }
   CHECK(read_file(out / "report.md").find("![speedup](speedup.svg)") != std::string::npos);
-  // No temporary files left behind.
-  for (auto& e : fs::directory_iterator(out)) CHECK_FALSE(e.path().filename().string().starts_with("."));
+  // No temporary files left behind (the marker that makes it a report's folder stays).
+  for (auto& e : fs::directory_iterator(out))
+    if (e.path().filename() != ".hpcbench-report") CHECK_FALSE(e.path().filename().string().starts_with("."));
+}
+
+// Issue 44, class 7: a report folder is written whole. A second report into
+// the folder of a first left the first's plots (named by its runs) beside
+// its own; a folder that holds what no report writes is refused, untouched.
+TEST_CASE("CLI: a second report into one --out replaces the first whole; a foreign folder is refused") {
+  test::TempDir dir;
+  auto runs = make_results(dir);
+  auto out = dir.path / "report";
+  fs::create_directories(out);
+  // What a report of other runs left there: a run's utilisation plot and its data.
+  write_file_atomic(out / "utilisation-gone-run.dat", "0 1\n");
+  write_file_atomic(out / "utilisation-gone-run.svg", "<svg></svg>");
+  auto c = run_report(dir, "'" + runs.string() + "' --no-plots --out '" + out.string() + "'");
+  INFO(c.err);
+  CHECK(c.rc == 0);
+  CHECK(fs::exists(out / "report.md"));
+  CHECK_FALSE(fs::exists(out / "utilisation-gone-run.dat"));
+  CHECK_FALSE(fs::exists(out / "utilisation-gone-run.svg"));
+  // Again into it: taken as the earlier report it is.
+  c = run_report(dir, "'" + runs.string() + "' --no-plots --out '" + out.string() + "'");
+  CHECK(c.rc == 0);
+
+  auto mine = dir.path / "mine";
+  fs::create_directories(mine);
+  write_file_atomic(mine / "notes.txt", "keep me");
+  c = run_report(dir, "'" + runs.string() + "' --no-plots --out '" + mine.string() + "'");
+  INFO(c.err);
+  CHECK(c.rc == 2);
+  CHECK_THAT(c.err, Catch::Contains("--out " + mine.string() + ": the folder holds notes.txt, which no report writes"));
+  CHECK(read_file(mine / "notes.txt") == "keep me");
+  CHECK_FALSE(fs::exists(mine / "report.md"));
 }
 
 TEST_CASE("CLI: runs on another device type or GPU model are shown with the reason, never divided") {

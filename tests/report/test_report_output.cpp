@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/atomic_file.h"
+#include "read_whole_file.h"
 #include "core/error.h"
 #include "results/csv.h"
 #include "report/plot.h"

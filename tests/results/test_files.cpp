@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "core/atomic_file.h"
+#include "read_whole_file.h"
 #include "core/error.h"
 #include "results/bench_comm_file.h"
 #include "results/run_folder.h"

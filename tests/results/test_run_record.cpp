@@ -3,6 +3,7 @@
 #include "results/run_folder.h"
 #include "results/run_record.h"
 #include "core/atomic_file.h"
+#include "read_whole_file.h"
 #include "test_env.h"
 
 using namespace hpcbench;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/atomic_file.h"
+#include "read_whole_file.h"
 #include "stats/stats.h"
 #include "test_env.h"
 

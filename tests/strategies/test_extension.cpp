@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/atomic_file.h"
+#include "read_whole_file.h"
 #include "hpcbench/commands.h"
 #include "predict/step_model.h"
 #include "report/compare.h"

@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "core/atomic_file.h"
+#include "read_whole_file.h"
 #include "test_env.h"
 
 using namespace hpcbench;

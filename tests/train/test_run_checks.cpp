@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "core/atomic_file.h"
+#include "read_whole_file.h"
 #include "core/error.h"
 #include "distributed/local_launcher.h"
 #include "results/run_folder.h"
@@ -41,6 +42,30 @@ TEST_CASE("check_run_name takes one ordinary folder name only") {
   }
   CHECK_THROWS_AS(results::check_run_name(std::string(201, 'a')), UserError);
   CHECK_NOTHROW(results::check_run_name(std::string(200, 'a')));
+  // Issue 44: the name is written into run.json, which is UTF-8; a name that
+  // is not (Latin-1's 0xe4, a lone continuation byte, an overlong '/') or
+  // holds a control character is refused by the same rule.
+  CHECK_NOTHROW(results::check_run_name("m\xc3\xa4rz-\xe6\xb5\x8b"));  // "märz-测", valid UTF-8
+  for (const char* bad : {"m\xe4rz", "a\x80" "b", "\xc0\xafx", "tab\there", "new\nline", "del\x7f"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(results::check_run_name(bad), UserError);
+    CHECK_THROWS_WITH(results::check_run_name(bad, "--repeat-group"), Catch::StartsWith("--repeat-group "));
+  }
+}
+
+TEST_CASE("--run-name and --repeat-group of invalid UTF-8 fail before the first step, not after training") {
+  test::TempDir dir;
+  auto results = dir.path / "results";
+  for (const char* flag : {"--run-name", "--repeat-group"}) {
+    INFO(flag);
+    auto r = test::run_command(fmt::format("cd '{}' && '{}' {} {} \"$(printf 'm\\344rz')\" --results-dir '{}'",
+                                           dir.path.string(), bin(), kRun, flag, results.string()));
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains(std::string(flag) + " m\\xe4rz: not valid UTF-8"));
+    CHECK_THAT(r.output, !Catch::Contains("type_error"));
+    CHECK(r.output.find(kTrainerStarted) == std::string::npos);
+  }
 }
 
 TEST_CASE("--run-name that is not one folder name fails before the first step, writing nothing") {

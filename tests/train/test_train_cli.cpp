@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/atomic_file.h"
+#include "read_whole_file.h"
 #include "test_env.h"
 
 using namespace hpcbench;

@@ -114,6 +114,11 @@ ok, detail = p.envelope_check(fused, env)
 assert ok, detail
 ok, detail = p.envelope_check([v * 1.005 for v in fused], env)
 assert not ok, detail
+# Under the fused engine's own rounding floor too.
+ok, detail = p.envelope_check(fused, env, floor=p.FUSED_FLOOR)
+assert ok, detail
+ok, detail = p.envelope_check([v * 1.005 for v in fused], env, floor=p.FUSED_FLOOR)
+assert not ok, detail
 ok, _ = p.envelope_check(losses(engine["engine-b8-graph"]), env)
 assert ok
 try:

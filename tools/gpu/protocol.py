@@ -36,6 +36,10 @@ SHARDED_DRIFT_MULTIPLE = 3.0
 PIPELINE_DRIFT_MULTIPLE = 10.0
 # A floor under a measured drift of exactly 0 (deterministic kernels): relative 1e-6.
 DRIFT_FLOOR = 1e-6
+# The fused engine's own rounding (one QKV GEMM, fused bias-GELU and LayerNorm kernels, bf16-resident
+# weights round differently from autocast's per-op casts): a floor of 1e-3 relative under its
+# envelope, half the old per-step bound, a fifth of a 0.5 % error. On the H100 it was 3.9e-4.
+FUSED_FLOOR = 1e-3
 MEMORY_ALLOWANCE_BYTES = 2048 << 20
 SPIKE_FACTOR = 2.0
 DRIFT_LIMIT = 0.05
@@ -189,12 +193,13 @@ def eager_envelope(repeats):
     return {"median": median, "spread": {k: max(scale * s[k] for s in stats) for k in ("median", "last10", "max")}}
 
 
-def envelope_check(losses, envelope, factor=ENVELOPE_FACTOR):
-    """The candidate's two statistics against factor x the eager spread's: (ok, detail)."""
+def envelope_check(losses, envelope, factor=ENVELOPE_FACTOR, floor=DRIFT_FLOOR):
+    """The candidate's two statistics against factor x the eager spread's (or the floor, for
+    a candidate that rounds differently by design, FUSED_FLOOR): (ok, detail)."""
     s = loss_statistics(losses, envelope["median"])
     parts, ok = [], True
     for k in ("median", "last10"):
-        bound = factor * max(envelope["spread"][k], DRIFT_FLOOR)
+        bound = max(factor * max(envelope["spread"][k], DRIFT_FLOOR), floor)
         ok &= s[k] <= bound
         parts.append(f"{'per-step median' if k == 'median' else 'last-10 mean'} {s[k]:.2e} <= {bound:.2e}")
     return ok, "; ".join(parts) + f" ({factor:g} x the eager repeats' own; largest step {s['max']:.2e})"

@@ -44,7 +44,7 @@ def protocol_runs(work, prefix):
     return sorted(found)
 
 
-def part(work, prefix, batch, min_steps):
+def part(work, prefix, batch, min_steps, dry=False):
     """One interleaved set: speed by Welch's interval, the graphed runs' losses against the
     eager envelope, every run's memory column against NVML's peak."""
     checks, row = [], {"set": prefix, "batch": batch}
@@ -56,9 +56,14 @@ def part(work, prefix, batch, min_steps):
                    "step_ms": timed_steps(rjs[name])} for _, side, name in runs]
     fig, speed_checks = protocol.compare_speed(speed_runs, batch, min_steps)
     row["speed"] = fig
-    checks += [protocol_check(f"{prefix}: {n}", ok, d) for n, ok, d in speed_checks]
+    for n, ok, d in speed_checks:
+        if dry and n.startswith("baseline steady"):
+            # A shared 2-core CPU's drift says nothing of the GPU's: stated, not checked.
+            row.setdefault("notes", []).append(f"{prefix}: {n} (--dry, not a check): {d}")
+        else:
+            checks.append(protocol_check(f"{prefix}: {n}", ok, d))
     eager = [losses(rjs[name]) for _, side, name in runs if side == "eager"]
-    dropout = float(rjs[runs[0][2]].get("config", {}).get("train", {}).get("dropout", 0) or 0)
+    dropout = float(rjs[runs[0][2]].get("config", {}).get("train.dropout", 0) or 0)
     row["dropout"] = dropout
     try:
         env = protocol.eager_envelope(eager)
@@ -66,7 +71,7 @@ def part(work, prefix, batch, min_steps):
         for _, side, name in runs:
             if side != "graph-fused":
                 continue
-            ok, detail = protocol.envelope_check(losses(rjs[name]), env)
+            ok, detail = protocol.envelope_check(losses(rjs[name]), env, floor=protocol.FUSED_FLOOR)
             if dropout > 0:
                 # The fused dropout kernel draws its own masks: the curves agree to dropout's noise,
                 # which the eager repeats (the same masks each) do not show. Stated, not checked.
@@ -99,7 +104,7 @@ def phase_engine_protocol(a):
     res = {"rows": [], "checks": [], "references": []}
     for spec in [s for s in a.parts.split(",") if s]:
         prefix, batch = spec.rsplit(":", 1)
-        row, checks = part(a.work, prefix, int(batch), a.min_steps)
+        row, checks = part(a.work, prefix, int(batch), a.min_steps, a.dry)
         res["rows"].append(row)
         res["checks"] += checks
     for path in sorted(glob.glob(os.path.join(a.work, "runs", "ref", "proto-b*-compile-reduce-overhead.json"))):

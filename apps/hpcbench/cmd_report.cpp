@@ -115,7 +115,7 @@ Action add_report(CLI::App& app) {
     std::map<std::string, results::StepSeries> steps;
     for (auto& r : loaded.runs)
       if (auto s = results::read_step_series(r.origin); !s.ms.empty()) steps[r.result.run_id] = std::move(s);
-    for (auto& w : report::noise_warnings(comparison, steps)) comparison.warnings.push_back(w);
+    comparison.noise = report::noise_warnings(comparison, steps);
     for (auto& n : report::loss_deviation_lines(comparison, steps)) comparison.notes.push_back(n);
     if (!interrupted.empty()) comparison.notes.push_back(interrupted);
     for (auto& n : report::oversubscribed_runs(loaded.runs)) comparison.notes.push_back(n);

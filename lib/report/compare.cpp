@@ -233,13 +233,21 @@ std::vector<double> throughputs(const std::vector<results::RunResult>& rs) {
   return v;
 }
 
-// Every pair of rows doing the same work, faster first.
+double geometric_mean(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += std::log(x);
+  return v.empty() ? 0 : std::exp(sum / static_cast<double>(v.size()));
+}
+
+// Every pair of rows doing the same work, faster first (by the geometric
+// mean the test compares, so that its ratio is at least 1).
 std::vector<Verdict> verdicts(const std::vector<ComparisonRow>& rows) {
   std::vector<const ComparisonRow*> cands;
   for (auto& row : rows)
     if (row.run.status == "ok" && !throughputs(row.repeats).empty()) cands.push_back(&row);
-  std::stable_sort(cands.begin(), cands.end(),
-                   [](auto* a, auto* b) { return a->run.samples_per_s > b->run.samples_per_s; });
+  std::stable_sort(cands.begin(), cands.end(), [](auto* a, auto* b) {
+    return geometric_mean(throughputs(a->repeats)) > geometric_mean(throughputs(b->repeats));
+  });
   std::vector<Verdict> out;
   for (size_t i = 0; i < cands.size(); ++i)
     for (size_t j = i + 1; j < cands.size(); ++j) {
@@ -253,10 +261,8 @@ std::vector<Verdict> verdicts(const std::vector<ComparisonRow>& rows) {
       auto ta = throughputs(a.repeats), tb = throughputs(b.repeats);
       v.faster_runs = ta.size();
       v.slower_runs = tb.size();
-      v.ratio = stats::ratio_interval(ta, tb);
-      v.rank = stats::mann_whitney_u(ta, tb);
-      // Two runs a side only span their range: no verdict below three.
-      v.significant = ta.size() >= kMinRunsForVerdict && tb.size() >= kMinRunsForVerdict && v.ratio.lo > 1;
+      v.test = stats::welch_log_test(ta, tb, 1 - kVerdictAlpha);
+      v.significant = v.test.defined && v.test.p < kVerdictAlpha && v.test.ratio.lo > 1;
       out.push_back(v);
     }
   return out;

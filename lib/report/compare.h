@@ -17,6 +17,7 @@
 #include "results/run_reader.h"
 #include "results/run_record.h"
 #include "stats/stats.h"
+#include "stats/welch.h"
 
 namespace hpcbench::report {
 
@@ -48,18 +49,31 @@ struct ComparisonRow {
 
 // Two rows doing the same work (strongly comparable: speedup rules) against
 // each other, on the same or different numbers of devices (a row against its
-// baseline is the speedup's verdict): `faster` has the higher median
-// throughput; significant when the
-// 95 % bootstrap interval of the ratio excludes 1 (both rows need two runs
-// or more). Mann-Whitney's p-value is shown beside it.
-inline constexpr size_t kMinRunsForVerdict = 3;
+// baseline is the speedup's verdict): `faster` has the higher geometric mean
+// throughput. One test decides and its own figures are printed: Welch's
+// t-test on log throughput (stats/welch.h, docs/statistics.md says why),
+// significant when p < 5 %; `ratio` is that test's interval of the ratio of
+// geometric means, so it excludes 1 exactly when the verdict is significant.
+inline constexpr double kVerdictAlpha = 0.05;
+inline constexpr size_t kMinRunsForVerdict = stats::kWelchMinRuns;
+// The repeats a side that see a real 10 % difference at 3 % run-to-run noise
+// 19 times in 20 (docs/statistics.md's simulation); what a line that cannot
+// decide recommends.
+inline constexpr size_t kRecommendedRepeats = 5;
 struct Verdict {
   std::string faster, slower;  // row names (row_name)
   int64_t devices = 0, slower_devices = 0;  // faster's, slower's
   size_t faster_runs = 0, slower_runs = 0;
-  stats::Interval ratio;  // faster's throughput / slower's
-  stats::RankTest rank;
+  stats::WelchTest test;  // test.ratio: faster's throughput / slower's
   bool significant = false;
+};
+
+// A noise warning (noise.h): the row and run it is about, what was seen
+// ("step times vary by 23 %"), the whole line with what to do, and how far
+// past its threshold it is (1: at it), which picks a row's worst case.
+struct NoiseWarning {
+  std::string row, run, what, text;
+  double severity = 0;
 };
 
 struct Comparison {
@@ -68,6 +82,8 @@ struct Comparison {
   std::vector<ComparisonRow> rows;  // by strategy, then world size
   std::vector<Verdict> verdicts;  // by devices, then faster first
   std::vector<std::string> warnings;
+  // Disturbed runs: every one in report.md, one line per row in the terminal.
+  std::vector<NoiseWarning> noise;
   // What a reader must know to read the table right (not a problem with it).
   std::vector<std::string> notes;
 };

@@ -22,8 +22,18 @@ inline constexpr double kSlowFirstStep = 1.5;  // x the median of the timed step
 inline constexpr double kMaxDrift = 0.10;
 
 // `steps`: by run id, the runs' series (runs without one are checked on the
-// figures of their result alone: the CV from step_ms_stddev / step_ms_mean).
-std::vector<std::string> noise_warnings(const Comparison& c, const std::map<std::string, results::StepSeries>& steps);
+// figures of their result alone: the CV from step_ms_stddev / step_ms_mean,
+// the outlier steps from step_outliers). Timed steps that stand out
+// (stats/steps.h) are named too.
+std::vector<NoiseWarning> noise_warnings(const Comparison& c, const std::map<std::string, results::StepSeries>& steps);
+
+// The terminal's form: one line per row with warnings (how many, over how
+// many of its runs, and the worst), then once what to do; report.md keeps
+// every warning.
+std::vector<std::string> noise_summary_lines(const std::vector<NoiseWarning>& noise);
+inline constexpr const char* kNoiseRemedy =
+    "to reduce noise, run on an exclusive node (sbatch --exclusive) or with nothing else running, with more "
+    "steps (--max-steps) and repeats (--repeats)";
 
 // Training loss against step, each row's run (the median repeat) against its
 // baseline's curve: runs with the same seed, data and global batch train the

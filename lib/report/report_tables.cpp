@@ -8,6 +8,7 @@
 #include "core/split.h"
 #include "core/text_wrap.h"
 #include "report/efficiency.h"
+#include "report/noise.h"
 
 namespace hpcbench::report {
 
@@ -225,6 +226,30 @@ Table headline_table(const Comparison& c, const std::vector<EfficiencyRow>& effi
   return t;
 }
 
+namespace {
+
+// The row against its baseline by the verdict test: its p-value and
+// "faster", "slower", "not significant" or why there is no test; empty
+// for the baseline itself and rows without one.
+std::pair<std::string, std::string> baseline_verdict_cells(const Comparison& c, const ComparisonRow& row) {
+  if (!row.baseline || row.is_baseline) return {};
+  const ComparisonRow* base = nullptr;
+  for (auto& b : c.rows)
+    if (b.is_baseline && b.run.run_id == row.baseline->run_id) base = &b;
+  if (!base) return {};
+  const auto name = row_name(row), base_name = row_name(*base);
+  for (auto& v : c.verdicts) {
+    if (!(v.faster == name && v.slower == base_name) && !(v.faster == base_name && v.slower == name)) continue;
+    if (!v.test.defined)
+      return {"", std::min(v.faster_runs, v.slower_runs) < kMinRunsForVerdict ? "too few runs" : "no spread"};
+    return {fmt::format("{:.6g}", v.test.p),
+            !v.significant ? "not significant" : v.faster == name ? "faster" : "slower"};
+  }
+  return {};
+}
+
+}  // namespace
+
 Table comparison_csv_table(const Comparison& c) {
   Table t;
   for (const char* name : {"run_id", "strategy", "devices", "global_batch", "status", "samples_per_s",
@@ -232,7 +257,7 @@ Table comparison_csv_table(const Comparison& c) {
                            "peak_memory_bytes", "memory_ratio", "model_state_bytes", "baseline_run_id",
                            "not_comparable", "runs", "samples_per_s_lo", "samples_per_s_hi", "speedup_lo",
                            "speedup_hi", "efficiency_lo", "efficiency_hi", "step_ms_p90", "comm_ms",
-                           "comm_exposed_ms", "mfu", "exact_match", "f1"})
+                           "comm_exposed_ms", "mfu", "exact_match", "f1", "speedup_p", "speedup_verdict"})
     t.columns.push_back({name, "", false});
   for (auto& row : c.rows) {
     const results::RunResult& r = row.run;
@@ -267,6 +292,9 @@ Table comparison_csv_table(const Comparison& c) {
         ok && r.exact_match >= 0 ? fmt::format("{:.6g}", r.exact_match) : "",
         ok && r.f1 >= 0 ? fmt::format("{:.6g}", r.f1) : "",
     });
+    auto [p, verdict] = baseline_verdict_cells(c, row);
+    t.rows.back().push_back(p);
+    t.rows.back().push_back(verdict);
     if (any_sampled(c)) {
       t.rows.back().push_back(ok && r.utilisation_mean_percent >= 0 ? fmt::format("{:.6g}", r.utilisation_mean_percent) : "");
       t.rows.back().push_back(ok ? r.utilisation_of : "");
@@ -319,35 +347,60 @@ std::vector<std::string> baseline_lines(const Comparison& c) {
 
 namespace {
 
+// Two significant digits, more where rounding would put a p-value on the
+// other side of 5 % than the verdict ("0.05" for 0.0504 beside "not
+// significant" reads like a contradiction); below 0.001 a bound.
+std::string p_text(double p) {
+  if (p < 0.001) return "< 0.001";
+  for (int digits = 2; digits < 8; ++digits) {
+    auto text = fmt::format("{:.{}g}", p, digits);
+    if ((std::stod(text) < kVerdictAlpha) == (p < kVerdictAlpha) && std::stod(text) != kVerdictAlpha) return text;
+  }
+  return fmt::format("{:.8g}", p);
+}
+
+std::string runs_word(size_t n) { return fmt::format("{} run{}", n, n == 1 ? "" : "s"); }
+
+// What the test said, or why it could not say anything and what would let
+// it: the line never shows a p-value the verdict did not come from.
+std::string test_text(const Verdict& v) {
+  const auto& t = v.test;
+  size_t fewest = std::min(v.faster_runs, v.slower_runs);
+  if (fewest < kMinRunsForVerdict)
+    return fmt::format("{} on a side cannot show 5 % with Welch's t-test (no spread to test against): --repeats {}",
+                       runs_word(fewest), kRecommendedRepeats);
+  if (!t.defined) return fmt::format("Welch's t-test undefined ({}): not ranked", t.why);
+  return fmt::format("[{:.3f}, {:.3f}], Welch's t-test p = {}", t.ratio.lo, t.ratio.hi, p_text(t.p));
+}
+
 std::string verdict_line(const Verdict& v) {
   auto count = [&](int64_t n) { return fmt::format("{} {}", n, n == 1 ? "device" : "devices"); };
+  const auto& r = v.test.ratio;
   std::string head = v.devices == v.slower_devices
-                         ? fmt::format("{}: {} / {} = {:.3f}x", count(v.devices), v.faster, v.slower, v.ratio.point)
+                         ? fmt::format("{}: {} / {} = {:.3f}x", count(v.devices), v.faster, v.slower, r.point)
                          : fmt::format("{} ({}) / {} ({}) = {:.3f}x", v.faster, count(v.devices), v.slower,
-                                       count(v.slower_devices), v.ratio.point);
-  if (!v.ratio.has_interval()) return head + ": one run on a side, no verdict (repeat it)";
-  if (!v.significant && v.ratio.lo > 1 && std::min(v.faster_runs, v.slower_runs) < kMinRunsForVerdict)
-    return fmt::format("{} [{:.3f}, {:.3f}]: {} run(s) on a side, too few for a verdict (3 or more)", head, v.ratio.lo,
-                       v.ratio.hi, std::min(v.faster_runs, v.slower_runs));
-  return fmt::format("{} [{:.3f}, {:.3f}], Mann-Whitney p = {:.3g}: {}", head, v.ratio.lo, v.ratio.hi, v.rank.p,
+                                       count(v.slower_devices), r.point);
+  if (!v.test.defined) return head + ": " + test_text(v);
+  return fmt::format("{} {}: {}", head, test_text(v),
                      v.significant ? fmt::format("significant at 5 %, {} is faster", v.faster)
                                    : "not significant at 5 %, not ranked");
 }
 
-// A significant verdict in one terminal line: "2 devices: ddp > dp, 1.800x [...], Mann-Whitney p = 0.1".
+// A significant verdict in one terminal line: "2 devices: ddp > dp (Welch's t-test p = 0.004), 1.800x [...]".
 std::string significant_line(const Verdict& v) {
   auto count = [&](int64_t n) { return fmt::format("{} {}", n, n == 1 ? "device" : "devices"); };
   std::string head = v.devices == v.slower_devices
                          ? fmt::format("{}: {} > {}", count(v.devices), v.faster, v.slower)
                          : fmt::format("{} ({}) > {} ({})", v.faster, count(v.devices), v.slower,
                                        count(v.slower_devices));
-  return fmt::format("{}, {:.3f}x [{:.3f}, {:.3f}], Mann-Whitney p = {:.3g}", head, v.ratio.point, v.ratio.lo,
-                     v.ratio.hi, v.rank.p);
+  // The p-value right after the verdict, so that a wrapped line keeps them together.
+  return fmt::format("{} (Welch's t-test p = {}), {:.3f}x [{:.3f}, {:.3f}]", head, p_text(v.test.p),
+                     v.test.ratio.point, v.test.ratio.lo, v.test.ratio.hi);
 }
 
 const char* kOneRun =
     "one run per configuration: no intervals and no significance test; repeat the runs "
-    "(`hpcbench run --repeats 3`, `hpcbench sweep --repeats 3`) to tell differences from noise";
+    "(`hpcbench run --repeats 5`, `hpcbench sweep --repeats 5`) to tell differences from noise";
 
 }  // namespace
 
@@ -374,7 +427,8 @@ static std::vector<std::string> significance_summary(const Comparison& c) {
     else ++others;
   }
   if (others > 0)
-    out.push_back(fmt::format("{} of {} pairs do not differ significantly at 5 % (or ran too few times); report.md "
+    out.push_back(fmt::format("{} of {} pairs do not differ significantly at 5 % by Welch's t-test (or ran too few "
+                              "times); report.md "
                               "and `hpcbench report --wide` list every pair",
                               others, c.verdicts.size()));
   return out;
@@ -390,9 +444,14 @@ std::string terminal_report(const Comparison& c, const std::vector<ReferenceSet>
     out += wide ? render_terminal(comparison_table(c))
                 : render_terminal(headline_table(c, efficiency_rows(c)), output_columns());
     if (!wide) out += "(every column: report.md, report.csv, `hpcbench report --wide`)\n";
-    if (!c.warnings.empty() || !c.notes.empty()) out += "\n";
+    if (!c.warnings.empty() || !c.notes.empty() || !c.noise.empty()) out += "\n";
     std::string text;
     for (auto& w : c.warnings) text += "warning: " + w + "\n";
+    // Disturbed runs: one line per row by default, every one with --wide.
+    if (wide)
+      for (auto& w : c.noise) text += "warning: " + w.text + "\n";
+    else
+      for (auto& line : noise_summary_lines(c.noise)) text += "warning: " + line + "\n";
     for (auto& n : c.notes) text += "note: " + n + "\n";
     auto sig = wide ? significance_lines(c) : significance_summary(c);
     if (!sig.empty()) text += "\n";
@@ -424,22 +483,27 @@ std::string markdown_report(const Comparison& c, const std::vector<ReferenceSet>
   if (has_repeats(c))
     out += "Runs of the same configuration form one row: throughput is their median, speedup and efficiency "
            "the ratio of medians; brackets hold the 95 % bootstrap interval (10000 resamples, fixed seed), "
-           "\"1 run\" where a configuration ran once.\n\n";
+           "\"1 run\" where a configuration ran once. They describe the spread; the verdicts below come from "
+           "one test, whose interval is wider at few repeats.\n\n";
   if (!c.device_baselines.empty())
     out += "Runs on another device than the first baseline are divided by the baseline of their own device "
            "(column baseline).\n\n";
   if (!c.rows.empty()) out += render_markdown(comparison_table(c));
-  if (!c.warnings.empty()) {
+  if (!c.warnings.empty() || !c.noise.empty()) {
     out += "\nWarnings:\n\n";
     for (auto& w : c.warnings) out += "- " + w + "\n";
+    for (auto& w : c.noise) out += "- " + w.text + "\n";
+    if (!c.noise.empty()) out += fmt::format("- noise, what to do: {}\n", kNoiseRemedy);
   }
   if (!c.notes.empty()) {
     out += "\nNotes:\n\n";
     for (auto& n : c.notes) out += "- " + n + "\n";
   }
   if (auto sig = significance_lines(c); !sig.empty()) {
-    out += "\nSignificance (the throughput ratio's 95 % bootstrap interval excludes 1; `>` ranks, `~` does "
-           "not):\n\n";
+    out += "\nSignificance: Welch's t-test on log throughput, two-sided, decides at 5 %; the ratio is that of "
+           "the rows' geometric means with the same test's 95 % interval, which excludes 1 exactly when p < 0.05 "
+           "(docs/statistics.md says why this test, and how often it sees a real difference at a given number "
+           "of repeats). `>` ranks, `~` does not:\n\n";
     for (auto& line : sig) out += "- " + line + "\n";
   }
   if (!plots.empty()) {

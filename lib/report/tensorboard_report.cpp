@@ -9,6 +9,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "report/report_tables.h"
 #include "tensorboard/event_writer.h"
 
 namespace hpcbench::report {
@@ -103,6 +104,12 @@ size_t write_tensorboard_report(const Comparison& comparison, const fs::path& di
   {
     tb::EventWriter top(dir, {.flush_secs = 0, .on_flush = {}});
     top.hparams_experiment(defs, metrics, now);
+    // The verdicts as the report states them, with the test's own p-values.
+    if (auto sig = significance_lines(comparison); !sig.empty()) {
+      std::string text;
+      for (auto& line : sig) text += "- " + line + "\n";
+      top.text("report/significance", 0, text, now);
+    }
     top.close();  // a full disk is an error, not an empty report
   }
 

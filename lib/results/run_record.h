@@ -56,6 +56,13 @@ struct RunResult {
   double samples_per_s_per_device = 0;
   double tokens_per_s = 0;
   double step_ms_median = 0, step_ms_p90 = 0, step_ms_max = 0, step_ms_mean = 0, step_ms_stddev = 0;
+  // The run's step figure is its median; beside it the fastest step and the
+  // interquartile range, which one spike does not move, and the timed steps
+  // that stand out (stats/steps.h), counted and named ("step 12 (3.05x the
+  // median), ..."). 0 and "" in files older than the fields.
+  double step_ms_min = 0, step_ms_iqr = 0;
+  int64_t step_outliers = 0;
+  std::string step_outlier_steps;
   double data_ms = 0, forward_ms = 0, backward_ms = 0, comm_ms = 0, comm_exposed_ms = 0, optimizer_ms = 0;  // medians
   double flops_per_sample = 0;
   double tflops_per_device = 0;

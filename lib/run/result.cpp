@@ -7,6 +7,7 @@
 #include "core/hostinfo.h"
 #include "core/version.h"
 #include "stats/stats.h"
+#include "stats/steps.h"
 
 namespace hpcbench::run {
 
@@ -79,6 +80,14 @@ void fill_timing(RunResult& res, const Run& run, const RunContext& ctx, const Jo
   res.step_ms_max = st.max;
   res.step_ms_mean = st.mean;
   res.step_ms_stddev = st.stddev;
+  const auto robust = stats::step_figures(step_ms);
+  res.step_ms_min = robust.min;
+  res.step_ms_iqr = robust.iqr();
+  res.step_outliers = static_cast<int64_t>(robust.outliers.size());
+  // By the step's own number (from 1, the warm-up's included).
+  const long first = static_cast<size_t>(from) < records.size() ? static_cast<long>(records[static_cast<size_t>(from)].step)
+                                                                 : static_cast<long>(from) + 1;
+  res.step_outlier_steps = stats::outlier_text(step_ms, robust, first);
   res.data_ms = median_of(records, from, [](auto& r) { return r.times.phase_ms[size_t(Phase::Data)]; });
   res.forward_ms = median_of(records, from, [](auto& r) { return r.times.phase_ms[size_t(Phase::Forward)]; });
   res.backward_ms = median_of(records, from, [](auto& r) { return r.times.phase_ms[size_t(Phase::Backward)]; });

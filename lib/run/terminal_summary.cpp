@@ -18,8 +18,11 @@ void print_summary(const results::RunResult& r, const std::string& folder, const
   }
   out += fmt::format("\n  {} on {} x {} ({}), {} {}, seq {}, global batch {}\n", r.strategy, r.world_size,
                      r.device_name, r.device, r.model, r.precision, r.seq_length, r.global_batch);
-  out += fmt::format("  Step time (median … p90 … max): {:8.2f} ms … {:8.2f} ms … {:8.2f} ms   (σ {:.2f} ms, {} timed steps)\n",
-                     r.step_ms_median, r.step_ms_p90, r.step_ms_max, r.step_ms_stddev, r.timed_steps);
+  out += fmt::format("  Step time: median {:.2f} ms (min {:.2f}, IQR {:.2f}; p90 {:.2f}, max {:.2f}), {} timed steps\n",
+                     r.step_ms_median, r.step_ms_min, r.step_ms_iqr, r.step_ms_p90, r.step_ms_max, r.timed_steps);
+  if (r.step_outliers > 0)
+    out += fmt::format("  Outlier steps: {} ({}); the median leaves them out, the throughput counts them\n",
+                       r.step_outliers, r.step_outlier_steps);
   out += fmt::format("  Throughput:  {:10.1f} samples/s  {:12.0f} tokens/s  {:8.1f} samples/s per device\n",
                      r.samples_per_s, r.tokens_per_s, r.samples_per_s_per_device);
   out += fmt::format("  Phases (median): data {:.2f} ms, forward {:.2f} ms, backward {:.2f} ms, optimizer {:.2f} ms\n",

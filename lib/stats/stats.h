@@ -1,10 +1,10 @@
 #pragma once
 // Summary statistics of repeated timings (hyperfine's set: mean, stddev,
 // median, min, max, plus p90, which is what a straggler shows up in), and
-// the statistics of repeated runs that the report's intervals, significance
-// verdicts and noise warnings rest on (benchstat's set: medians, bootstrap
-// intervals, a rank test). tests/reference/report_stats.py checks every one
-// against numpy/scipy on the same samples.
+// the statistics of repeated runs that the report's intervals and noise
+// warnings rest on (benchstat's set: medians, bootstrap intervals, a rank
+// test; the verdict test is in welch.h). tests/reference/report_stats.py
+// checks every one against numpy/scipy on the same samples.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -85,9 +85,10 @@ Interval ratio_interval(const std::vector<double>& num, const std::vector<double
 // defaults: u is x's U statistic; the p-value is exact when either sample
 // has at most 8 values and there are no ties, otherwise the normal
 // approximation with tie and continuity corrections. With 3 against 3 the
-// smallest exact p-value is 0.1, so this test alone never reaches 5 % at the
-// repeats people run; the report's verdict uses the bootstrap interval of the
-// ratio (significant when it excludes 1) and shows this p-value beside it.
+// smallest exact p-value is 0.1, so this test cannot reach 5 % at the
+// repeats people run; the report's verdicts use Welch's t-test on log
+// throughput instead (welch.h, docs/statistics.md), and this one stays for
+// that comparison.
 struct RankTest {
   double u = 0, p = 1;
   bool exact = false;

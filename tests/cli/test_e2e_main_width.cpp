@@ -10,6 +10,7 @@
 
 #include "core/atomic_file.h"
 #include "read_whole_file.h"
+#include "report/verdict_check.h"
 #include "test_env.h"
 
 using namespace hpcbench;
@@ -71,4 +72,16 @@ TEST_CASE("the main job's output fits 120 columns; report --wide prints every co
   CHECK_THAT(wide.output, Catch::Contains("causes, largest first"));
   CHECK(wide_lines(narrow.output, 120).empty());
   CHECK_FALSE(wide_lines(wide.output, 120).empty());  // --wide is wider than a terminal, as it should be
+
+  // No line of the main job's output calls a pair significant with another test's p-value or
+  // one above 0.05: the terminal, --wide, report.md and report.csv.
+  for (auto* text : {&job.output, &wide.output, &narrow.output, &md}) {
+    auto bad = test::verdict_contradictions(*text);
+    for (auto& b : bad) UNSCOPED_INFO(b);
+    CHECK(bad.empty());
+  }
+  auto bad = test::csv_verdict_contradictions(read_file(dir.path / "main" / "report" / "report.csv"));
+  for (auto& b : bad) UNSCOPED_INFO(b);
+  CHECK(bad.empty());
+  CHECK_THAT(md, Catch::Contains("Welch's t-test"));
 }

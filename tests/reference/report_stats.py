@@ -145,3 +145,57 @@ with open(out, "w") as f:
     json.dump({"scipy": scipy.__version__, "resamples": RESAMPLES, "level": LEVEL, "seed": SEED,
                "samples": samples, "single": single, "pairs": pairs}, f, indent=1)
 print(f"wrote {len(single)} samples and {len(pairs)} pairs to {out}")
+
+# --- The verdict test (lib/stats/welch.h) ------------------------------------
+# scipy.stats.ttest_ind on the logs with equal_var=False: Welch's t, its
+# degrees of freedom, the two-sided p-value and the 95 % interval of the
+# difference of mean logs (exponentiated: the ratio of geometric means).
+def welch(x, y):
+    lx, ly = np.log(x), np.log(y)
+    r = stats.ttest_ind(lx, ly, equal_var=False)
+    ci = r.confidence_interval(0.95)
+    return {"x": list(map(float, x)), "y": list(map(float, y)), "t": float(r.statistic), "df": float(r.df),
+            "p": float(r.pvalue), "ratio": float(np.exp(lx.mean() - ly.mean())),
+            "lo": float(np.exp(ci.low)), "hi": float(np.exp(ci.high))}
+
+
+rng = np.random.default_rng(42)
+welch_cases = [welch(samples[a], samples[b]) for a, b in
+               [("three", "three, one noisy"), ("five", "three"), ("ten", "thirty"), ("two", "five")]]
+welch_cases += [welch(rng.lognormal(np.log(100), s, n), rng.lognormal(np.log(100 * (1 + e)), s, m))
+                for n, m, s, e in [(3, 3, 0.03, 0.10), (3, 3, 0.05, 0.0), (5, 5, 0.03, 0.05), (10, 10, 0.1, 0.1),
+                                   (2, 2, 0.02, 0.2), (3, 7, 0.04, 0.0), (4, 3, 0.001, 0.0005)]]
+# One side without spread: df from the other (scipy's).
+welch_cases.append(welch([100.0, 110.0, 120.0], [200.0, 200.0, 200.0]))
+# Student's t quantiles at fractional degrees of freedom (the interval's).
+quantiles = [{"q": q, "df": df, "t": float(stats.t.ppf(q, df))}
+             for q in (0.975, 0.995, 0.9, 0.025) for df in (1.0, 1.01, 2.0, 3.77, 8.0, 30.5, 200.0)]
+out = os.path.join(os.environ["HPCBENCH_REF_DIR"], "report_welch.json")
+with open(out, "w") as f:
+    json.dump({"scipy": scipy.__version__, "welch": welch_cases, "quantiles": quantiles}, f, indent=1)
+print(f"wrote {len(welch_cases)} Welch cases and {len(quantiles)} quantiles to {out}")
+
+# --- A run's step figures (lib/stats/steps.h) ---------------------------------
+# Median, minimum, interquartile range by numpy's percentiles; outlier steps:
+# more than 3 normal-scaled MADs (scipy) and at least 20 % from the median.
+def step_figures(v):
+    v = np.asarray(v, dtype=float)
+    med = float(np.median(v))
+    scale = stats.median_abs_deviation(v, scale="normal")
+    out = [int(i) for i in np.nonzero((np.abs(v - med) > 3 * scale) & (np.abs(v - med) >= 0.2 * med))[0]] \
+        if scale > 0 else []
+    return {"steps": v.tolist(), "median": med, "min": float(v.min()),
+            "iqr": float(np.percentile(v, 75) - np.percentile(v, 25)), "outliers": out}
+
+
+rng = np.random.default_rng(5)
+steady = rng.normal(30, 0.15, 100)          # a GPU's steps: 0.5 % spread, no outliers at 20 %
+spiky = steady.copy()
+spiky[[7, 61]] = [90.0, 45.0]               # a 3x and a 1.5x spike
+cpu = rng.lognormal(np.log(120), 0.08, 15)  # a loaded CPU's 15 timed steps
+cpu[4] = 400.0
+step_cases = [step_figures(v) for v in (steady, spiky, cpu, [10.0, 10.0, 10.0, 31.0], [5.0])]
+out = os.path.join(os.environ["HPCBENCH_REF_DIR"], "report_steps.json")
+with open(out, "w") as f:
+    json.dump(step_cases, f, indent=1)
+print(f"wrote {len(step_cases)} step series to {out}")

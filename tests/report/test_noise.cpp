@@ -5,6 +5,7 @@
 #include "core/atomic_file.h"
 #include "report/noise.h"
 #include "report/plot.h"
+#include "report/report_tables.h"
 #include "report_fixtures.h"
 #include "test_env.h"
 
@@ -21,7 +22,9 @@ results::RunResult run(const std::string& id, double tp) {
 std::vector<std::string> warnings_for(std::vector<results::RunResult> rs, std::map<std::string, results::StepSeries> s) {
   std::vector<results::LoadedRun> loaded;
   for (auto& r : rs) loaded.push_back({r, "x/run.json"});
-  return report::noise_warnings(report::compare(loaded, std::nullopt), s);
+  std::vector<std::string> out;
+  for (auto& w : report::noise_warnings(report::compare(loaded, std::nullopt), s)) out.push_back(w.text);
+  return out;
 }
 
 results::StepSeries series(std::vector<double> ms) {
@@ -111,4 +114,44 @@ TEST_CASE("loss curves: the largest deviation from the baseline's curve, and the
   CHECK(report::loss_deviation_lines(c, {}).empty());
   auto data = report::step_plot_data(c, {{"base", b}, {"ddp", d}});
   CHECK(data.find("# ddp\n# step loss ms\n1 6 30\n2 5.502 10\n3 4.999 10\n") != std::string::npos);
+}
+
+TEST_CASE("the terminal condenses noise warnings to one line per row; report.md keeps every one") {
+  std::vector<double> steady = {50, 40, 30, 10, 10.2, 9.9, 10.1, 10, 9.8, 10.1, 10, 10.2, 9.9, 10, 10.1};
+  auto spiky = steady, slow_first = steady, noisy = steady;
+  spiky[8] = 31;  // step 9: 3.1x the median
+  slow_first[3] = 30;
+  for (size_t i = 3; i < noisy.size(); i += 2) noisy[i] *= 1.5;
+  std::vector<results::LoadedRun> loaded;
+  for (auto& [id, tp] : std::vector<std::pair<std::string, double>>{{"a", 100}, {"b", 101}, {"c", 60}}) {
+    auto r = run(id, tp);
+    r.repeat_group = "ddp-2x";
+    r.steps = 15;
+    loaded.push_back({r, "x/run.json"});
+  }
+  auto c = report::compare(loaded, std::nullopt);
+  c.noise = report::noise_warnings(c, {{"a", series(spiky)}, {"b", series(slow_first)}, {"c", series(noisy)}});
+  // a: an outlier step; b: a slow first step (itself an outlier step); c:
+  // varying steps and a disturbed repeat.
+  REQUIRE(c.noise.size() >= 4);
+  bool named = false;
+  // Timed steps 4..15, median 10.05: step 9 took 31 ms.
+  for (auto& w : c.noise) named |= w.run == "a" && w.what == "1 outlier step: step 9 (3.08x the median)";
+  CHECK(named);
+  auto lines = report::noise_summary_lines(c.noise);
+  REQUIRE(lines.size() == 2);  // one row, then what to do, once
+  CHECK(lines[0].starts_with(fmt::format("noise in ddp-2x: {} warnings over 3 runs; the worst: ", c.noise.size())));
+  // The worst is the one furthest past its threshold: c's throughput, 60
+  // against a median of 100 with a scaled MAD of 1.48, is 27 MADs off, 9x
+  // the 3 allowed; a's spike, 3.08x the median, is 2.6x the 1.2x allowed.
+  CHECK(lines[0].find("the worst: c: throughput 60.00 seq/s is more than 3 MADs from the median 100.00") !=
+        std::string::npos);
+  CHECK(lines[1].find("--repeats") != std::string::npos);
+  auto text = report::terminal_report(c, {});
+  size_t warning_lines = 0;
+  for (size_t at = 0; (at = text.find("warning: noise", at)) != std::string::npos; ++at) ++warning_lines;
+  CHECK(warning_lines == 2);
+  auto md = report::markdown_report(c, {}, {});
+  for (auto& w : c.noise) CHECK(md.find("- " + w.text) != std::string::npos);
+  CHECK(report::terminal_report(c, {}, true).find(c.noise.back().text) != std::string::npos);
 }

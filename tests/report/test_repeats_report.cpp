@@ -6,6 +6,7 @@
 #include "report/report_tables.h"
 #include "stats/stats.h"
 #include "report_fixtures.h"
+#include "verdict_check.h"
 
 using namespace hpcbench;
 using test::make_run;
@@ -92,12 +93,16 @@ TEST_CASE("significance: overlapping strategies are not ranked, separated ones a
   };
   auto& dz = find("zero", "ddp");  // medians 182 vs 180
   CHECK_FALSE(dz.significant);
-  CHECK(dz.ratio.contains(1.0));
+  CHECK(dz.test.ratio.contains(1.0));
   auto& zd = find("ddp", "dp");
   CHECK(zd.significant);
-  CHECK(zd.ratio.lo > 1);
-  CHECK(zd.rank.p == Approx(0.1));  // 3 against 3: the exact test's smallest p
+  CHECK(zd.test.ratio.lo > 1);
+  // The verdict is the test's, and the test is scipy's (tests/stats):
+  // ttest_ind(log ddp, log dp, equal_var=False).pvalue.
+  CHECK(zd.test.p == Approx(0.00564929284706548).epsilon(1e-9));
+  CHECK(dz.test.p == Approx(0.7558581869113264).epsilon(1e-9));
   CHECK_FALSE(find("fsdp", "dp").significant);  // fsdp ran once: no verdict
+  CHECK_FALSE(find("fsdp", "dp").test.defined);
   // Only neighbours in throughput order are ranked, and fsdp (one run)
   // cannot be: the chain stays unranked although ddp > dp holds pairwise.
   auto lines = report::ranking_lines(c);
@@ -133,7 +138,7 @@ TEST_CASE("the table: intervals, \"1 run\", devices on CPU, no empty columns") {
   CHECK(narrow.find("150.00 (1 run)") != std::string::npos);
   CHECK(narrow.find("not significant at 5 %") == std::string::npos);
   CHECK(narrow.find("significance: ranking, 2 devices: zero ~ ddp ~ fsdp ~ dp") != std::string::npos);
-  CHECK(narrow.find("significance: 2 devices: ddp > dp, ") != std::string::npos);
+  CHECK(narrow.find("significance: 2 devices: ddp > dp (Welch's t-test p = 0.0056), ") != std::string::npos);
   size_t significant = 0;
   for (auto& v : c.verdicts) significant += v.significant;
   REQUIRE(significant > 0);
@@ -163,7 +168,7 @@ TEST_CASE("columns with figures appear: MFU, exposed comm, EM/F1") {
   CHECK(std::find(titles.begin(), titles.end(), "eval") == titles.end());
 }
 
-TEST_CASE("two runs a side: no verdict, however far apart") {
+TEST_CASE("two runs a side: the test decides, one run cannot") {
   auto runs = repeat_runs();
   std::vector<results::LoadedRun> two;
   for (auto& r : runs)
@@ -173,9 +178,76 @@ TEST_CASE("two runs a side: no verdict, however far apart") {
   for (auto& v : c.verdicts)
     if (v.faster == "ddp" && v.slower == "dp") {
       found = true;
-      CHECK(v.ratio.lo > 1);  // separated samples
+      // {190, 170} against {121, 122}: 1.5x apart, but two runs give Welch's
+      // t one degree of freedom; scipy says p = 0.0883.
+      CHECK(v.test.defined);
+      CHECK(v.test.p == Approx(0.08834655849574059).epsilon(1e-9));
+      CHECK(v.test.ratio.contains(1.0));
       CHECK_FALSE(v.significant);
     }
   CHECK(found);
-  CHECK(report::terminal_report(c, {}, true).find("2 run(s) on a side, too few for a verdict") != std::string::npos);
+  auto text = report::terminal_report(c, {}, true);
+  CHECK(text.find("Welch's t-test p = 0.088: not significant at 5 %") != std::string::npos);
+  CHECK(text.find("1 run on a side cannot show 5 % with Welch's t-test (no spread to test against): --repeats 5") !=
+        std::string::npos);
+}
+
+namespace {
+
+void check_no_contradiction(const report::Comparison& c) {
+  for (auto& text : {report::terminal_report(c, {}), report::terminal_report(c, {}, true),
+                     report::markdown_report(c, {}, {})}) {
+    auto bad = test::verdict_contradictions(text);
+    for (auto& b : bad) UNSCOPED_INFO(b);
+    CHECK(bad.empty());
+  }
+  std::string tb;
+  for (auto& line : report::significance_lines(c)) tb += line + "\n";  // the TensorBoard text's lines
+  CHECK(test::verdict_contradictions(tb).empty());
+  auto bad = test::csv_verdict_contradictions(report::csv_report(c));
+  for (auto& b : bad) UNSCOPED_INFO(b);
+  CHECK(bad.empty());
+}
+
+}  // namespace
+
+TEST_CASE("no line calls a pair significant at 5 % while printing a p-value above 0.05") {
+  SECTION("three repeats") { check_no_contradiction(compare_repeats()); }
+  SECTION("two repeats, and one run") {
+    auto runs = repeat_runs();
+    std::vector<results::LoadedRun> two;
+    for (auto& r : runs)
+      if (r.result.repeat_index != 3) two.push_back(r);
+    check_no_contradiction(report::compare(two, two[0].result));
+  }
+  SECTION("the report fixtures") {
+    auto runs = test::fixture_runs();
+    std::vector<results::RunResult> results;
+    for (auto& r : runs) results.push_back(r.result);
+    check_no_contradiction(report::compare(runs, results[*report::choose_baseline(results, "auto")]));
+  }
+  SECTION("the checker itself catches the old contradiction") {
+    CHECK_FALSE(test::verdict_contradictions("- 2 devices: a / b = 1.4x [1.2, 1.8], Welch's t-test p = 0.1: "
+                                             "significant at 5 %, a is faster\n")
+                    .empty());
+    CHECK_FALSE(test::verdict_contradictions("significance: 2 devices: a > b, 1.437x [1.240, 1.869], "
+                                             "Mann-Whitney p = 0.1\n")
+                    .empty());
+    CHECK_FALSE(test::verdict_contradictions("- a / b = 1.01x [0.9, 1.1], Welch's t-test p = 0.01: not significant "
+                                             "at 5 %, not ranked\n")
+                    .empty());
+    CHECK_FALSE(test::csv_verdict_contradictions("run_id,speedup_p,speedup_verdict\nx,0.2,faster\n").empty());
+    // A row named "dp" is no p-value.
+    CHECK(test::verdict_contradictions("- 2 devices: ddp / dp = 1.486x [1.300, 1.700], Welch's t-test p = 0.0056: "
+                                       "significant at 5 %, ddp is faster\n")
+              .empty());
+  }
+}
+
+TEST_CASE("the CSV states each row's verdict against its baseline with the test's p-value") {
+  auto c = compare_repeats();
+  auto csv = report::csv_report(c);
+  // ddp {190, 170, 180} against the baseline {104, 96, 100}: scipy's p 0.000220.
+  CHECK(csv.find(",0.0002202,faster") != std::string::npos);
+  CHECK(csv.find("too few runs") != std::string::npos);  // fsdp ran once
 }

@@ -17,6 +17,18 @@
 #               on the same batches; graphed and fused losses against eager's; each batch's
 #               results written as it finishes (HPCBENCH_ENGINE_BATCHES, default "8 32 4";
 #               HPCBENCH_ENGINE_BUDGET_S: no batch started past it, no compile past it)
+#   engine-protocol
+#               the engine measured by the protocol of tools/gpu/protocol.py (issue 42): eager
+#               and --cuda-graph --fused interleaved (eager first and last), at least 100 timed
+#               steps each, compared with Welch's interval; losses against the envelope of the
+#               eager repeats; the memory column against NVML's process peak. In the order of
+#               the third GPU table (issue 43): batch 32 dropout 0 (three graphed runs between
+#               four eager), batch 32 dropout 0.1, batch 4 and 8 (the eager runs' spread is the
+#               noise floor), then HF + compile reduce-overhead at 4, 8, 32 while the budget
+#               lasts (HPCBENCH_ENGINE_PROTOCOL_BUDGET_S); each part's results as it finishes
+#   squad-eval  the shipped SQuAD sample with evaluation, eager against --cuda-graph --fused
+#               (a short last batch; evaluation reading the masters after a capture): EM and F1
+#               within SQUAD_EVAL_POINTS of each other, validation loss within the fused bound
 #   baseline    bert-base, seq 384, bf16, batch 32 and 4: hpcbench beside Hugging Face
 #               eager and Lightning on the same batches (lengths, masks), SDPA backends
 #   precision   fp32, tf32, fp16, bf16 at batch 32, each beside Hugging Face eager
@@ -62,12 +74,12 @@ for a in "$@"; do
     # The order of importance of the next GPU run (issue 32): the engine first, then the
     # strategies at world size 1, then ranks sharing the GPU; the first run's phases after.
     all) phases+=(build engine strategies shared-gpu baseline precision) ;;
-    build | engine | baseline | precision | strategies | shared-gpu | profile | fp8) phases+=("$a") ;;
-    *) echo "validate.sh: unknown phase or option '$a' (phases: build engine baseline precision strategies shared-gpu profile fp8 all; --dry)" >&2
+    build | engine | baseline | precision | strategies | shared-gpu | engine-protocol | squad-eval | profile | fp8) phases+=("$a") ;;
+    *) echo "validate.sh: unknown phase or option '$a' (phases: build engine engine-protocol squad-eval baseline precision strategies shared-gpu profile fp8 all; --dry)" >&2
        exit 2 ;;
   esac
 done
-((${#phases[@]})) || { echo "usage: tools/gpu/validate.sh [--dry] PHASE... (build engine baseline precision strategies shared-gpu profile fp8 all)" >&2; exit 2; }
+((${#phases[@]})) || { echo "usage: tools/gpu/validate.sh [--dry] PHASE... (build engine engine-protocol squad-eval baseline precision strategies shared-gpu profile fp8 all)" >&2; exit 2; }
 
 # The Python that has torch: $HPCBENCH_PY, else python3, else the GPU image's venv.
 PY=${HPCBENCH_PY:-}
@@ -93,6 +105,8 @@ if ((dry)); then
   # (Inductor's C++ code generation takes about a minute a mode on 2 cores, the same code
   # path at every batch).
   engine_batches="4 2" engine_compile_batches=4 engine_default_compile_batches=4
+  # The protocol's runs: 100 timed steps there; here enough to exercise the arithmetic.
+  proto_big=4 proto_small="2" proto_steps=8 proto_warm=2 proto_min=6 proto_compile="" proto_pairs=2 proto_precision=fp32
   label=cpu-dry
   hb_limit=${HPCBENCH_RUN_TIMEOUT_S:-0} ref_limit=${HPCBENCH_REF_TIMEOUT_S:-0}  # the suite's own timeout holds
 else
@@ -101,6 +115,8 @@ else
   eval_seq=128 eval_stride=32 eval_batch=8
   # The users' batch first, then the MFU target's, then the most launch-bound one.
   engine_batches="8 32 4" engine_compile_batches=all
+  proto_big=32 proto_small="4 8" proto_steps=110 proto_warm=10 proto_min=100 proto_compile="4 8 32" proto_pairs=3
+  proto_precision=bf16
   # compile-default only where its target is (batch 32: "at least the best HF + compile mode");
   # batch 4 and 8 are held to reduce-overhead, and each compile costs ~a minute of device time.
   engine_default_compile_batches=${HPCBENCH_ENGINE_DEFAULT_COMPILE_BATCHES:-32}
@@ -198,8 +214,17 @@ within_budget() {  # phase, what would run
 
 # The run folders (and the references' JSONs under runs/ref) so far, into <phase>-runs.tar.gz:
 # a call cut short keeps what finished.
+# HPCBENCH_ONE_ARCHIVE=1: every phase's folders in one runs.tar.gz (under <phase>/), rewritten
+# after each, so that a call of more phases keeps to 8 files.
 snapshot_runs() {  # phase
   [[ -d $work/runs ]] || return 0
+  if [[ ${HPCBENCH_ONE_ARCHIVE:-0} == 1 ]]; then
+    mkdir -p "$work/archive/$1"
+    (cd "$work/runs" && find . \( -name summary.csv -o -name run.json -o -name loss.csv -o -name utilisation.csv \
+      -o -path './ref/*.json' \) -exec cp --parents {} "$work/archive/$1" \;) || true
+    (cd "$work/archive" && tar -czf "$OUTDIR/runs.tar.gz" .) || true
+    return 0
+  fi
   (cd "$work/runs" && find . -name summary.csv -o -name run.json -o -name loss.csv -o -name utilisation.csv \
     -o -path './ref/*.json' | tar -czf "$OUTDIR/$1-runs.tar.gz" -T -) || true
 }
@@ -271,6 +296,92 @@ phase_engine() {
     snapshot_runs engine
   done
   report engine "$work" "$OUTDIR/engine.json" --batches "$(IFS=,; echo "${done_batches[*]}")" $( ((dry)) && echo --dry)
+}
+
+# One interleaved set (tools/gpu/protocol.py): eager, graph + fused, eager, ... eager, named
+# <prefix>-<i>-<side> in the order they ran, so that validate_report.py reads the order back.
+protocol_set() {  # prefix, pairs (graphed runs), then run flags
+  local prefix=$1 pairs=$2 i=0 k
+  shift 2
+  local flags=(--max-steps "$proto_steps" --timing-warmup-steps "$proto_warm" "$@")
+  for ((k = 0; k < pairs; k++)); do
+    hb_run "$prefix-$i-eager" "${flags[@]}" $( ((k == 0)) && echo --dump-data "$work/data-$prefix.safetensors")
+    i=$((i + 1))
+    hb_run "$prefix-$i-graph-fused" "${flags[@]}" --cuda-graph --fused
+    i=$((i + 1))
+  done
+  hb_run "$prefix-$i-eager" "${flags[@]}"
+}
+
+phase_engine_protocol() {
+  ensure_bin
+  local parts=() b
+  proto_report() {
+    report engine-protocol "$work" "$OUTDIR/engine-protocol.json" --parts "$(IFS=,; echo "${parts[*]}")" \
+      --min-steps "$proto_min" $( ((dry)) && echo --dry) || true
+    snapshot_runs engine-protocol
+  }
+  # 1. Batch 32, dropout 0: three graphed runs between four eager ones.
+  say "engine-protocol: batch $proto_big, dropout 0: eager and --cuda-graph --fused interleaved (3 graphed runs)"
+  protocol_set "proto-b$proto_big-d0" "$proto_pairs" --precision "$proto_precision" --batch-size "$proto_big" --dropout 0
+  parts+=("proto-b$proto_big-d0:$proto_big")
+  proto_report
+  # 2. Batch 32, dropout 0.1 (every earlier GPU figure had dropout off).
+  if within_budget engine-protocol "batch $proto_big dropout 0.1"; then
+    say "engine-protocol: batch $proto_big, dropout 0.1"
+    protocol_set "proto-b$proto_big-d01" 2 --precision "$proto_precision" --batch-size "$proto_big" --dropout 0.1
+    parts+=("proto-b$proto_big-d01:$proto_big")
+    proto_report
+  fi
+  # 3. The launch-bound batches; the eager runs' spread is the noise floor they are read against.
+  for b in $proto_small; do
+    within_budget engine-protocol "batch $b" || continue
+    say "engine-protocol: batch $b, dropout 0"
+    protocol_set "proto-b$b-d0" 2 --precision "$proto_precision" --batch-size "$b" --dropout 0
+    parts+=("proto-b$b-d0:$b")
+    proto_report
+  done
+  # Then HF + compile reduce-overhead on the same batches, while the budget lasts.
+  for b in $proto_compile; do
+    [[ -f $work/data-proto-b$b-d0.safetensors ]] || continue
+    within_budget engine-protocol "batch $b: HF + compile reduce-overhead" || continue
+    mkdir -p "$work/runs/ref"
+    ref_run compile-reduce-overhead bf16 "$b" "$work/data-proto-b$b-d0.safetensors" \
+      "$work/runs/ref/proto-b$b-{trainer}.json" --dropout 0 || true
+    proto_report
+  done
+  report engine-protocol "$work" "$OUTDIR/engine-protocol.json" --parts "$(IFS=,; echo "${parts[*]}")" \
+    --min-steps "$proto_min" $( ((dry)) && echo --dry)
+}
+
+phase_squad_eval() {
+  ensure_bin
+  local sq=$root/tests/fixtures/squad/dev-v1.1-sample.json vocab=$root/tests/fixtures/bert-base-uncased/vocab.txt
+  # No pretrained weights there (no network): the architecture's config, randomly initialised.
+  # What is checked is that the graphed, fused engine evaluates as eager does.
+  local eval_model=$root/tests/fixtures/bert-base-uncased/config.json side
+  if ((dry)); then
+    eval_model=$work/bert-tiny-config.json
+    "$PY" -c 'import json, sys; c = json.load(open(sys.argv[1])); c.update(hidden_size=128, num_hidden_layers=2,
+num_attention_heads=2, intermediate_size=512); json.dump(c, open(sys.argv[2], "w"))' \
+      "$root/tests/fixtures/bert-base-uncased/config.json" "$eval_model"
+  fi
+  if ((dry)); then
+    # The first article's questions only: evaluating all 6143 windows takes minutes on 2 cores.
+    "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); d["data"] = d["data"][:1]
+d["data"][0]["paragraphs"] = d["data"][0]["paragraphs"][:3]; json.dump(d, open(sys.argv[2], "w"))' "$sq" "$work/squad-dry.json"
+    sq=$work/squad-dry.json
+  fi
+  for side in eager graph-fused; do
+    local extra=()
+    [[ $side == graph-fused ]] && extra=(--cuda-graph --fused)
+    say "squad-eval: $side on the shipped SQuAD sample, with evaluation"
+    run_limit=$hb_limit run "$BIN" run --model "$eval_model" --train-data "$sq" --eval-data "$sq" --vocab "$vocab" \
+      --max-seq-length "$eval_seq" --doc-stride "$eval_stride" --device "$device" --precision "$proto_precision" --dropout 0 \
+      --batch-size "$eval_batch" --max-steps 6 --timing-warmup-steps 1 --eval-batch-size "$eval_batch" --cache-dir none \
+      --results-dir "$work/runs" --run-name "squad-eval-$side" "${extra[@]}"
+  done
+  report squad-eval "$work" "$OUTDIR/squad-eval.json"
 }
 
 phase_baseline() {

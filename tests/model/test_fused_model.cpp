@@ -78,7 +78,10 @@ Pair seeded_pair(double dropout, at::ScalarType dtype) {
   torch::manual_seed(11);
   p.unfused = model::BertForQuestionAnswering(tiny_config(dropout));
   torch::manual_seed(11);
-  p.fused = model::BertForQuestionAnswering(tiny_config(dropout), /*fused=*/true);
+  EnginePolicy fused;  // --fused's model: packed QKV and the fused kernels
+  fused.kernels = EnginePolicy::Kernels::Fused;
+  fused.qkv = EnginePolicy::Qkv::Packed;
+  p.fused = model::BertForQuestionAnswering(tiny_config(dropout), fused);
   p.unfused->to(dtype);
   p.fused->to(dtype);
   p.unfused->train();

@@ -154,9 +154,21 @@ size_t peak_memory_bytes(const c10::Device& device) {
   if (device.is_cuda()) {
     auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
     return static_cast<size_t>(
+        stats.reserved_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak);
+  }
+#endif
+  return 0;
+}
+
+size_t peak_allocated_bytes(const c10::Device& device) {
+#if HPCBENCH_DEVICE_CUDA
+  if (device.is_cuda()) {
+    auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+    return static_cast<size_t>(
         stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak);
   }
 #endif
+  (void)device;
   return 0;
 }
 

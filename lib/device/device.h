@@ -50,9 +50,14 @@ std::string slow_precision_warning(const c10::Device& device, const std::string&
 // Accelerators visible to this process (0 on a CPU-only machine).
 int accelerator_count();
 
-// Peak bytes allocated on the device since the last reset: the caching
-// allocator's figure on accelerators, the process's peak RSS on CPU.
+// Peak bytes the device held for this process since the last reset: on
+// accelerators the caching allocator's reserved peak (its cached blocks and
+// a CUDA graph's private pool included: memory no other process can use),
+// on CPU the process's peak RSS.
 size_t peak_memory_bytes(const c10::Device& device);
+// Peak bytes of live tensors since the last reset (the caching allocator's
+// allocated peak, below what it reserved); 0 on CPU, which has no such count.
+size_t peak_allocated_bytes(const c10::Device& device);
 void reset_peak_memory(const c10::Device& device);
 
 // Times device work honestly: on an accelerator with events recorded on the

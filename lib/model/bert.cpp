@@ -176,10 +176,10 @@ void hf_init_weights(torch::nn::Module& root, double std) {
   });
 }
 
-BertForQuestionAnsweringImpl::BertForQuestionAnsweringImpl(const BertConfig& config, bool fused)
-    : config_(config), fused_(fused) {
+BertForQuestionAnsweringImpl::BertForQuestionAnsweringImpl(const BertConfig& config, const EnginePolicy& engine)
+    : config_(config), engine_(engine) {
   validate(config_, "model " + config_.name);
-  bert_ = register_module("bert", std::make_shared<BertModelImpl>(config_, fused_));
+  bert_ = register_module("bert", std::make_shared<BertModelImpl>(config_, engine_));
   qa_outputs_ = register_module("qa_outputs", torch::nn::Linear(config_.hidden_size, 2));
   hf_init_weights(*this, config_.initializer_range);
 }
@@ -197,7 +197,7 @@ QAOutput BertForQuestionAnsweringImpl::forward(const at::Tensor& input_ids, cons
   const size_t head = static_cast<size_t>(config_.num_hidden_layers) + 1;
   if (hooks_) hooks_->before(head);
   auto logits = linear(qa_outputs_, hidden);
-  if (fused_ && at::isReducedFloatingType(logits.scalar_type())) logits = logits.to(at::kFloat);
+  if (engine_.fused_model() && at::isReducedFloatingType(logits.scalar_type())) logits = logits.to(at::kFloat);
   if (hooks_) hooks_->after(head, logits);
   return qa_output(logits, start_positions, end_positions);
 }

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "core/engine_policy.h"
+
 namespace hpcbench::model {
 
 struct BertConfig {
@@ -73,14 +75,15 @@ class BertForQuestionAnsweringImpl : public torch::nn::Module {
   // Random initialisation as Hugging Face's _init_weights (normal(0,
   // initializer_range) weights, zero biases, unit LayerNorm), drawn from
   // torch's global generator: seed it with torch::manual_seed first.
-  // `fused` (--fused): query, key and value as one projection and the fused
-  // bias-GELU and bias-dropout-residual-LayerNorm kernels (bert_modules.h);
+  // `engine`'s packed QKV and fused kernels (--fused): query, key and value
+  // as one projection and the fused bias-GELU and
+  // bias-dropout-residual-LayerNorm kernels (bert_modules.h);
   // the same random weights as the unfused model from the same seed (the
   // stacked projection draws query's, key's and value's numbers in turn),
   // and checkpoints in Hugging Face's names (checkpoint.h splits the
   // projection). Its loss is computed from fp32 logits whatever the weights'
   // dtype, as autocast computes cross-entropy in fp32.
-  explicit BertForQuestionAnsweringImpl(const BertConfig& config, bool fused = false);
+  explicit BertForQuestionAnsweringImpl(const BertConfig& config, const EnginePolicy& engine = {});
 
   // input_ids, token_type_ids, attention_mask: [batch, seq] int64 (or int32).
   // With start/end positions the loss is the mean of the two cross-entropies,
@@ -91,7 +94,7 @@ class BertForQuestionAnsweringImpl : public torch::nn::Module {
                    const std::optional<at::Tensor>& end_positions = std::nullopt);
 
   const BertConfig& config() const { return config_; }
-  bool fused() const { return fused_; }
+  const EnginePolicy& engine() const { return engine_; }
   // Draws a fresh QA head (a checkpoint without one: a pre-trained encoder).
   void init_qa_head();
   // Called around each sharding unit in forward (null: none). Not owned.
@@ -102,7 +105,7 @@ class BertForQuestionAnsweringImpl : public torch::nn::Module {
  private:
   UnitHooks* hooks_ = nullptr;
   BertConfig config_;
-  bool fused_ = false;
+  EnginePolicy engine_;
   std::shared_ptr<BertModelImpl> bert_;
   torch::nn::Linear qa_outputs_{nullptr};
 };

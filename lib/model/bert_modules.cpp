@@ -62,12 +62,12 @@ at::Tensor BertEmbeddingsImpl::forward(const at::Tensor& input_ids, const at::Te
   return dropout(LayerNorm(e));
 }
 
-BertSelfAttentionImpl::BertSelfAttentionImpl(const BertConfig& c, int64_t shards, bool fused)
+BertSelfAttentionImpl::BertSelfAttentionImpl(const BertConfig& c, int64_t shards, EnginePolicy::Qkv layout)
     : heads_(c.num_attention_heads / shards),
       head_dim_(c.hidden_size / c.num_attention_heads),
       dropout_p_(c.attention_probs_dropout_prob) {
   const int64_t out = heads_ * head_dim_;
-  if (fused) {
+  if (layout == EnginePolicy::Qkv::Packed) {
     qkv = register_module("qkv", torch::nn::Linear(c.hidden_size, 3 * out));
     return;
   }
@@ -131,7 +131,8 @@ std::string sdpa_backend_used() {
   }
 }
 
-BertResidualOutputImpl::BertResidualOutputImpl(int64_t in, const BertConfig& c, bool fused) : fused_(fused) {
+BertResidualOutputImpl::BertResidualOutputImpl(int64_t in, const BertConfig& c, EnginePolicy::Kernels kernels)
+    : fused_(kernels == EnginePolicy::Kernels::Fused) {
   dense = register_module("dense", torch::nn::Linear(in, c.hidden_size));
   LayerNorm = register_module("LayerNorm", layer_norm(c));
   dropout = register_module("dropout", torch::nn::Dropout(c.hidden_dropout_prob));
@@ -148,17 +149,17 @@ at::Tensor BertResidualOutputImpl::forward(const at::Tensor& x, const at::Tensor
   return LayerNorm(dropout(linear(dense, x)) + residual);
 }
 
-BertAttentionImpl::BertAttentionImpl(const BertConfig& c, bool fused) {
-  self = register_module("self", BertSelfAttention(c, 1, fused));
-  output = register_module("output", BertResidualOutput(c.hidden_size, c, fused));
+BertAttentionImpl::BertAttentionImpl(const BertConfig& c, const EnginePolicy& engine) {
+  self = register_module("self", BertSelfAttention(c, 1, engine.qkv));
+  output = register_module("output", BertResidualOutput(c.hidden_size, c, engine.kernels));
 }
 
 at::Tensor BertAttentionImpl::forward(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive) {
   return output(self->forward(x, key_mask, additive), x);
 }
 
-BertIntermediateImpl::BertIntermediateImpl(const BertConfig& c, int64_t shards, bool fused)
-    : tanh_gelu_(c.hidden_act != "gelu"), fused_(fused && !tanh_gelu_) {
+BertIntermediateImpl::BertIntermediateImpl(const BertConfig& c, int64_t shards, EnginePolicy::Kernels kernels)
+    : tanh_gelu_(c.hidden_act != "gelu"), fused_(kernels == EnginePolicy::Kernels::Fused && !tanh_gelu_) {
   dense = register_module("dense", torch::nn::Linear(c.hidden_size, c.intermediate_size / shards));
 }
 
@@ -167,10 +168,10 @@ at::Tensor BertIntermediateImpl::forward(const at::Tensor& x) {
   return at::gelu(linear(dense, x), tanh_gelu_ ? "tanh" : "none");
 }
 
-BertLayerImpl::BertLayerImpl(const BertConfig& c, bool fused) {
-  attention = register_module("attention", BertAttention(c, fused));
-  intermediate = register_module("intermediate", BertIntermediate(c, 1, fused));
-  output = register_module("output", BertResidualOutput(c.intermediate_size, c, fused));
+BertLayerImpl::BertLayerImpl(const BertConfig& c, const EnginePolicy& engine) {
+  attention = register_module("attention", BertAttention(c, engine));
+  intermediate = register_module("intermediate", BertIntermediate(c, 1, engine.kernels));
+  output = register_module("output", BertResidualOutput(c.intermediate_size, c, engine.kernels));
 }
 
 at::Tensor BertLayerImpl::forward(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive) {
@@ -194,11 +195,11 @@ at::Tensor key_mask_of(const at::Tensor& attention_mask) {
   return keep.view({attention_mask.size(0), 1, 1, attention_mask.size(1)});
 }
 
-BertModelImpl::BertModelImpl(const BertConfig& c, bool fused) {
+BertModelImpl::BertModelImpl(const BertConfig& c, const EnginePolicy& engine) {
   embeddings = register_module("embeddings", BertEmbeddings(c));
   encoder = register_module("encoder", std::make_shared<torch::nn::Module>("BertEncoder"));
   layer = encoder->register_module("layer", torch::nn::ModuleList());
-  for (int64_t i = 0; i < c.num_hidden_layers; ++i) layer->push_back(BertLayer(c, fused));
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) layer->push_back(BertLayer(c, engine));
 }
 
 at::Tensor BertModelImpl::forward(const at::Tensor& input_ids, const at::Tensor& token_type_ids,

@@ -11,6 +11,7 @@
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/pimpl.h>
 
+#include "core/engine_policy.h"
 #include "model/bert.h"
 
 namespace hpcbench::model {
@@ -30,16 +31,17 @@ class BertSelfAttentionImpl : public torch::nn::Module {
  public:
   // With `shards` > 1, the heads of one of that many tensor-parallel ranks:
   // query, key and value project to h / shards.
-  // `fused`: one [3h, h] projection `qkv` (query's rows, then key's, then
-  // value's: the three Hugging Face weights stacked) instead of three, so
-  // that the three projections are one GEMM.
-  explicit BertSelfAttentionImpl(const BertConfig& c, int64_t shards = 1, bool fused = false);
+  // `layout` Packed: one [3h, h] projection `qkv` (query's rows, then
+  // key's, then value's: the three Hugging Face weights stacked) instead of
+  // three, so that the three projections are one GEMM.
+  explicit BertSelfAttentionImpl(const BertConfig& c, int64_t shards = 1,
+                                 EnginePolicy::Qkv layout = EnginePolicy::Qkv::Split);
   // key_mask: [batch, 1, 1, seq] bool, true where a token may be attended to
   // (undefined: all). additive caches the additive mask across layers.
   at::Tensor forward(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive);
 
   torch::nn::Linear query{nullptr}, key{nullptr}, value{nullptr};
-  torch::nn::Linear qkv{nullptr};  // fused only (query, key and value are then null)
+  torch::nn::Linear qkv{nullptr};  // packed only (query, key and value are then null)
 
  private:
   int64_t heads_, head_dim_;
@@ -48,12 +50,12 @@ class BertSelfAttentionImpl : public torch::nn::Module {
 TORCH_MODULE(BertSelfAttention);
 
 // dense -> dropout -> LayerNorm(x + residual): BertSelfOutput and BertOutput.
-// `fused`: the GEMM without its bias, then bias, dropout, residual add and
+// Fused kernels: the GEMM without its bias, then bias, dropout, residual add and
 // LayerNorm in one kernel (kernels::bias_dropout_add_layernorm); the same
 // parameters under the same names.
 class BertResidualOutputImpl : public torch::nn::Module {
  public:
-  BertResidualOutputImpl(int64_t in, const BertConfig& c, bool fused = false);
+  BertResidualOutputImpl(int64_t in, const BertConfig& c, EnginePolicy::Kernels kernels = EnginePolicy::Kernels::Aten);
   at::Tensor forward(const at::Tensor& x, const at::Tensor& residual);
 
   torch::nn::Linear dense{nullptr};
@@ -67,7 +69,7 @@ TORCH_MODULE(BertResidualOutput);
 
 class BertAttentionImpl : public torch::nn::Module {
  public:
-  explicit BertAttentionImpl(const BertConfig& c, bool fused = false);
+  explicit BertAttentionImpl(const BertConfig& c, const EnginePolicy& engine = {});
   at::Tensor forward(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive);
 
   BertSelfAttention self{nullptr};
@@ -78,9 +80,10 @@ TORCH_MODULE(BertAttention);
 class BertIntermediateImpl : public torch::nn::Module {
  public:
   // `shards` > 1: one tensor-parallel rank's columns (i / shards outputs).
-  // `fused`: the GEMM without its bias, then bias + erf GELU in one kernel
-  // (kernels::bias_gelu); a tanh-GELU model (gelu_new) keeps at::gelu's.
-  explicit BertIntermediateImpl(const BertConfig& c, int64_t shards = 1, bool fused = false);
+  // Fused kernels: the GEMM without its bias, then bias + erf GELU in one
+  // kernel (kernels::bias_gelu); a tanh-GELU model (gelu_new) keeps at::gelu's.
+  explicit BertIntermediateImpl(const BertConfig& c, int64_t shards = 1,
+                                EnginePolicy::Kernels kernels = EnginePolicy::Kernels::Aten);
   at::Tensor forward(const at::Tensor& x);
 
   torch::nn::Linear dense{nullptr};
@@ -93,7 +96,7 @@ TORCH_MODULE(BertIntermediate);
 
 class BertLayerImpl : public torch::nn::Module {
  public:
-  explicit BertLayerImpl(const BertConfig& c, bool fused = false);
+  explicit BertLayerImpl(const BertConfig& c, const EnginePolicy& engine = {});
   at::Tensor forward(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive);
 
   BertAttention attention{nullptr};
@@ -121,10 +124,10 @@ at::Tensor key_mask_of(const at::Tensor& attention_mask);
 std::string sdpa_backend_used();
 
 // BertModel without the pooler (add_pooling_layer=False, as the QA model has it).
-// `fused`: its layers fused (BertLayerImpl's `fused`).
+// `engine`: its layers' QKV layout and kernels.
 class BertModelImpl : public torch::nn::Module {
  public:
-  explicit BertModelImpl(const BertConfig& c, bool fused = false);
+  explicit BertModelImpl(const BertConfig& c, const EnginePolicy& engine = {});
   // Returns the last hidden states [batch, seq, hidden].
   // `hooks` (may be null) are called around the embeddings (unit 0) and
   // each layer (unit 1 + i), as sharding_units() numbers them.

@@ -15,6 +15,8 @@
 #include "core/error.h"
 #include "core/hostinfo.h"
 #include "core/injection.h"
+#include "specs/model_shape.h"
+#include "train/engine.h"
 #include "train/setup.h"
 
 namespace hpcbench::preflight {
@@ -209,7 +211,7 @@ double model_state_per_rank(const train::TrainConfig& cfg, const strategies::Cho
   const bool mixed = cfg.precision == "bf16" || cfg.precision == "fp16";
   in.compute_bytes = mixed ? dtype_bytes(cfg.precision) : 4;
   in.reduce_bytes = in.compute_bytes;
-  in.resident = cfg.fused && cfg.precision == "bf16";
+  in.resident = train::choose_engine(cfg, strategy).resident();
   return strategy.memory(in).total();
 }
 
@@ -245,15 +247,34 @@ void check_memory(const train::TrainConfig& cfg, const strategies::Choice& strat
          ranks_flag, ranks, gib(need), size_text(one.total()), parts, gib(avail), source);
 }
 
+double graph_pool_bytes(const train::TrainConfig& cfg, int64_t split) {
+  const auto m = train::model_config(cfg);
+  const bool mixed = cfg.precision == "bf16" || cfg.precision == "fp16";
+  const bool dropout = m.hidden_dropout_prob > 0 || m.attention_probs_dropout_prob > 0;
+  return static_cast<double>(m.num_hidden_layers) *
+         strategies::layer_activation_bytes(train::model_shape(m), cfg.batch_size, cfg.max_seq_length, mixed ? 2 : 4,
+                                            dropout, /*scores=*/false, std::max<int64_t>(1, split));
+}
+
 void check_device_memory(const train::TrainConfig& cfg, const strategies::Choice& strategy, int world_size,
                          int ranks_per_node, size_t device_bytes, const std::string& device_name) {
   if (device_bytes == 0) return;
   const double state = model_state_per_rank(cfg, strategy, world_size, ranks_per_node);
-  if (state > static_cast<double>(device_bytes))
+  const bool graph = train::choose_engine(cfg, strategy, {true}).graph();
+  // Ranks that hold parts of one model split the heads and the MLP at most
+  // over every rank: a lower bound for any split.
+  const strategies::Shape shape{1, world_size};
+  const bool replica = strategy.spec().data_parallel_size(strategy.options(), shape) == world_size;
+  const double pool = graph ? graph_pool_bytes(cfg, replica ? 1 : world_size) : 0;
+  if (state + pool > static_cast<double>(device_bytes))
     fail("--model {} under --strategy {} on {} rank(s): the model state alone is {:.1f} GiB per rank (the memory "
-         "model, docs/memory.md), more than the {:.1f} GiB of the {}; use more ranks with a strategy that "
+         "model, docs/memory.md){}, more than the {:.1f} GiB of the {}; use more ranks with a strategy that "
          "partitions the model state, bf16, or a smaller model",
-         cfg.model, strategy.label(), world_size, gib(state), gib(static_cast<double>(device_bytes)), device_name);
+         cfg.model, strategy.label(), world_size, gib(state),
+         graph ? fmt::format(", and the CUDA graph's pool at least {:.1f} GiB more (its step's activations, kept "
+                             "for the run)", gib(pool))
+               : "",
+         gib(static_cast<double>(device_bytes)), device_name);
 }
 
 }  // namespace hpcbench::preflight

@@ -70,8 +70,18 @@ double model_state_per_rank(const train::TrainConfig& cfg, const strategies::Cho
 void check_memory(const train::TrainConfig& cfg, const strategies::Choice& strategy, int ranks,
                   int world_size, bool on_accelerator, const std::string& ranks_flag);
 
-// One rank's model state against its accelerator's memory (`device_bytes`,
-// 0: unknown). Throws UserError when it cannot fit.
+// A lower bound on what a captured step's private memory pool keeps for the
+// whole run (docs/memory.md, "What is not counted"): the activations one
+// micro-batch's layers keep for backward live in it between replays (the
+// next micro-batch reuses the blocks), as specs/model_shape.h counts them
+// with fused attention (no s² scores), the split terms over `split`
+// tensor-parallel ranks. Workspaces, autocast's weight copies and
+// fragmentation come on top, measured rather than modelled.
+double graph_pool_bytes(const train::TrainConfig& cfg, int64_t split = 1);
+
+// One rank's model state, and under a CUDA graph its pool's lower bound,
+// against its accelerator's memory (`device_bytes`, 0: unknown). Throws
+// UserError when it cannot fit.
 void check_device_memory(const train::TrainConfig& cfg, const strategies::Choice& strategy, int world_size,
                          int ranks_per_node, size_t device_bytes, const std::string& device_name);
 

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "train/engine.h"
 #include "train/samples.h"
 #include "train/setup.h"
 
@@ -36,26 +37,9 @@ void check_run_settings(const train::TrainConfig& cfg, const strategies::Choice&
                         const strategies::Shape& devices) {
   train::validate(cfg);
   choice.validate(cfg.precision);
-  // --fused: the strategy must run the fused model (spec.h's no_fused).
-  if (cfg.fused) {
-    if (auto why = choice.no_fused(); !why.empty()) fail("--fused with --strategy {}: {}", choice.label(), why);
-    if (cfg.precision == "fp16")
-      fail("--fused with --precision fp16: the fused model keeps its weights in bf16 (or fp32), and fp16 weights "
-           "would need loss scaling of their own; use --precision bf16");
-  }
-  // --cuda-graph captures the whole optimizer step (docs/gpu.md, "CUDA
-  // graph"): what would read the host inside it, or replay something other
-  // than what was captured, is refused here rather than found on a GPU.
-  if (cfg.cuda_graph) {
-    if (auto why = choice.spec().no_cuda_graph(choice.options()); !why.empty())
-      fail("--cuda-graph with --strategy {}: {}", choice.label(), why);
-    if (cfg.precision == "fp16")
-      fail("--cuda-graph with --precision fp16: dynamic loss scaling reads its overflow verdict on the host every "
-           "step and skips the optimizer step on it, which a captured step cannot; use --precision bf16");
-    if (cfg.activation_checkpointing)
-      fail("--cuda-graph with --activation-checkpointing: the recompute saves and restores the device's random "
-           "generator state on the host (model/activation_checkpoint.cpp), which a capture forbids");
-  }
+  // The engine is decided in one place, which refuses what the strategy
+  // does not declare (train/engine.h).
+  train::choose_engine(cfg, choice);
   const auto mcfg = train::model_config(cfg);
   check_strategy_fits(choice, devices, cfg.batch_size, train::model_shape(mcfg), mcfg.name);
   // Real SQuAD data has as many samples as its windows, known once it is

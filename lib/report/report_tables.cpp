@@ -144,7 +144,7 @@ Table comparison_table(const Comparison& c) {
   for (TableColumn col : std::vector<TableColumn>{
            {"throughput", "seq/s", true}, {"per " + one, "seq/s", true}, {"speedup", "x", true},
            {"efficiency", "%", true}, {"weak scaling", "%", true}, {"memory/" + one, "MiB", true},
-           {"vs baseline", "x", true}, {"model state", "MiB", true}, {"step p90", "ms", true},
+           {"NVML peak", "MiB", true}, {"allocated", "MiB", true}, {"vs baseline", "x", true}, {"model state", "MiB", true}, {"step p90", "ms", true},
            {"comm", "ms", true}, {"exposed comm", "ms", true}, {"MFU", "%", true}, {"eval", "s", true},
            {"EM", "%", true}, {"F1", "%", true}})
     t.columns.push_back(col);
@@ -161,6 +161,8 @@ Table comparison_table(const Comparison& c) {
              with_interval(c, figure(c, row, row.efficiency, 100, "{:.1f}"), row.efficiency_ci, 100, "{:.1f}"),
              figure(c, row, row.weak_efficiency, 100, "{:.1f}"),
              ok ? positive(static_cast<double>(r.peak_memory_bytes), kMiB, "{:.1f}") : "-",
+             ok ? positive(static_cast<double>(r.nvml_peak_memory_bytes), kMiB, "{:.1f}") : "-",
+             ok ? positive(static_cast<double>(r.peak_allocated_bytes), kMiB, "{:.1f}") : "-",
              figure(c, row, row.memory_ratio, 1, "{:.2f}"),
              ok ? positive(static_cast<double>(r.model_state_bytes), kMiB, "{:.1f}") : "-",
              ok ? positive(r.step_ms_p90, 1, "{:.2f}") : "-",
@@ -304,6 +306,16 @@ Table comparison_csv_table(const Comparison& c) {
   if (any_sampled(c))
     for (const char* name : {"utilisation_mean_percent", "utilisation_of", "samples_per_kj"})
       t.columns.push_back({name, "", false});
+  // Beside peak_memory_bytes (what the device held): the driver's figure for
+  // the process and the peak of live tensors, where measured.
+  t.columns.push_back({"nvml_peak_memory_bytes", "", false});
+  t.columns.push_back({"peak_allocated_bytes", "", false});
+  for (size_t k = 0; k < c.rows.size(); ++k) {
+    const auto& r = c.rows[k].run;
+    const bool ok = r.status == "ok";
+    t.rows[k].push_back(ok && r.nvml_peak_memory_bytes >= 0 ? measured_csv(r.nvml_peak_memory_bytes) : "");
+    t.rows[k].push_back(ok && r.peak_allocated_bytes >= 0 ? measured_csv(r.peak_allocated_bytes) : "");
+  }
   return t;
 }
 

@@ -97,6 +97,9 @@ const std::vector<Column>& columns() {
       {"bubble_theory", "", &R::bubble_theory},
       {"cuda_graph", "", &R::cuda_graph},
       {"fused", "", &R::fused},
+      {"peak_allocated_bytes", "B", &R::peak_allocated_bytes},
+      {"engine", "", &R::engine},
+      {"engine_reason", "", &R::engine_reason},
   };
   return cols;
 }

@@ -14,7 +14,9 @@
 
 namespace hpcbench::results {
 
-inline constexpr int kSchemaVersion = 2;  // 2: repeat_group/repeat_index, the device sampler's columns (utilisation_*, power, energy)
+// 2: repeat_group/repeat_index, the device sampler's columns (utilisation_*,
+// power, energy); 3: peak_memory_bytes the reserved peak, peak_allocated_bytes.
+inline constexpr int kSchemaVersion = 3;
 
 struct RunResult {
   // identity
@@ -74,7 +76,15 @@ struct RunResult {
   double hardware_flops_per_sample = 0;
   double hfu = 0;
   int64_t activation_checkpointing = 0;  // 1: every encoder layer recomputed in backward
+  // What the device held at its peak, the largest rank's: the caching
+  // allocator's reserved peak on GPUs (its cache and a CUDA graph's private
+  // pool included), peak resident memory on CPU; nvml_peak_memory_bytes
+  // beside it is the whole process as the driver saw it. In schema 2 and
+  // older it was the allocated peak (peak_allocated_bytes now).
   int64_t peak_memory_bytes = 0;
+  // The peak of live tensors on GPUs (the caching allocator's allocated
+  // peak, the largest rank's); 0 on CPU, -1 in files older than the field.
+  int64_t peak_allocated_bytes = -1;
   int64_t model_state_bytes = 0;  // parameters + gradients + optimizer states, the largest rank's
   int64_t model_state_theory_bytes = 0;  // what the memory model says (docs/memory.md); 0: not recorded
   double final_train_loss = 0;
@@ -122,6 +132,11 @@ struct RunResult {
   // than the field. fused: 1 with --fused.
   std::string cuda_graph;
   int64_t fused = 0;
+  // The engine as chosen (train/engine.h): "eager", "graph", "fused" or
+  // "graph+fused", and how (the flags, or what --engine auto decided and
+  // why); "" in files older than the fields.
+  std::string engine;
+  std::string engine_reason;
   // ok, failed, pending, running; interrupted (a stop signal ended the run
   // early: its figures are over the steps done); "unknown" when a file has
   // no status.

@@ -13,6 +13,7 @@
 #include "model/checkpoint.h"
 #include "preflight/resources.h"
 #include "train/amp.h"
+#include "train/engine.h"
 #include "train/flops.h"
 #include "train/samples.h"
 #include "train/setup.h"
@@ -34,6 +35,7 @@ void log_header(const Run& r, const RunContext& ctx, int64_t n) {
                                  : fmt::format("MFU n/a: no dense {} peak known for this device name; set --peak-tflops",
                                                cfg.precision));
   if (auto w = slow_precision_warning(r.device, cfg.precision); !w.empty()) spdlog::warn("{}", w);
+  spdlog::info("engine {} ({})", r.engine.name(), r.engine.reason);
   const auto& t = r.topology;
   spdlog::info("strategy {}{}: {} process(es) x {} device(s)", r.strategy_name,
                t.options.empty() ? "" : " (" + t.options + ")", ctx.world_size, t.devices);
@@ -44,7 +46,7 @@ void log_header(const Run& r, const RunContext& ctx, int64_t n) {
 model::BertForQuestionAnswering initial_model(const Run& r) {
   const auto& cfg = r.cfg;
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
-  model::BertForQuestionAnswering m(r.model_config, cfg.fused);
+  model::BertForQuestionAnswering m(r.model_config, r.engine);
   if (!cfg.checkpoint.empty()) model::load_hf_checkpoint(*m, cfg.checkpoint);
   m->to(r.device);
   m->train();
@@ -60,8 +62,7 @@ void set_up_strategy(Run& r, const strategies::Choice& choice, const RunContext&
   r.strategy = strategies::make_strategy(choice);
   strategies::StrategyContext sctx{r.device, ctx.rank, ctx.world_size, cfg.precision, ctx.comm, ctx.host_list(),
                                    {cfg.lr, cfg.weight_decay, cfg.adam_beta1, cfg.adam_beta2, cfg.adam_eps},
-                                   cfg.batch_size};
-  sctx.fused = cfg.fused;
+                                   cfg.batch_size, r.engine};
   auto set_up = r.strategy->setup(r.model, sctx);
   r.topology = std::move(set_up.topology);
   r.updater = std::move(set_up.updater);
@@ -107,6 +108,8 @@ Run build(const train::TrainConfig& cfg, const strategies::Choice& choice, const
   const int64_t n = r.data->size();
   r.data_identity = train::data_identity(cfg, n);
 
+  r.engine = train::choose_engine(
+      cfg, choice, {r.device.is_cuda(), ctx.comm && ctx.comm->wait_mode() == dist::WaitMode::HostBlocking});
   r.model = initial_model(r);
   set_up_strategy(r, choice, ctx);
   r.batch = plan_batches(cfg, r.topology, n);

@@ -51,6 +51,9 @@ struct Run {
   data::FeatureConfig features;
   std::unique_ptr<train::FeatureTensors> data;
   std::string data_identity;  // results' "data" (train::data_identity)
+  // What it trains on (train/engine.h): chosen once, read by the model, the
+  // strategy, the loop and the record.
+  EnginePolicy engine;
   model::BertForQuestionAnswering model{nullptr};
   std::string strategy_name;
   std::unique_ptr<strategies::Strategy> strategy;

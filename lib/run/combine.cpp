@@ -56,22 +56,23 @@ std::vector<double> combine_steps(std::vector<results::StepRecord>& records, con
 }
 
 // Every rank's model-state and peak memory bytes, rank order.
-std::pair<std::vector<int64_t>, std::vector<int64_t>> memory_over_ranks(size_t state_bytes, size_t peak_bytes,
-                                                                        const RunContext& ctx) {
-  std::vector<int64_t> state{static_cast<int64_t>(state_bytes)}, peak{static_cast<int64_t>(peak_bytes)};
-  if (!ctx.comm || ctx.world_size <= 1) return {state, peak};
-  auto mine = at::tensor({static_cast<double>(state_bytes), static_cast<double>(peak_bytes)}, at::kDouble);
-  auto local = mine.to(ctx.comm->device());
-  auto all = at::empty({ctx.world_size * 2}, local.options());
-  ctx.comm->allgather(all, local);
-  all = all.cpu().view({ctx.world_size, 2});
-  state.clear();
-  peak.clear();
-  for (int r = 0; r < ctx.world_size; ++r) {
-    state.push_back(static_cast<int64_t>(all[r][0].item<double>()));
-    peak.push_back(static_cast<int64_t>(all[r][1].item<double>()));
+// Each rank's model-state bytes, the peak its device held and the peak of
+// its live tensors, in rank order.
+std::vector<std::vector<int64_t>> memory_over_ranks(const std::vector<size_t>& mine, const RunContext& ctx) {
+  const auto n = static_cast<int64_t>(mine.size());
+  std::vector<std::vector<int64_t>> out(mine.size());
+  if (!ctx.comm || ctx.world_size <= 1) {
+    for (size_t k = 0; k < mine.size(); ++k) out[k] = {static_cast<int64_t>(mine[k])};
+    return out;
   }
-  return {state, peak};
+  std::vector<double> values(mine.begin(), mine.end());
+  auto local = at::tensor(values, at::kDouble).to(ctx.comm->device());
+  auto all = at::empty({ctx.world_size * n}, local.options());
+  ctx.comm->allgather(all, local);
+  all = all.cpu().view({ctx.world_size, n});
+  for (int r = 0; r < ctx.world_size; ++r)
+    for (int64_t k = 0; k < n; ++k) out[static_cast<size_t>(k)].push_back(static_cast<int64_t>(all[r][k].item<double>()));
+  return out;
 }
 
 }  // namespace
@@ -93,8 +94,11 @@ JobSteps combine_ranks(const Run& run, const RunContext& ctx, Steps steps) {
   job.rank_median_ms = combine_steps(steps.records, ctx, run.topology.computes_loss);
   // Memory per rank: sharded ranks need not hold the same (padding, the
   // units a rank's partition cuts), and the job needs what the largest holds.
-  std::tie(job.rank_state_bytes, job.rank_peak_bytes) =
-      memory_over_ranks(steps.state_bytes, peak_memory_bytes(run.device), ctx);
+  auto memory =
+      memory_over_ranks({steps.state_bytes, peak_memory_bytes(run.device), peak_allocated_bytes(run.device)}, ctx);
+  job.rank_state_bytes = std::move(memory[0]);
+  job.rank_peak_bytes = std::move(memory[1]);
+  job.rank_allocated_bytes = std::move(memory[2]);
   job.steps = std::move(steps.records);
   job.wall_s = steps.wall_s;
   job.steps_planned = run.batch.total_steps;

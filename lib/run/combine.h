@@ -16,7 +16,9 @@ struct JobSteps {
   int64_t timed_from = 0;                  // steps before it are the timing warm-up
   std::vector<double> rank_median_ms;      // each rank's own median step (empty for one rank)
   std::vector<results::RankTiming> rank_timing;
-  std::vector<int64_t> rank_state_bytes, rank_peak_bytes;
+  // Each rank's model state, the peak its device held (reserved) and the
+  // peak of its live tensors (allocated; 0 on CPU).
+  std::vector<int64_t> rank_state_bytes, rank_peak_bytes, rank_allocated_bytes;
   double wall_s = 0;
   int64_t steps_planned = 0;
   bool stopped = false;  // a stop signal ended training early

@@ -94,9 +94,9 @@ class StepLoop {
 
  private:
   void set_up_graph();
-  StepOutcome eager_step(const at::Tensor& order, int64_t m);
-  StepOutcome graph_step(const at::Tensor& order, int64_t m);
-  std::pair<at::Tensor, at::Tensor> graph_ready_step(bool full, const std::vector<train::Batch>& own);
+  std::vector<train::Batch> step_batches(const at::Tensor& order, int64_t m, bool& fixed);
+  StepOutcome device_step(const at::Tensor& order, int64_t m);
+  StepOutcome step_body(const std::vector<train::Batch>& batches);
   void one_step(const at::Tensor& order, int64_t epoch, int64_t m);
   void report(const results::StepRecord& r, double lr, const std::vector<std::string>& synced);
   std::string step_kind(bool was_captured, int64_t short_before) const;
@@ -132,7 +132,7 @@ class StepLoop {
   std::unique_ptr<train::StaticBatches> statics_;
   std::unique_ptr<train::StepGraph> graph_;
   train::FusedAdamW* fused_adamw_ = nullptr;
-  std::pair<at::Tensor, at::Tensor> captured_;  // the graph's loss and norm, refreshed by each replay
+  StepOutcome captured_;  // the graph's loss and norm, refreshed by each replay
   int64_t step_ = 0;
   StepProfiler profiler_;  // --profile
 };
@@ -160,12 +160,13 @@ StepLoop::StepLoop(Run& run, const RunContext& ctx, const LoopObservers& obs)
       slow_ms_(test_slow_rank_ms(ctx.rank)),
       profiler_(cfg_.profile, run.device, leader_) {
   out_.records.reserve(static_cast<size_t>(b_.total_steps));
-  if (cfg_.cuda_graph) set_up_graph();
+  if (run_.engine.graph()) set_up_graph();
   profiler_.check(b_.total_steps, graph_ ? kGraphWarmupSteps + 1 : 0);
 }
 
+// The engine refused what a graph cannot hold before the run started
+// (train/engine.cpp: fp16's loss scaling, activation checkpointing).
 void StepLoop::set_up_graph() {
-  if (scaler_.enabled()) fail("--cuda-graph with --precision fp16: loss scaling reads its verdict on the host");
   fused_adamw_ = dynamic_cast<train::FusedAdamW*>(&updater_.optimizer());
   if (!fused_adamw_) fail("--cuda-graph: the strategy's optimizer takes no tensor learning rate (internal)");
   fused_adamw_->tensor_lr();
@@ -184,98 +185,86 @@ void StepLoop::set_up_graph() {
   out_.cuda_graph = "captured";
 }
 
-StepOutcome StepLoop::eager_step(const at::Tensor& order, int64_t m) {
-  StepOutcome o;
-  const auto& data = *run_.data;
-  for (int64_t a = 0; a < b_.grad_accum; ++a) {
+// The step's micro-batches on the device: under a graph into its fixed
+// buffers (`fixed`), except a short one (an epoch's last), which does not
+// fit them and runs the same body on batches of its own, outside the graph.
+std::vector<train::Batch> StepLoop::step_batches(const at::Tensor& order, int64_t m, bool& fixed) {
+  fixed = statics_ != nullptr;
+  for (int64_t a = 0; a < b_.grad_accum && fixed; ++a) {
     auto [begin, end] = rows_of(order, m, a);
-    auto batch = topo_.reads_batches ? data.gather_to(order.slice(0, begin, end), run_.device) : train::Batch{};
-    timer_.mark(Phase::Data);
-    if (a == 0) syncs_.arm();
-    if (slow_ms_ > 0 && a == 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(slow_ms_));
-    // Each micro-batch's loss is a mean over its rows; dividing by the
-    // accumulation count makes the summed gradient that of the mean over
-    // the whole optimizer step, as Hugging Face's Trainer does.
-    double scale = scaler_.scale() / static_cast<double>(b_.grad_accum);
-    auto loss = run_.strategy->forward_backward(run_.model, batch, scale, a + 1 == b_.grad_accum, timer_);
-    if (loss.defined()) o.loss_sum = o.loss_sum.defined() ? o.loss_sum + loss : loss;
+    fixed = end - begin == b_.micro_rows;
   }
-  run_.strategy->finish_gradients(timer_);
-  // Only fp16's loss scaling can find overflows (one host sync a step to
-  // read the verdict, as torch's GradScaler); sharded ranks then agree
-  // on it (a collective), so without scaling nothing is asked.
-  o.finite = !scaler_.enabled() || updater_.all_finite(scaler_.unscale(params_));
-  if (o.finite && cfg_.max_grad_norm > 0) o.norm = updater_.clip(cfg_.max_grad_norm);
-  if (o.finite) updater_.step();
-  return o;
-}
-
-// What the graph holds: nothing in it reads the host (no sync, no decision
-// on a device value), and it is the same every step.
-std::pair<at::Tensor, at::Tensor> StepLoop::graph_ready_step(bool full, const std::vector<train::Batch>& own) {
-  at::Tensor losses, clipped;
-  const double scale = 1.0 / static_cast<double>(b_.grad_accum);
-  for (int64_t a = 0; a < b_.grad_accum; ++a) {
-    const auto& batch = full && topo_.reads_batches ? statics_->slot(a) : own[static_cast<size_t>(a)];
-    auto loss = run_.strategy->forward_backward(run_.model, batch, scale, a + 1 == b_.grad_accum, timer_);
-    if (loss.defined()) losses = losses.defined() ? losses + loss : loss;
-  }
-  run_.strategy->finish_gradients(timer_);
-  if (cfg_.max_grad_norm > 0) clipped = updater_.clip(cfg_.max_grad_norm);
-  updater_.step();
-  // Host bookkeeping only, before the gradients go (see one_step).
-  if (out_.state_bytes == 0) out_.state_bytes = updater_.state_bytes();
-  updater_.zero_grad();
-  timer_.mark(Phase::Optimizer);
-  return {losses, clipped};
-}
-
-StepOutcome StepLoop::graph_step(const at::Tensor& order, int64_t m) {
-  // The step's batches go into the fixed buffers. A short micro-batch (an
-  // epoch's last) does not fit them: that step runs the same code eagerly
-  // on batches of its own, outside the graph.
-  bool full = true;
-  for (int64_t a = 0; a < b_.grad_accum; ++a) {
-    auto [begin, end] = rows_of(order, m, a);
-    full = full && end - begin == b_.micro_rows;
-  }
-  std::vector<train::Batch> own(static_cast<size_t>(b_.grad_accum));
+  std::vector<train::Batch> out(static_cast<size_t>(b_.grad_accum));
   for (int64_t a = 0; a < b_.grad_accum && topo_.reads_batches; ++a) {
     auto [begin, end] = rows_of(order, m, a);
     auto rows = order.slice(0, begin, end).contiguous();
-    if (full) statics_->load(*run_.data, rows, a);
-    else own[static_cast<size_t>(a)] = run_.data->gather_to(rows, run_.device);
+    out[static_cast<size_t>(a)] = fixed ? statics_->load(*run_.data, rows, a) : run_.data->gather_to(rows, run_.device);
   }
-  // The rates of this step into the optimizer's tensors, before the graph
-  // that reads them.
-  fused_adamw_->load_lr();
+  return out;
+}
+
+// The one step body, eager or captured (a graph records exactly this): each
+// micro-batch's forward and backward, the gradients finished, clipped and
+// stepped, then zeroed. Nothing in it reads the host, except fp16's loss
+// scaling (eager only): its overflow verdict is read each step (one sync,
+// as torch's GradScaler) and skips the update on it.
+StepOutcome StepLoop::step_body(const std::vector<train::Batch>& batches) {
+  StepOutcome o;
+  // Each micro-batch's loss is a mean over its rows; dividing by the
+  // accumulation count makes the summed gradient that of the mean over the
+  // whole optimizer step, as Hugging Face's Trainer does.
+  const double scale = scaler_.scale() / static_cast<double>(b_.grad_accum);
+  for (int64_t a = 0; a < b_.grad_accum; ++a) {
+    auto loss = run_.strategy->forward_backward(run_.model, batches[static_cast<size_t>(a)], scale,
+                                                a + 1 == b_.grad_accum, timer_);
+    if (loss.defined()) o.loss_sum = o.loss_sum.defined() ? o.loss_sum + loss : loss;
+  }
+  run_.strategy->finish_gradients(timer_);
+  // Sharded ranks agree on the verdict (a collective); without scaling
+  // nothing is asked.
+  o.finite = !scaler_.enabled() || updater_.all_finite(scaler_.unscale(params_));
+  if (o.finite && cfg_.max_grad_norm > 0) o.norm = updater_.clip(cfg_.max_grad_norm);
+  if (o.finite) updater_.step();
+  // Model-state bytes where they peak: gradients and the optimizer's states
+  // both alive, right after the first update (not a skipped fp16 step, which
+  // creates no optimizer states). Host bookkeeping: nothing for a graph.
+  if (o.finite && out_.state_bytes == 0) out_.state_bytes = updater_.state_bytes();
+  updater_.zero_grad();
+  timer_.mark(Phase::Optimizer);
+  return o;
+}
+
+// The step as the device runs it: the body, captured once after the eager
+// warm-up and replayed from then on where a graph runs.
+StepOutcome StepLoop::device_step(const at::Tensor& order, int64_t m) {
+  bool fixed = false;
+  const auto batches = step_batches(order, m, fixed);
+  // This step's rates into the optimizer's tensors, before the graph reads them.
+  if (fused_adamw_) fused_adamw_->load_lr();
   timer_.mark(Phase::Data);
   syncs_.arm();
   if (slow_ms_ > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(slow_ms_));
-  if (graph_ && full && !graph_->captured() && step_ >= kGraphWarmupSteps) {
+  if (graph_ && fixed && !graph_->captured() && step_ >= kGraphWarmupSteps) {
     {
       CaptureScope capture(timer_);
       graph_->capture_begin();
-      captured_ = graph_ready_step(full, own);
+      captured_ = step_body(batches);
       graph_->capture_end();
     }
     if (leader_) spdlog::info("--cuda-graph: step {} captured; replayed from here on", step_ + 1);
   }
-  StepOutcome o;
-  if (graph_ && full && graph_->captured()) {
+  if (graph_ && fixed && graph_->captured()) {
     graph_->replay();
     timer_.replayed();
-    std::tie(o.loss_sum, o.norm) = captured_;
-  } else {
-    std::tie(o.loss_sum, o.norm) = graph_ready_step(full, own);
-    if (!full) ++out_.short_steps;
+    return captured_;
   }
-  return o;
+  if (statics_ && !fixed) ++out_.short_steps;
+  return step_body(batches);
 }
 
 // What a step ran as, for --profile's record of what it watched.
 std::string StepLoop::step_kind(bool was_captured, int64_t short_before) const {
-  if (!cfg_.cuda_graph) return "eager";
+  if (!run_.engine.graph()) return "eager";
   if (out_.short_steps > short_before) return "eager, outside the graph (a short micro-batch)";
   if (!graph_) return "graph-ready step, eager (" + out_.cuda_graph + ")";
   if (graph_->captured()) return was_captured ? "graph replay" : "capture and first replay";
@@ -291,20 +280,10 @@ void StepLoop::one_step(const at::Tensor& order, int64_t epoch, int64_t m) {
   if (step_ == cfg_.timing_warmup_steps) obs_.sampling.sample_now();
   timer_.begin();
   out_.origin.emplace_back(epoch, m);
-  const auto o = cfg_.cuda_graph ? graph_step(order, m) : eager_step(order, m);
-  // Model-state bytes are measured where they peak: gradients and the
-  // optimizer's states both alive, right after the first update (not a
-  // skipped fp16 step, which creates no optimizer states).
-  if (o.finite && out_.state_bytes == 0) out_.state_bytes = updater_.state_bytes();
-  double lr = schedule_.lr();  // the rate this step used
-  if (!cfg_.cuda_graph) {
-    scaler_.update(!o.finite);
-    schedule_.step();
-    updater_.zero_grad();
-    timer_.mark(Phase::Optimizer);
-  } else {
-    schedule_.step();  // the host's rates only: the next step loads them
-  }
+  const auto o = device_step(order, m);
+  const double lr = schedule_.lr();  // the rate this step used
+  if (scaler_.enabled()) scaler_.update(!o.finite);
+  schedule_.step();  // under a graph the host's rates only: the next step loads them
   const auto synced = syncs_.disarm();
   results::StepRecord r;
   r.times = timer_.end();  // the step's one synchronisation

@@ -44,7 +44,9 @@ void fill_identity(RunResult& res, const Run& run, const RunContext& ctx) {
   res.grad_accum = run.batch.grad_accum;
   res.data = run.data_identity;
   res.activation_checkpointing = cfg.activation_checkpointing ? 1 : 0;
-  res.fused = cfg.fused ? 1 : 0;
+  res.fused = run.engine.fused_model() ? 1 : 0;
+  res.engine = run.engine.name();
+  res.engine_reason = run.engine.reason;
   res.cpu_cores = run.cpu_cores;
   res.threads_per_rank = run.threads_per_rank;
 }
@@ -116,13 +118,15 @@ void fill_efficiency(RunResult& res, const Run& run, const JobSteps& job) {
   res.tflops_per_device = res.samples_per_s_per_device * run.flops_per_sample / 1e12;
   res.peak_tflops = run.peak_tflops;
   res.mfu = run.peak_tflops > 0 ? res.tflops_per_device / run.peak_tflops : 0;
-  res.cuda_graph = !run.cfg.cuda_graph ? "off" : job.cuda_graph;
+  res.cuda_graph = !run.engine.graph() ? "off" : job.cuda_graph;
   if (job.short_steps > 0) res.cuda_graph += fmt::format(", {} short steps outside", job.short_steps);
   res.hardware_flops_per_sample = run.hardware_flops_per_sample;
   res.hfu = run.peak_tflops > 0
                 ? res.samples_per_s_per_device * run.hardware_flops_per_sample / 1e12 / run.peak_tflops
                 : 0;
   res.peak_memory_bytes = *std::max_element(job.rank_peak_bytes.begin(), job.rank_peak_bytes.end());
+  if (!job.rank_allocated_bytes.empty())
+    res.peak_allocated_bytes = *std::max_element(job.rank_allocated_bytes.begin(), job.rank_allocated_bytes.end());
   res.model_state_bytes = *std::max_element(job.rank_state_bytes.begin(), job.rank_state_bytes.end());
   res.model_state_theory_bytes = static_cast<int64_t>(topo.state_theory_bytes);
   res.final_train_loss = records.empty() ? 0 : records.back().loss;

@@ -21,6 +21,12 @@ double replicated_state_bytes(int64_t parameters, bool resident, int compute_byt
   return replicated_state(in).total();
 }
 
+EngineSupport EngineSupport::undeclared(const std::string& strategy) {
+  const auto none = Capability::no(fmt::format(
+      "{} declares no engine settings (its spec's engine(), docs/architecture.md \"Adding a strategy\")", strategy));
+  return {none, none, none};
+}
+
 Choice::Choice(const Spec& spec) : spec_(&spec), options_(spec.defaults()) {}
 Choice::Choice(const Choice& other) : spec_(other.spec_), options_(other.options_->clone()) {}
 Choice& Choice::operator=(const Choice& other) {

@@ -77,6 +77,32 @@ struct Advice {
   std::string optimizer;  // the optimizer's share
 };
 
+// One engine setting as a strategy declares it: supported, or refused with
+// the reason the run's refusal shows.
+struct Capability {
+  bool supported = false;
+  std::string why_not;
+  static Capability yes() { return {true, ""}; }
+  static Capability no(std::string why) { return {false, std::move(why)}; }
+};
+
+// What a strategy's step can run on (docs/gpu.md): opt-in, so that a strategy
+// added later is refused every setting until it declares what it has shown
+// to hold. Each strategy declares all three in one place, its spec's
+// engine().
+struct EngineSupport {
+  // --cuda-graph: the whole optimizer step captured in one CUDA graph (the
+  // graph-ready step on a CPU).
+  Capability capture;
+  // --fused: the fused model (one packed QKV projection, the fused kernels).
+  Capability fused;
+  // --fused under bf16: weights and gradients resident in bf16, the
+  // optimizer stepping fp32 masters.
+  Capability resident;
+  // Every setting refused because `strategy` declared none.
+  static EngineSupport undeclared(const std::string& strategy);
+};
+
 class Spec {
  public:
   virtual ~Spec() = default;
@@ -103,12 +129,9 @@ class Spec {
   // cut as these options cut them ("" when they can): more pipeline
   // micro-batches than rows.
   virtual std::string unsupported_batch(const Options& options, int64_t batch_size) const { return ""; }
-  // Why `--cuda-graph` cannot capture this strategy's optimizer step ("":
-  // it can); the run is refused before launch, naming the reason.
-  virtual std::string no_cuda_graph(const Options& options) const { return ""; }
-  // Why it cannot run the fused model (--fused: one QKV projection, fused
-  // kernels, bf16-resident weights with fp32 masters); "" when it can.
-  virtual std::string no_fused(const Options& options) const { return ""; }
+  // What this strategy runs on the fast engine (EngineSupport): nothing
+  // unless it says so, each refusal with its reason.
+  virtual EngineSupport engine(const Options& options) const { return EngineSupport::undeclared(name()); }
   // Data-parallel replicas in a job of `shape` (every device, unless devices
   // hold parts of one model).
   virtual int data_parallel_size(const Options& options, const Shape& shape) const { return shape.world(); }
@@ -162,7 +185,7 @@ class Choice {
     return spec_->unsupported_model(*options_, shape, model);
   }
   std::string unsupported_batch(int64_t batch_size) const { return spec_->unsupported_batch(*options_, batch_size); }
-  std::string no_fused() const { return spec_->no_fused(*options_); }
+  EngineSupport engine() const { return spec_->engine(*options_); }
   StateBytes memory(const MemoryInputs& in) const { return spec_->memory(*options_, in); }
 
   // Sets option `key` from text; UserError naming `what` and the keys known.

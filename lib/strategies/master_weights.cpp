@@ -84,9 +84,8 @@ void MasterWeights::use_compute() {
   on_masters_ = false;
 }
 
-std::shared_ptr<MasterWeights> resident_weights(model::BertForQuestionAnswering& model, bool fused,
-                                                const std::string& precision) {
-  if (!fused || precision != "bf16") return nullptr;
+std::shared_ptr<MasterWeights> resident_weights(model::BertForQuestionAnswering& model, const EnginePolicy& engine) {
+  if (!engine.resident()) return nullptr;
   return std::make_shared<MasterWeights>(model, at::kBFloat16);
 }
 

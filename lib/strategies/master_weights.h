@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/engine_policy.h"
 #include "model/bert.h"
 
 namespace hpcbench::dist {
@@ -57,15 +58,9 @@ class MasterWeights {
   bool on_masters_ = false;
 };
 
-// The masters a strategy context asks for: --fused with --precision bf16;
-// null otherwise (the model stays fp32, under autocast where mixed).
-std::shared_ptr<MasterWeights> resident_weights(model::BertForQuestionAnswering& model, bool fused,
-                                                const std::string& precision);
-
-// The precision forward runs under: none (fp32) where the weights are
-// resident in the compute dtype, autocast's otherwise.
-inline std::string autocast_precision(const std::shared_ptr<MasterWeights>& masters, const std::string& precision) {
-  return masters ? "fp32" : precision;
-}
+// The masters the run's engine asks for: weights resident in bf16; null
+// otherwise (the model stays fp32, under autocast where mixed). Forward then
+// runs under engine.autocast().
+std::shared_ptr<MasterWeights> resident_weights(model::BertForQuestionAnswering& model, const EnginePolicy& engine);
 
 }  // namespace hpcbench::strategies

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/engine_policy.h"
 #include "model/bert.h"
 #include "specs/spec.h"
 #include "strategies/updater.h"
@@ -37,11 +38,12 @@ struct StrategyContext {
   std::vector<std::string> hosts;
   train::OptimizerConfig optimizer;  // what the updater's AdamW is built with
   int64_t batch_size = 0;            // --batch-size: rows of a micro-step per device (0: not known)
-  // --fused: the model was built fused; under bf16 a strategy that runs it
-  // keeps its weights resident in bf16 with fp32 masters and runs forward
-  // without autocast (master_weights.h). Only strategies whose spec's
-  // no_fused() is "" see it set.
-  bool fused = false;
+  // The run's engine (train/engine.h): the model was built with its QKV
+  // layout and kernels; with resident weights a strategy keeps them in the
+  // compute dtype with fp32 masters and runs forward without autocast
+  // (master_weights.h). A strategy is handed only what its spec's engine()
+  // declares.
+  EnginePolicy engine;
 };
 
 // Where this process sits in the job, as set-up found it. The trainer reads

@@ -47,6 +47,10 @@ std::vector<Setting> settings_of(TrainConfig& c) {
       {"train.fused", "--fused",
        "Fused model: one QKV GEMM, fused bias-GELU and dropout-residual-LayerNorm kernels, bf16-resident weights "
        "with fp32 master weights in the optimizer", &c.fused},
+      {"train.engine", "--engine",
+       "auto: on a CUDA device, the graph and the fused model wherever the strategy declares them, once a GPU "
+       "run has shown them equal to eager (until then eager; the choice and why are in run.json); eager: only "
+       "what --cuda-graph and --fused ask for", &c.engine},
       {"train.dropout", "--dropout", "Dropout probability (< 0: the model configuration's)", &c.dropout},
       {"timing.warmup_steps", "--timing-warmup-steps", "Steps excluded from the timing figures", &c.timing_warmup_steps},
       {"timing.log_every", "--log-every", "Log a line every N optimizer steps", &c.log_every},
@@ -84,6 +88,7 @@ void validate(const TrainConfig& c) {
   static const std::set<std::string> precisions = {"fp32", "tf32", "fp16", "bf16"};
   if (!precisions.count(c.precision))
     fail("--precision {}: unknown (use fp32, tf32, fp16 or bf16)", c.precision);
+  if (c.engine != "auto" && c.engine != "eager") fail("--engine {}: unknown (use auto or eager)", c.engine);
   if (c.batch_size < 1) fail("--batch-size {}: must be at least 1", c.batch_size);
   if (c.eval_batch_size < 1) fail("--eval-batch-size {}: must be at least 1", c.eval_batch_size);
   if (c.grad_accum < 1) fail("--grad-accum {}: must be at least 1", c.grad_accum);

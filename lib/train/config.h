@@ -46,10 +46,12 @@ struct TrainConfig {
   // The fast engine (docs/gpu.md): the whole optimizer step captured once in
   // a CUDA graph and replayed; and the fused model (one QKV GEMM, fused
   // bias-GELU and dropout-residual-LayerNorm kernels, bf16-resident weights
-  // with fp32 masters). Off by default until a GPU run shows them equal and
-  // faster; the eager path stays as the like-for-like comparison.
+  // with fp32 masters). Asked for by these flags; `engine` "auto" also turns
+  // them on where a GPU run has shown them equal (train/engine.h), "eager"
+  // only where asked. The eager path stays as the like-for-like comparison.
   bool cuda_graph = false;
   bool fused = false;
+  std::string engine = "auto";
   // [timing]
   int64_t timing_warmup_steps = 3;  // excluded from the figures
   int64_t log_every = 10;

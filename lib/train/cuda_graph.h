@@ -2,7 +2,7 @@
 // What capturing a training step in a CUDA graph needs from CUDA, kept here
 // so that the rest of the trainer stays device-agnostic (docs/gpu.md, "CUDA
 // graph"): the graph itself with its private memory pool, the side stream a
-// capture must run on, whether a capture is under way, and events that a
+// capture must run on, and events that a
 // graph records as its own nodes so that phases stay timed on replay.
 // Without a CUDA LibTorch, or on a CPU device, nothing here captures:
 // capture_unavailable() says why, and the trainer runs the same graph-ready
@@ -17,9 +17,6 @@ namespace hpcbench::train {
 // Why a step on `device` cannot be captured ("" when it can): "cpu", or this
 // build's LibTorch has no CUDA.
 std::string capture_unavailable(const c10::Device& device);
-
-// Whether the current stream of `device` is capturing (false on a CPU).
-bool capturing(const c10::Device& device);
 
 // A timing event. Recorded inside a capture it becomes an external event
 // node of the graph (cudaEventRecordExternal), so that every replay records

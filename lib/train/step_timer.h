@@ -108,7 +108,6 @@ class StepTimer final : public dist::CommObserver {
   void capture_end();
   // After a replay of the captured step: the graph's marks join this step's.
   void replayed();
-  bool capturing() const { return capturing_; }
 
   // dist::CommObserver
   size_t issuing(const void* queue) override;

@@ -68,6 +68,14 @@ bool zero_gradient(const std::string& name) {
          name == "bert.encoder.layer.1.output.LayerNorm.bias";
 }
 
+// --fused's model: packed QKV and the fused kernels.
+EnginePolicy fused_engine() {
+  EnginePolicy e;
+  e.kernels = EnginePolicy::Kernels::Fused;
+  e.qkv = EnginePolicy::Qkv::Packed;
+  return e;
+}
+
 struct Pair {
   model::BertForQuestionAnswering unfused{nullptr}, fused{nullptr};
 };
@@ -79,7 +87,7 @@ Pair seeded_pair(double dropout, at::ScalarType dtype) {
   torch::manual_seed(11);
   p.unfused = model::BertForQuestionAnswering(tiny_config(dropout));
   torch::manual_seed(11);
-  p.fused = model::BertForQuestionAnswering(tiny_config(dropout), /*fused=*/true);
+  p.fused = model::BertForQuestionAnswering(tiny_config(dropout), fused_engine());
   p.unfused->to(dtype);
   p.fused->to(dtype);
   p.unfused->train();
@@ -183,7 +191,7 @@ TEST_CASE("fused equals unfused with bf16 weights", "[model][fused]") {
 TEST_CASE("a Hugging Face checkpoint loads into the fused model: transformers' logits and gradients",
           "[model][fused][checkpoint]") {
   at::set_num_threads(1);
-  model::BertForQuestionAnswering m(tiny_config(), /*fused=*/true);
+  model::BertForQuestionAnswering m(tiny_config(), fused_engine());
   auto report = model::load_hf_checkpoint(*m, reference_dir() / "model_tiny");
   CHECK(report.initialised.empty());
   CHECK(report.skipped.empty());
@@ -208,7 +216,7 @@ TEST_CASE("a Hugging Face checkpoint loads into the fused model: transformers' l
 
 TEST_CASE("the fused model saves the checkpoint it loaded: Hugging Face's names and bytes",
           "[model][fused][checkpoint]") {
-  model::BertForQuestionAnswering fused(tiny_config(), /*fused=*/true), unfused(tiny_config());
+  model::BertForQuestionAnswering fused(tiny_config(), fused_engine()), unfused(tiny_config());
   model::load_hf_checkpoint(*fused, reference_dir() / "model_tiny");
   model::load_hf_checkpoint(*unfused, reference_dir() / "model_tiny");
   hpcbench::test::TempDir tmp;
@@ -236,7 +244,7 @@ TEST_CASE("a checkpoint without a key projection is refused naming the tensor", 
   input.erase("bert.encoder.layer.1.attention.self.key.weight");
   hpcbench::test::TempDir tmp;
   model::write_safetensors(input, tmp.path / "no_key.safetensors");
-  model::BertForQuestionAnswering m(tiny_config(), /*fused=*/true);
+  model::BertForQuestionAnswering m(tiny_config(), fused_engine());
   CHECK_THROWS_WITH(model::load_hf_checkpoint(*m, tmp.path / "no_key.safetensors"),
                     Catch::Contains("bert.encoder.layer.1.attention.self.key.weight"));
 }

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "preflight/resources.h"
+#include "specs/label.h"
 #include "test_env.h"
 
 using namespace hpcbench;
@@ -143,4 +144,30 @@ TEST_CASE("an injected memory figure is parsed strictly: a malformed one is an e
   CHECK(preflight::available_memory(&source) == 4 * kGiB);
   CHECK_THAT(source, Catch::Contains("memory_bytes"));
   ::unsetenv("HPCBENCH_INJECT");
+
+TEST_CASE("under a CUDA graph the device check counts the graph's pool: one micro-batch's activations at least") {
+  train::TrainConfig cfg;
+  cfg.model = "bert-base-uncased";
+  cfg.precision = "bf16";
+  cfg.batch_size = 32;
+  cfg.max_seq_length = 384;
+  cfg.dropout = 0;
+  const auto baseline = strategies::parse_label("baseline", "--strategy");
+  // Korthikanti et al.'s count without dropout or s² scores, e = 2 bytes:
+  // LayerNorm inputs 2e, QKV input e, MLP input e, Q and K 2e, V e,
+  // attention-output input e, GELU in and out 2e·4 (i = 4h): 16e = 32 bytes
+  // per token and hidden unit, for each of the 12 layers.
+  const double pool = 12.0 * 32 * 384 * 768 * 32;
+  CHECK(preflight::graph_pool_bytes(cfg) == Approx(pool));
+  // Gradient accumulation does not add to it: micro-batches reuse the blocks.
+  cfg.grad_accum = 4;
+  CHECK(preflight::graph_pool_bytes(cfg) == Approx(pool));
+  const double state = preflight::model_state_per_rank(cfg, baseline, 1, 1);
+  const auto device = static_cast<size_t>(state + pool / 2);
+  CHECK_NOTHROW(preflight::check_device_memory(cfg, baseline, 1, 1, device, "test GPU"));  // eager fits
+  cfg.cuda_graph = true;
+  CHECK_THROWS_WITH(preflight::check_device_memory(cfg, baseline, 1, 1, device, "test GPU"),
+                    Catch::Contains("the CUDA graph's pool at least 3.4 GiB more") && Catch::Contains("test GPU"));
+  CHECK_NOTHROW(preflight::check_device_memory(cfg, baseline, 1, 1, static_cast<size_t>(state + pool * 1.01),
+                                               "test GPU"));
 }

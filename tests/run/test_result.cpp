@@ -15,7 +15,9 @@ run::Run facts() {
   r.cfg.precision = "bf16";
   r.cfg.max_seq_length = 64;
   r.cfg.activation_checkpointing = true;
-  r.cfg.fused = true;
+  r.engine.kernels = EnginePolicy::Kernels::Fused;
+  r.engine.qkv = EnginePolicy::Qkv::Packed;
+  r.engine.weights = EnginePolicy::Weights::Resident;
   r.started_at = "2026-01-02T03:04:05Z";
   r.device_description.name = "test cpu";
   r.model_config = model::BertConfig::preset("bert-tiny");
@@ -178,7 +180,7 @@ TEST_CASE("a job stopped before its first step records who it was and nothing me
 
 TEST_CASE("--cuda-graph's outcome and the steps it left outside") {
   auto run = facts();
-  run.cfg.cuda_graph = true;
+  run.engine.step = EnginePolicy::Step::Graph;
   auto job = four_steps();
   job.cuda_graph = "captured";
   job.short_steps = 2;

@@ -90,6 +90,14 @@ TEST_CASE("a strategy added as one folder and one registry line is known to run,
   // A flag another strategy takes is refused by name.
   CHECK_THROWS_WITH(hpcbench_cli(with({"--strategy", "toy", "--zero-stage", "3"})),
                     Catch::Contains("--zero-stage 3 applies to --strategy zero, not toy"));
+  // The fast engine is opt-in (Spec::engine): the toy declares nothing, so
+  // each setting is refused before anything starts, naming it and why.
+  for (const std::string flag : {"--cuda-graph", "--fused"}) {
+    INFO(flag);
+    CHECK_THROWS_WITH(hpcbench_cli(with({"--strategy", "toy", flag, "--run-name", "toy-engine"})),
+                      Catch::Contains(flag + " with --strategy toy: toy declares no engine settings"));
+    CHECK_FALSE(fs::exists(runs / "toy-engine"));
+  }
 
   // sweep: a job per layout, named by the label.
   sweep::SweepOptions so;

@@ -235,24 +235,58 @@ TEST_CASE("pipeline: its layouts, the checks naming the flag, memory per stage a
     }
 }
 
-TEST_CASE("each strategy says whether --cuda-graph can capture its step, with the reason when not") {
-  // Captured (graph-ready on a CPU, tests/strategies/test_cuda_graph.cpp).
-  for (const char* name : {"baseline", "ddp", "tensor"}) {
-    INFO(name);
-    const Spec* s = find_spec(name);
+TEST_CASE("each strategy declares the engine settings it runs on, with the reason for each it does not") {
+  // What each has shown on a CPU (test_cuda_graph.cpp, test_fused_parity.cpp):
+  // {capture, fused, resident}; "" where declared, else a word of the reason.
+  struct Row {
+    const char* name;
+    const char* capture;
+    const char* fused;
+    const char* resident;
+  };
+  const std::vector<Row> rows = {
+      {"baseline", "", "", ""},
+      {"ddp", "", "", ""},
+      {"tensor", "", "query, key and value", "query, key and value"},
+      {"zero", "storage", "", ""},
+      {"fsdp", "storage", "", ""},
+      {"pipeline", "host", "fp32 master weights", "fp32 master weights"},
+      {"dp", "several devices", "use --strategy ddp", "use --strategy ddp"},
+  };
+  auto check = [](const Capability& c, const std::string& why) {
+    if (why.empty()) {
+      CHECK(c.supported);
+      CHECK(c.why_not.empty());
+    } else {
+      CHECK_FALSE(c.supported);
+      CHECK_THAT(c.why_not, Catch::Contains(why));
+    }
+  };
+  for (const auto& r : rows) {
+    INFO(r.name);
+    const Spec* s = find_spec(r.name);
     REQUIRE(s);
-    CHECK(s->no_cuda_graph(*s->defaults()).empty());
+    const auto e = s->engine(*s->defaults());
+    check(e.capture, r.capture);
+    check(e.fused, r.fused);
+    check(e.resident, r.resident);
   }
-  // Refused before launch, each for a reason of its own.
-  const std::vector<std::pair<const char*, const char*>> refused = {
-      {"dp", "several devices"}, {"pipeline", "host"}, {"zero", "storage"}, {"fsdp", "storage"}};
-  for (const auto& [name, why] : refused) {
-    INFO(name);
-    const Spec* s = find_spec(name);
-    REQUIRE(s);
-    CHECK(s->no_cuda_graph(*s->defaults()).find(why) != std::string::npos);
+  // A strategy the registry gains later is declared knowingly: every
+  // registered one is named above.
+  CHECK(specs().size() == rows.size());
+}
+
+TEST_CASE("a spec that declares no engine settings is refused each, naming itself") {
+  struct Quiet final : Spec {
+    std::string name() const override { return "quiet"; }
+    std::string summary() const override { return "declares nothing"; }
+    std::unique_ptr<Options> defaults() const override { return std::make_unique<NoOptions>(); }
+    StateBytes memory(const Options&, const MemoryInputs& in) const override { return replicated_state(in); }
+    void schedule(const Options&, const StepInputs&, StepBuilder&) const override {}
+  } quiet;
+  const auto e = Choice(quiet).engine();
+  for (const auto* c : {&e.capture, &e.fused, &e.resident}) {
+    CHECK_FALSE(c->supported);
+    CHECK_THAT(c->why_not, Catch::Contains("quiet declares no engine settings"));
   }
-  // A strategy the registry gains later is refused or captured knowingly:
-  // every registered one is named above.
-  CHECK(specs().size() == 7);
 }

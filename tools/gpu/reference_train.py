@@ -408,7 +408,10 @@ def run_one(a, trainer, dev, batches, dtype, out_path):
            "seq": s, "batch": a.batch, "precision": a.precision, "steps": a.steps, "warmup": a.warmup,
            "step_ms_median": med, "samples_per_s": sps, "mfu": sps * flops / (peak * 1e12) if peak else 0.0,
            "sdpa_backend": probe.choice or "none", "losses": losses,
-           "peak_memory_bytes": torch.cuda.max_memory_allocated() if dev.type == "cuda" else 0,
+           # As hpcbench's columns (results/README.md): what the device held
+           # (the allocator's reserved peak), then the live tensors' peak.
+           "peak_memory_bytes": torch.cuda.max_memory_reserved() if dev.type == "cuda" else 0,
+           "peak_allocated_bytes": torch.cuda.max_memory_allocated() if dev.type == "cuda" else 0,
            "torch": torch.__version__, **extra}
     if trainer == "fsdp2":
         res["fsdp2_config"] = FSDP2_CONFIG

@@ -17,6 +17,11 @@ class BaselineSpec final : public Spec {
     return t;
   }
   std::unique_ptr<Options> defaults() const override { return std::make_unique<NoOptions>(); }
+  // Shown on a CPU (tests/strategies/test_cuda_graph.cpp, test_fused_parity.cpp)
+  // and captured on an H100 (results/reference/gpu/H100-80GB-HBM3-20261127).
+  EngineSupport engine(const Options&) const override {
+    return {Capability::yes(), Capability::yes(), Capability::yes()};
+  }
   std::string unsupported(const Options&, const Shape& shape) const override {
     return shape.world() == 1 ? "" : fmt::format("runs on one device (asked for {})", shape.world());
   }

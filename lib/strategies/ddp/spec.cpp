@@ -22,6 +22,11 @@ class DdpSpec final : public Spec {
     return t;
   }
   std::unique_ptr<Options> defaults() const override { return std::make_unique<DdpOptions>(); }
+  // Shown on a CPU over Gloo ranks (tests/strategies/test_cuda_graph.cpp,
+  // test_fused_parity.cpp); its buckets take the parameters' dtype.
+  EngineSupport engine(const Options&) const override {
+    return {Capability::yes(), Capability::yes(), Capability::yes()};
+  }
   std::vector<std::string> always_shown() const override { return {"bucket_mb", "overlap"}; }
   std::vector<std::string> facts() const override { return {"buckets"}; }
   void validate(const Options& o, const std::string&) const override {

@@ -14,18 +14,19 @@ class DpSpec final : public Spec {
   std::string summary() const override {
     return "DataParallel: one process replicates the model over its devices every step";
   }
-  std::string no_fused(const Options&) const override {
-    return "one process drives its replicas from copies of the model that it makes itself, which are neither "
-           "fused nor bf16-resident; use --strategy ddp";
-  }
   Traits traits() const override {
     Traits t;
     t.devices_option = "replicas";
     return t;
   }
-  std::string no_cuda_graph(const Options&) const override {
-    return "one process drives several devices (--replicas), while a CUDA graph captures the work of one device,"
-           " and dp's copies between the replicas are timed on host clocks inside the step";
+  EngineSupport engine(const Options&) const override {
+    const auto unfused = Capability::no(
+        "one process drives its replicas from copies of the model that it makes itself, which are neither fused "
+        "nor bf16-resident; use --strategy ddp");
+    return {Capability::no("one process drives several devices (--replicas), while a CUDA graph captures the work "
+                           "of one device, and dp's copies between the replicas are timed on host clocks inside "
+                           "the step"),
+            unfused, unfused};
   }
   std::unique_ptr<Options> defaults() const override { return std::make_unique<DpOptions>(); }
   std::vector<std::string> always_shown() const override { return {"replicas"}; }

@@ -77,18 +77,21 @@ class PipelineSpec final : public Spec {
     return "pipeline parallelism: encoder layers cut into stages over ranks, micro-batches pipelined "
            "(GPipe or 1F1B), composable with data parallelism";
   }
-  std::string no_fused(const Options&) const override {
-    return "its stages step their own parameters with an updater that keeps no fp32 master weights, which "
-           "--fused's bf16-resident weights need; use baseline, ddp, zero or fsdp";
-  }
   Traits traits() const override {
     Traits t;
     t.needs_comm = true;
     return t;
   }
-  std::string no_cuda_graph(const Options&) const override {
-    return "its stage runner reads events and host clocks inside the step to measure each stage's idle time (its"
-           " bubble), and runs its point-to-point sends and receives on a host-side schedule";
+  // Its engine settings, all refused for now (the capture at one stage is
+  // the next to be shown equal).
+  EngineSupport engine(const Options&) const override {
+    const auto unfused = Capability::no(
+        "its stages step their own parameters with an updater that keeps no fp32 master weights, which --fused's "
+        "bf16-resident weights need; use baseline, ddp, zero or fsdp");
+    return {Capability::no("its stage runner reads events and host clocks inside the step to measure each stage's "
+                           "idle time (its bubble), and runs its point-to-point sends and receives on a host-side "
+                           "schedule"),
+            unfused, unfused};
   }
   std::unique_ptr<Options> defaults() const override { return std::make_unique<PipelineOptions>(); }
   std::vector<std::string> always_shown() const override { return {"stages", "micro-batches", "schedule"}; }

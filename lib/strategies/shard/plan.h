@@ -20,10 +20,13 @@ class ShardedSpec : public Spec {
     t.needs_comm = true;
     return t;
   }
-  std::string no_cuda_graph(const Options&) const override {
-    return "the sharded engine frees and re-allocates parameter and gradient storage inside the step "
-           "(shard/flat_param.cpp) and tracks its gathers on the host; capturing that has not been shown equal "
-           "on a GPU yet";
+  // zero's and fsdp's engine settings, one place for both: the fused model
+  // runs on their bf16 compute copies (tests/strategies/test_fused_parity.cpp).
+  EngineSupport engine(const Options&) const override {
+    return {Capability::no("the sharded engine frees and re-allocates parameter and gradient storage inside the "
+                           "step (shard/flat_param.cpp) and tracks its gathers on the host; capturing that has not "
+                           "been shown equal on a GPU yet"),
+            Capability::yes(), Capability::yes()};
   }
 };
 

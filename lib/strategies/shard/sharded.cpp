@@ -96,10 +96,9 @@ at::Tensor Sharded::forward_backward(model::BertForQuestionAnswering& model, con
     Hooks(model::BertForQuestionAnsweringImpl* m, model::UnitHooks* h) : m(m) { m->set_unit_hooks(h); }
     ~Hooks() { m->set_unit_hooks(nullptr); }
   } hooks(model.ptr().get(), s_.plan.shard_params ? this : nullptr);
-  // --fused under mixed precision: the compute copies are the bf16-resident
-  // weights the fused model runs without autocast (master_weights.h).
-  const std::string precision = s_.ctx.fused && s_.mixed ? "fp32" : s_.ctx.precision;
-  return forward_backward_step(model, b, scale, s_.ctx.device.type(), precision, timer);
+  // Resident weights: the compute copies are the bf16 weights forward runs
+  // without autocast (master_weights.h).
+  return forward_backward_step(model, b, scale, s_.ctx.device.type(), s_.ctx.engine.autocast(), timer);
 }
 
 void Sharded::finish_gradients(train::StepTimer& timer) {

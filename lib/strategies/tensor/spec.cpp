@@ -40,9 +40,13 @@ class TensorSpec final : public Spec {
     return "Megatron-LM tensor parallelism: attention heads and the MLP split over --tp-size ranks of a node, "
            "data-parallel across groups (--dp-size)";
   }
-  std::string no_fused(const Options&) const override {
-    return "its shards cut query, key and value column-wise each (a rank holds its heads of the three), while "
-           "the fused model holds them as one [3h, h] projection";
+  // Its step is graph-ready (tests/strategies/test_cuda_graph.cpp); its
+  // layers are a model tree of their own, without the fused model's layout.
+  EngineSupport engine(const Options&) const override {
+    const auto unfused = Capability::no(
+        "its shards cut query, key and value column-wise each (a rank holds its heads of the three), while the "
+        "fused model holds them as one [3h, h] projection");
+    return {Capability::yes(), unfused, unfused};
   }
   Traits traits() const override {
     Traits t;

@@ -1,0 +1,49 @@
+#pragma once
+// The engine a run trains on, as one value: chosen once from the run's
+// settings, its device and what its strategy declares (train/engine.h), then
+// handed to the model, the strategy and the loop, which read it instead of a
+// flag each. Torch-free and at the bottom, so that the model (below the
+// strategies' specs) and the strategies read the same value.
+#include <string>
+
+namespace hpcbench {
+
+struct EnginePolicy {
+  // Bias + GELU and bias + dropout + residual + LayerNorm as one kernel each
+  // (lib/kernels), or as ATen's separate operations.
+  enum class Kernels { Aten, Fused };
+  // Query, key and value as three projections (Hugging Face's layout) or one
+  // packed [3h, h] projection.
+  enum class Qkv { Split, Packed };
+  // Parameters in fp32 (autocast casts them per use under mixed precision),
+  // or resident in the compute dtype with fp32 masters the optimizer steps.
+  enum class Weights { Fp32, Resident };
+  // The optimizer step run op by op, or captured once as a CUDA graph and
+  // replayed (on a CPU: the same graph-ready step, not captured).
+  enum class Step { Eager, Graph };
+
+  // fp32, tf32, fp16 or bf16. An FP8 recipe is another value here and a
+  // GEMM choice beside `kernels`, decided in the same place.
+  std::string precision = "fp32";
+  Kernels kernels = Kernels::Aten;
+  Qkv qkv = Qkv::Split;
+  Weights weights = Weights::Fp32;
+  Step step = Step::Eager;
+  // How the engine was chosen (run.json's engine_reason): the flags that
+  // asked for it, or why --engine auto resolved as it did.
+  std::string reason;
+
+  bool fused_kernels() const { return kernels == Kernels::Fused; }
+  bool packed_qkv() const { return qkv == Qkv::Packed; }
+  bool resident() const { return weights == Weights::Resident; }
+  bool graph() const { return step == Step::Graph; }
+  // The fused model as --fused names it: packed QKV and the fused kernels.
+  bool fused_model() const { return fused_kernels() && packed_qkv(); }
+  // The precision forward runs its autocast under: none (fp32) where the
+  // weights are resident in the compute dtype.
+  std::string autocast() const { return resident() ? "fp32" : precision; }
+  // "graph+fused", "fused", "graph", "eager": the record's one word for it.
+  std::string name() const;
+};
+
+}  // namespace hpcbench

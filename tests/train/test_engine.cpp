@@ -1,0 +1,179 @@
+// The run's engine chosen in one place (train/engine.h): what each flag
+// turns on, what each strategy's declarations and the other settings refuse.
+#include "test_catch.h"
+
+#include <tuple>
+#include <vector>
+
+#include "core/error.h"
+#include "specs/label.h"
+#include "train/engine.h"
+
+using namespace hpcbench;
+using Policy = EnginePolicy;
+
+namespace {
+
+EnginePolicy choose(const std::string& label, const std::string& precision, bool fused, bool graph,
+                    bool recompute = false) {
+  train::TrainConfig cfg;
+  cfg.precision = precision;
+  cfg.fused = fused;
+  cfg.cuda_graph = graph;
+  cfg.activation_checkpointing = recompute;
+  return train::choose_engine(cfg, strategies::parse_label(label, "--strategy"));
+}
+
+}  // namespace
+
+TEST_CASE("without the flags every strategy trains on the eager ATen engine with fp32 weights") {
+  for (const char* label : {"baseline", "ddp", "zero:stage=3", "fsdp", "tensor", "pipeline", "dp"}) {
+    INFO(label);
+    for (const char* precision : {"fp32", "bf16", "fp16"}) {
+      const auto e = choose(label, precision, false, false);
+      CHECK(e.step == Policy::Step::Eager);
+      CHECK(e.kernels == Policy::Kernels::Aten);
+      CHECK(e.qkv == Policy::Qkv::Split);
+      CHECK(e.weights == Policy::Weights::Fp32);
+      CHECK(e.precision == precision);
+      CHECK(e.autocast() == precision);
+      CHECK(e.name() == "eager");
+    }
+  }
+}
+
+TEST_CASE("--fused is the packed model and the fused kernels, and resident bf16 weights under bf16 only") {
+  for (const char* label : {"baseline", "ddp", "zero:stage=2", "fsdp"}) {
+    INFO(label);
+    const auto fp32 = choose(label, "fp32", true, false);
+    CHECK(fp32.fused_kernels());
+    CHECK(fp32.packed_qkv());
+    CHECK_FALSE(fp32.resident());  // fp32 weights are their own masters
+    CHECK(fp32.autocast() == "fp32");
+    const auto bf16 = choose(label, "bf16", true, false);
+    CHECK(bf16.fused_model());
+    CHECK(bf16.resident());
+    CHECK(bf16.autocast() == "fp32");  // forward without autocast on bf16 weights
+    CHECK(bf16.name() == "fused");
+  }
+  // tf32 is fp32 storage: nothing resident.
+  CHECK_FALSE(choose("baseline", "tf32", true, false).resident());
+  CHECK_THROWS_WITH(choose("baseline", "fp16", true, false),
+                    Catch::Contains("--fused with --precision fp16") && Catch::Contains("loss scaling"));
+}
+
+TEST_CASE("--cuda-graph is the graph-ready step where the strategy declares it, never with fp16 or recompute") {
+  for (const char* label : {"baseline", "ddp", "tensor"}) {
+    INFO(label);
+    const auto e = choose(label, "bf16", false, true);
+    CHECK(e.graph());
+    CHECK_FALSE(e.fused_kernels());
+    CHECK(e.name() == "graph");
+  }
+  CHECK(choose("ddp", "bf16", true, true).name() == "graph+fused");
+  CHECK_THROWS_WITH(choose("baseline", "fp16", false, true),
+                    Catch::Contains("--cuda-graph with --precision fp16") && Catch::Contains("loss scaling"));
+  CHECK_THROWS_WITH(choose("baseline", "fp32", false, true, true),
+                    Catch::Contains("--cuda-graph with --activation-checkpointing"));
+}
+
+TEST_CASE("a setting the strategy does not declare is refused, naming the flag, the strategy and the reason") {
+  const std::vector<std::tuple<const char*, bool, bool, const char*>> refused = {
+      {"zero:stage=3", false, true, "--cuda-graph with --strategy zero:stage=3: the sharded engine"},
+      {"fsdp", false, true, "--cuda-graph with --strategy fsdp: the sharded engine"},
+      {"pipeline", false, true, "--cuda-graph with --strategy pipeline: its stage runner"},
+      {"dp", false, true, "--cuda-graph with --strategy dp: one process drives several devices"},
+      {"tensor", true, false, "--fused with --strategy tensor: its shards cut query, key and value"},
+      {"pipeline", true, false, "--fused with --strategy pipeline: its stages step their own parameters"},
+      {"dp", true, false, "--fused with --strategy dp: one process drives its replicas"},
+  };
+  for (const auto& [label, fused, graph, why] : refused) {
+    INFO(label);
+    CHECK_THROWS_WITH(choose(label, "bf16", fused, graph), Catch::Contains(why));
+  }
+}
+
+TEST_CASE("a strategy that declares no engine settings is refused each of them") {
+  struct Quiet final : strategies::Spec {
+    std::string name() const override { return "quiet"; }
+    std::string summary() const override { return "declares nothing"; }
+    std::unique_ptr<strategies::Options> defaults() const override {
+      return std::make_unique<strategies::NoOptions>();
+    }
+    strategies::StateBytes memory(const strategies::Options&, const strategies::MemoryInputs& in) const override {
+      return strategies::replicated_state(in);
+    }
+    void schedule(const strategies::Options&, const strategies::StepInputs&, strategies::StepBuilder&) const override {}
+  } quiet;
+  train::TrainConfig cfg;
+  CHECK(train::choose_engine(cfg, strategies::Choice(quiet)).name() == "eager");
+  for (const char* precision : {"fp32", "bf16"}) {
+    cfg.precision = precision;
+    cfg.fused = true;
+    CHECK_THROWS_WITH(train::choose_engine(cfg, strategies::Choice(quiet)),
+                      Catch::Contains("--fused with --strategy quiet: quiet declares no engine settings"));
+    cfg.fused = false;
+    cfg.cuda_graph = true;
+    CHECK_THROWS_WITH(train::choose_engine(cfg, strategies::Choice(quiet)),
+                      Catch::Contains("--cuda-graph with --strategy quiet: quiet declares no engine settings"));
+    cfg.cuda_graph = false;
+  }
+}
+
+TEST_CASE("--engine auto stays eager until a GPU run has shown the engine equal, and says why") {
+  train::TrainConfig cfg;
+  cfg.precision = "bf16";
+  const auto baseline = strategies::parse_label("baseline", "--strategy");
+  // A CPU: nothing to capture, no kernels of its own.
+  auto cpu = train::choose_engine(cfg, baseline, {});
+  CHECK(cpu.name() == "eager");
+  CHECK_THAT(cpu.reason, Catch::Contains("auto: not fused, the device is not CUDA") &&
+                             Catch::Contains("auto: no graph, the device is not CUDA"));
+  // A CUDA device before the GPU run: eager, naming the run that would flip it.
+  auto cuda = train::choose_engine(cfg, baseline, {true, false, false});
+  CHECK(cuda.name() == "eager");
+  CHECK_THAT(cuda.reason, Catch::Contains("no GPU run has shown it equal") && Catch::Contains("validate.sh"));
+  // The shipped constant: auto is eager everywhere until it flips.
+  CHECK(train::choose_engine(cfg, baseline, {true, false, train::kAutoEngineShown}).name() ==
+        (train::kAutoEngineShown ? "graph+fused" : "eager"));
+  // --engine eager: only the flags, auto off.
+  cfg.engine = "eager";
+  auto off = train::choose_engine(cfg, baseline, {true, false, true});
+  CHECK(off.name() == "eager");
+  CHECK_THAT(off.reason, Catch::Contains("--engine eager"));
+  cfg.fused = true;
+  CHECK(train::choose_engine(cfg, baseline, {true, false, true}).name() == "fused");
+}
+
+TEST_CASE("once shown, --engine auto takes on CUDA what each strategy declares, and leaves the rest with why") {
+  train::TrainConfig cfg;
+  cfg.precision = "bf16";
+  const train::EngineDevice shown{true, false, true};
+  auto pick = [&](const std::string& label) { return train::choose_engine(cfg, strategies::parse_label(label, "s"), shown); };
+  auto base = pick("baseline");
+  CHECK(base.name() == "graph+fused");
+  CHECK(base.resident());
+  CHECK(pick("ddp").name() == "graph+fused");
+  // tensor declares the graph, not the fused model.
+  auto tensor = pick("tensor");
+  CHECK(tensor.name() == "graph");
+  CHECK_THAT(tensor.reason, Catch::Contains("auto: not fused, its shards cut query, key and value"));
+  // zero and fsdp declare the fused model, not the graph (yet).
+  for (const char* label : {"zero:stage=3", "fsdp"}) {
+    auto e = pick(label);
+    CHECK(e.name() == "fused");
+    CHECK_THAT(e.reason, Catch::Contains("auto: no graph, the sharded engine"));
+  }
+  CHECK(pick("pipeline").name() == "eager");
+  CHECK(pick("dp").name() == "eager");
+  // What the other settings forbid stays off rather than failing the run.
+  cfg.precision = "fp16";
+  CHECK(pick("baseline").name() == "eager");
+  cfg.precision = "bf16";
+  cfg.activation_checkpointing = true;
+  CHECK(pick("baseline").name() == "fused");
+  cfg.activation_checkpointing = false;
+  auto gloo = train::choose_engine(cfg, strategies::parse_label("ddp", "s"), {true, true, true});
+  CHECK(gloo.name() == "fused");
+  CHECK_THAT(gloo.reason, Catch::Contains("Gloo"));
+}

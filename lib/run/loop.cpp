@@ -15,6 +15,7 @@
 #include "distributed/process_group.h"
 #include "run/rank_timing.h"
 #include "core/error.h"
+#include "train/alloc_count.h"
 #include "train/amp.h"
 #include "train/batch.h"
 #include "train/cuda_graph.h"
@@ -98,7 +99,8 @@ class StepLoop {
   StepOutcome graph_step(const at::Tensor& order, int64_t m);
   std::pair<at::Tensor, at::Tensor> graph_ready_step(bool full, const std::vector<train::Batch>& own);
   void one_step(const at::Tensor& order, int64_t epoch, int64_t m);
-  void report(const results::StepRecord& r, double lr, const std::vector<std::string>& synced);
+  void report(const results::StepRecord& r, double lr, const std::vector<std::string>& synced,
+              const train::AllocWindow& allocs);
   // Micro-batch `a` of the step starting at micro-step m: rows [begin, end) of the epoch's order.
   std::pair<int64_t, int64_t> rows_of(const at::Tensor& order, int64_t m, int64_t a) const {
     const int64_t begin = (m + a) * b_.micro_rows;
@@ -124,6 +126,7 @@ class StepLoop {
   std::chrono::steady_clock::time_point loop_start_;
   train::OpCounter ops_;      // HPCBENCH_COUNT_OPS=1: ATen operations per step
   train::SyncDetector syncs_;  // HPCBENCH_CHECK_SYNC=1: host syncs in the step
+  train::AllocCounter allocs_;  // HPCBENCH_CHECK_ALLOC=1: storage made or freed across the step's bounds
   const double slow_ms_;
   // --cuda-graph (docs/gpu.md, "CUDA graph"): the graph-ready step, captured
   // once after warm-up and replayed where the device allows it, run as it is
@@ -155,6 +158,7 @@ StepLoop::StepLoop(Run& run, const RunContext& ctx, const LoopObservers& obs)
       loop_start_(std::chrono::steady_clock::now()),
       ops_(train::count_ops_requested()),
       syncs_(train::check_syncs_requested()),
+      allocs_(train::check_allocs_requested()),
       slow_ms_(test_slow_rank_ms(ctx.rank)) {
   out_.records.reserve(static_cast<size_t>(b_.total_steps));
   if (cfg_.cuda_graph) set_up_graph();
@@ -187,7 +191,10 @@ StepOutcome StepLoop::eager_step(const at::Tensor& order, int64_t m) {
     auto [begin, end] = rows_of(order, m, a);
     auto batch = topo_.reads_batches ? data.gather_to(order.slice(0, begin, end), run_.device) : train::Batch{};
     timer_.mark(Phase::Data);
-    if (a == 0) syncs_.arm();
+    if (a == 0) {
+      syncs_.arm();
+      allocs_.arm();
+    }
     if (slow_ms_ > 0 && a == 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(slow_ms_));
     // Each micro-batch's loss is a mean over its rows; dividing by the
     // accumulation count makes the summed gradient that of the mean over
@@ -247,6 +254,7 @@ StepOutcome StepLoop::graph_step(const at::Tensor& order, int64_t m) {
   fused_adamw_->load_lr();
   timer_.mark(Phase::Data);
   syncs_.arm();
+  allocs_.arm();
   if (slow_ms_ > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(slow_ms_));
   if (graph_ && full && !graph_->captured() && step_ >= kGraphWarmupSteps) {
     {
@@ -290,6 +298,7 @@ void StepLoop::one_step(const at::Tensor& order, int64_t epoch, int64_t m) {
     schedule_.step();  // the host's rates only: the next step loads them
   }
   const auto synced = syncs_.disarm();
+  const auto allocs = allocs_.disarm();
   results::StepRecord r;
   r.times = timer_.end();  // the step's one synchronisation
   if (auto f = run_.strategy->step_facts(); f.window_ms > 0) r.bubble = f.idle_ms / f.window_ms;
@@ -302,15 +311,21 @@ void StepLoop::one_step(const at::Tensor& order, int64_t epoch, int64_t m) {
   r.skipped = !o.finite;
   r.samples = train::step_samples(run_.data->size(), topo_.data_ranks, b_.micro_rows, m, b_.grad_accum);
   out_.records.push_back(r);
-  report(r, lr, synced);
+  report(r, lr, synced, allocs);
 }
 
 // The step to whoever watches: the debugging counters, TensorBoard, the
 // progress bar, the after-step hook and the log.
-void StepLoop::report(const results::StepRecord& r, double lr, const std::vector<std::string>& synced) {
+void StepLoop::report(const results::StepRecord& r, double lr, const std::vector<std::string>& synced,
+                      const train::AllocWindow& allocs) {
   const int64_t step = r.step;
   if (syncs_.enabled())
     std::fputs(fmt::format("syncs rank {} step {}: {} [{}]\n", ctx_.rank, step, synced.size(), fmt::join(synced, ", "))
+                   .c_str(),
+               stderr);
+  if (allocs_.enabled())
+    std::fputs(fmt::format("allocs rank {} step {}: {} calls, {} freed from before, {} kept from step {}\n", ctx_.rank,
+                           step, allocs.calls, allocs.freed_older, allocs.kept, step - 1)
                    .c_str(),
                stderr);
   if (ops_.enabled()) {

@@ -20,8 +20,13 @@ tensors), so a short one keeps the CPU time down.
     V=/root/.cache/hpcbench/venv-9d1d7d1a288d
     $V/bin/python bench/bench_op_count.py --bin build/hpcbench \
         [--model bert-base-uncased] [--seq 64] [--batch 2] [--ranks 1,2] [--no-reference] [--fused]
+        [--strategies baseline,ddp,zero-1,zero-2,zero-3,fsdp,fsdp-grad-op,tensor] [--graph] [--time-steps 20]
+
+--graph adds each row under --cuda-graph (the graph-ready step, run uncaptured on
+the CPU); --time-steps N adds the median step of an N-step run without the counter.
 """
 import argparse
+import csv
 import os
 import re
 import statistics
@@ -34,10 +39,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 STRATEGIES = {
     "baseline": [],
     "ddp": ["--strategy", "ddp"],
+    "zero-1": ["--strategy", "zero", "--zero-stage", "1"],
     "zero-2": ["--strategy", "zero", "--zero-stage", "2"],
     "zero-3": ["--strategy", "zero", "--zero-stage", "3"],
     "fsdp": ["--strategy", "fsdp", "--sharding", "full"],
+    "fsdp-grad-op": ["--strategy", "fsdp", "--sharding", "grad-op"],
+    "tensor": ["--strategy", "tensor"],
 }
+DEFAULT = "baseline,ddp,zero-2,zero-3,fsdp"
 PRESETS = {
     "bert-tiny": dict(num_hidden_layers=2, hidden_size=128, num_attention_heads=2, intermediate_size=512),
     "bert-mini": dict(num_hidden_layers=4, hidden_size=256, num_attention_heads=4, intermediate_size=1024),
@@ -46,19 +55,40 @@ PRESETS = {
 LINE = re.compile(r"ops rank (\d+) step (\d+): (\d+) top-level, (\d+) in all")
 
 
-def hpcbench_counts(args, name, nproc, workdir, fused=False):
-    """Rank 0's counts per step after the warm-up: {step: (top, all)}."""
-    extra = STRATEGIES[name] + (["--fused"] if fused else [])
+def hpcbench_cmd(args, name, nproc, workdir, fused, graph, steps, tag):
+    extra = STRATEGIES[name] + (["--fused"] if fused else []) + (["--cuda-graph"] if graph else [])
+    run_name = f"{name}-{nproc}{'-fused' if fused else ''}{'-graph' if graph else ''}-{tag}"
     cmd = [args.bin, "run", *extra, "--model", args.model, "--train-data", "synthetic",
-           "--synthetic-samples", str(args.batch * max(nproc, 1) * (args.steps + args.warmup + 1)),
+           "--synthetic-samples", str(args.batch * max(nproc, 1) * (steps + args.warmup + 1)),
            "--max-seq-length", str(args.seq), "--doc-stride", str(args.seq // 2), "--batch-size", str(args.batch),
-           "--max-steps", str(args.steps + args.warmup), "--timing-warmup-steps", str(args.warmup),
+           "--max-steps", str(steps + args.warmup), "--timing-warmup-steps", str(args.warmup),
            "--precision", "fp32", "--device", "cpu", "--threads", "1", "--cache-dir", "none", "--log-every", "1000",
-           "--results-dir", workdir, "--run-name", f"{name}-{nproc}{'-fused' if fused else ''}"]
+           "--results-dir", workdir, "--run-name", run_name]
     if STRATEGIES[name]:
         cmd[2:2] = ["--nproc-per-node", str(nproc)]
+    return cmd, os.path.join(workdir, run_name)
+
+
+def hpcbench_step_ms(args, name, nproc, workdir, fused=False, graph=False):
+    """The median step of a run without the op counter (its callback costs host time): on a CPU
+    with bert-tiny's small tensors, mostly the host's work per step."""
+    if args.time_steps <= 0:
+        return float("nan")
+    cmd, folder = hpcbench_cmd(args, name, nproc, workdir, fused, graph, args.time_steps, "time")
+    r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    if r.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed:\n{r.stdout}\n{r.stderr}")
+    with open(os.path.join(folder, "summary.csv")) as f:
+        return float(next(csv.DictReader(f))["step_ms_median"])
+
+
+def hpcbench_counts(args, name, nproc, workdir, fused=False, graph=False):
+    """Rank 0's counts per step after the warm-up: {step: (top, all)}."""
+    cmd, _ = hpcbench_cmd(args, name, nproc, workdir, fused, graph, args.steps, "ops")
     r = subprocess.run(cmd, capture_output=True, text=True,
                        env=dict(os.environ, OMP_NUM_THREADS="1", HPCBENCH_COUNT_OPS="1"))
+    if r.returncode != 0 and graph and "--cuda-graph" in r.stdout + r.stderr:
+        return None  # refused before launch (a binary where the strategy cannot capture)
     if r.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed:\n{r.stdout}\n{r.stderr}")
     per_rank = {}
@@ -139,7 +169,11 @@ def main():
     ap.add_argument("--steps", type=int, default=2, help="counted steps (after the warm-up)")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--ranks", default="1,2")
-    ap.add_argument("--strategies", default=",".join(STRATEGIES))
+    ap.add_argument("--strategies", default=DEFAULT, help=f"any of {','.join(STRATEGIES)}")
+    ap.add_argument("--graph", action="store_true",
+                    help="each hpcbench row also with --cuda-graph (on the CPU the graph-ready step runs uncaptured)")
+    ap.add_argument("--time-steps", type=int, default=0,
+                    help="also time each row: the median step (ms) of a run of this many steps without the counter")
     ap.add_argument("--no-reference", action="store_true", help="hpcbench only")
     ap.add_argument("--fused", action="store_true",
                     help="each hpcbench row also with --fused (on the CPU the fused kernels are their ATen composites)")
@@ -152,22 +186,33 @@ def main():
         for name in args.strategies.split(","):
             for nproc in ([1] if name == "baseline" else [int(r) for r in args.ranks.split(",")]):
                 for fused in [False, True] if args.fused else [False]:
-                    per_rank = hpcbench_counts(args, name, nproc, workdir, fused)
-                    steps = per_rank[0]
-                    top = statistics.median(t for t, _ in steps.values())
-                    total = statistics.median(a for _, a in steps.values())
-                    same = len({v for r in per_rank.values() for v in r.values()}) == 1
-                    rows.append((f"hpcbench {name}{' --fused' if fused else ''}", nproc, top, total,
-                                 "" if same else "counts differ by step/rank"))
+                    for graph in [False, True] if args.graph else [False]:
+                        per_rank = hpcbench_counts(args, name, nproc, workdir, fused, graph)
+                        label = f"hpcbench {name}{' --fused' if fused else ''}{' --cuda-graph' if graph else ''}"
+                        if per_rank is None:
+                            rows.append((label, nproc, float("nan"), float("nan"), float("nan"), "refused"))
+                            continue
+                        steps = per_rank[0]
+                        top = statistics.median(t for t, _ in steps.values())
+                        total = statistics.median(a for _, a in steps.values())
+                        same = len({v for r in per_rank.values() for v in r.values()}) == 1
+                        ms = hpcbench_step_ms(args, name, nproc, workdir, fused, graph)
+                        rows.append((label, nproc, top, total, ms, "" if same else "counts differ by step/rank"))
     if not args.no_reference:
         counts = hf_counts(args)
         rows.append(("HF eager (fused AdamW, foreach clip)", 1, statistics.median(c[0] for c in counts),
-                     statistics.median(c[1] for c in counts), "" if len(set(counts)) == 1 else "counts differ by step"))
+                     statistics.median(c[1] for c in counts), float("nan"),
+                     "" if len(set(counts)) == 1 else "counts differ by step"))
     print(f"ATen operations per training step, {args.model}, seq {args.seq}, batch {args.batch} per rank, fp32 CPU, "
-          f"median of {args.steps} steps after {args.warmup} warm-up (rank 0)")
-    print(f"{'':<40}{'ranks':>6}{'top-level':>11}{'in all':>9}")
-    for name, n, top, total, note in rows:
-        print(f"{name:<40}{n:>6}{top:>11.0f}{total:>9.0f}  {note}")
+          f"median of {args.steps} steps after {args.warmup} warm-up (rank 0)"
+          + (f"; step ms: median of {args.time_steps} steps of a run without the counter" if args.time_steps > 0 else ""))
+    print(f"{'':<52}{'ranks':>6}{'top-level':>11}{'in all':>9}" + (f"{'step ms':>9}" if args.time_steps > 0 else ""))
+    def num(x, width, digits=0):
+        return f"{x:>{width}.{digits}f}" if x == x else f"{'-':>{width}}"
+
+    for name, n, top, total, ms, note in rows:
+        timed = "" if args.time_steps <= 0 else num(ms, 9, 2)
+        print(f"{name:<52}{n:>6}{num(top, 11)}{num(total, 9)}{timed}  {note}")
 
 
 if __name__ == "__main__":

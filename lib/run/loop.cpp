@@ -15,6 +15,7 @@
 #include "distributed/process_group.h"
 #include "run/rank_timing.h"
 #include "core/error.h"
+#include "train/alloc_count.h"
 #include "train/amp.h"
 #include "train/batch.h"
 #include "train/cuda_graph.h"
@@ -98,7 +99,8 @@ class StepLoop {
   StepOutcome device_step(const at::Tensor& order, int64_t m);
   StepOutcome step_body(const std::vector<train::Batch>& batches);
   void one_step(const at::Tensor& order, int64_t epoch, int64_t m);
-  void report(const results::StepRecord& r, double lr, const std::vector<std::string>& synced);
+  void report(const results::StepRecord& r, double lr, const std::vector<std::string>& synced,
+              const train::AllocWindow& allocs);
   std::string step_kind(bool was_captured, int64_t short_before) const;
   // Micro-batch `a` of the step starting at micro-step m: rows [begin, end) of the epoch's order.
   std::pair<int64_t, int64_t> rows_of(const at::Tensor& order, int64_t m, int64_t a) const {
@@ -125,6 +127,7 @@ class StepLoop {
   std::chrono::steady_clock::time_point loop_start_;
   train::OpCounter ops_;      // HPCBENCH_COUNT_OPS=1: ATen operations per step
   train::SyncDetector syncs_;  // HPCBENCH_CHECK_SYNC=1: host syncs in the step
+  train::AllocCounter allocs_;  // HPCBENCH_CHECK_ALLOC=1: storage made or freed across the step's bounds
   const double slow_ms_;
   // --cuda-graph (docs/gpu.md, "CUDA graph"): the graph-ready step, captured
   // once after warm-up and replayed where the device allows it, run as it is
@@ -157,6 +160,7 @@ StepLoop::StepLoop(Run& run, const RunContext& ctx, const LoopObservers& obs)
       loop_start_(std::chrono::steady_clock::now()),
       ops_(train::count_ops_requested()),
       syncs_(train::check_syncs_requested()),
+      allocs_(train::check_allocs_requested()),
       slow_ms_(test_slow_rank_ms(ctx.rank)),
       profiler_(cfg_.profile, run.device, leader_) {
   out_.records.reserve(static_cast<size_t>(b_.total_steps));
@@ -243,6 +247,7 @@ StepOutcome StepLoop::device_step(const at::Tensor& order, int64_t m) {
   if (fused_adamw_) fused_adamw_->load_lr();
   timer_.mark(Phase::Data);
   syncs_.arm();
+  allocs_.arm();
   if (slow_ms_ > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(slow_ms_));
   if (graph_ && fixed && !graph_->captured() && step_ >= kGraphWarmupSteps) {
     {
@@ -285,6 +290,7 @@ void StepLoop::one_step(const at::Tensor& order, int64_t epoch, int64_t m) {
   if (scaler_.enabled()) scaler_.update(!o.finite);
   schedule_.step();  // under a graph the host's rates only: the next step loads them
   const auto synced = syncs_.disarm();
+  const auto allocs = allocs_.disarm();
   results::StepRecord r;
   r.times = timer_.end();  // the step's one synchronisation
   profiler_.end_step(step_ + 1, step_kind(was_captured, short_before));
@@ -298,15 +304,21 @@ void StepLoop::one_step(const at::Tensor& order, int64_t epoch, int64_t m) {
   r.skipped = !o.finite;
   r.samples = train::step_samples(run_.data->size(), topo_.data_ranks, b_.micro_rows, m, b_.grad_accum);
   out_.records.push_back(r);
-  report(r, lr, synced);
+  report(r, lr, synced, allocs);
 }
 
 // The step to whoever watches: the debugging counters, TensorBoard, the
 // progress bar, the after-step hook and the log.
-void StepLoop::report(const results::StepRecord& r, double lr, const std::vector<std::string>& synced) {
+void StepLoop::report(const results::StepRecord& r, double lr, const std::vector<std::string>& synced,
+                      const train::AllocWindow& allocs) {
   const int64_t step = r.step;
   if (syncs_.enabled())
     std::fputs(fmt::format("syncs rank {} step {}: {} [{}]\n", ctx_.rank, step, synced.size(), fmt::join(synced, ", "))
+                   .c_str(),
+               stderr);
+  if (allocs_.enabled())
+    std::fputs(fmt::format("allocs rank {} step {}: {} calls, {} freed from before, {} kept from step {}\n", ctx_.rank,
+                           step, allocs.calls, allocs.freed_older, allocs.kept, step - 1)
                    .c_str(),
                stderr);
   if (ops_.enabled()) {

@@ -1,5 +1,7 @@
 #include "strategies/strategy.h"
 
+#include <ATen/ATen.h>
+
 #include "train/setup.h"
 
 namespace hpcbench::strategies {
@@ -53,6 +55,17 @@ void ReplicatedUpdater::step() {
 }
 
 void ReplicatedUpdater::zero_grad() {
+  if (held_) {
+    // The gradients are views of the held buffers (ddp's buckets): zeroed
+    // there and kept, so that backward accumulates into them in place
+    // rather than allocating gradients to be copied back in. With masters
+    // the optimizer's own (fp32) gradients are released as before.
+    at::NoGradGuard no_grad;
+    auto held = held_();
+    at::_foreach_zero_(held);
+    if (masters_) optimizer_->zero_grad(/*set_to_none=*/true);
+    return;
+  }
   optimizer_->zero_grad(/*set_to_none=*/true);
   if (masters_)
     for (auto& p : params_) p.mutable_grad() = at::Tensor();

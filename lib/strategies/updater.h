@@ -46,7 +46,8 @@ class Updater {
 
 // AdamW over the whole model (make_adamw's groups). `held`: tensors the
 // strategy keeps besides the model's (ddp's buckets), counted with its state,
-// each storage once. With `masters` (bf16-resident weights), AdamW steps
+// each storage once; the model's gradients are views of them, which
+// zero_grad zeroes in place instead of releasing the gradients. With `masters` (bf16-resident weights), AdamW steps
 // them, clipping reads their fp32 gradients, and the step ends by copying
 // them into the model's parameters; gather_whole puts them in the model.
 class ReplicatedUpdater final : public Updater {

@@ -82,10 +82,33 @@ StepTimer::Stamp StepTimer::stamp() {
     s.graph_event = make_graph_event(device_);
     s.graph_event->record();
   } else if (!device_.is_cpu()) {
-    s.event = std::make_unique<c10::Event>(device_.type(), c10::EventFlag::BACKEND_DEFAULT);
+    {
+      std::lock_guard<std::mutex> lock(pool_mutex_);
+      if (!pool_.empty()) {
+        s.event = std::move(pool_.back());
+        pool_.pop_back();
+      }
+    }
+    if (!s.event) s.event = std::make_unique<c10::Event>(device_.type(), c10::EventFlag::BACKEND_DEFAULT);
     s.event->record(at::accelerator::getCurrentStream(device_.index()));
   }
   return s;
+}
+
+void StepTimer::recycle(Stamp& s) {
+  if (!s.event) return;
+  std::lock_guard<std::mutex> lock(pool_mutex_);
+  pool_.push_back(std::move(s.event));
+}
+
+// Called where the previous step's stamps are dropped: end() has read them
+// (after the step's synchronisation), so their events may be recorded again.
+void StepTimer::recycle_step() {
+  for (auto& [phase, s] : marks_) recycle(s);
+  recycle(start_);
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& c : collectives_) recycle(c.issue), recycle(c.issued);
+  for (auto& w : waits_) recycle(w.begin), recycle(w.end);
 }
 
 double StepTimer::since_start(const Stamp& s) const {
@@ -100,6 +123,7 @@ double StepTimer::comm_since_start(const Stamp& s) const {
 }
 
 void StepTimer::begin() {
+  recycle_step();
   marks_.clear();
   if (nvtx_) {
     sequence_.clear();
@@ -177,7 +201,7 @@ void StepTimer::comm_end() {
 }
 
 size_t StepTimer::issuing(const void* queue) {
-  reap();
+  reap(Reap::Oldest);
   std::lock_guard<std::mutex> lock(mutex_);
   if (!active_) return kBracket;  // outside a step (set-up, the end-of-run gathers): not timed
   if (capturing_) {
@@ -234,8 +258,8 @@ void StepTimer::waited(size_t handle) {
       }
   }
   // On NCCL the wait only ordered the compute stream: the work may complete
-  // later, and reap() finds it then (at a later hook or the step's end).
-  reap();
+  // later, and reap() finds it then (at a later issue or the step's end).
+  reap(Reap::Waited, handle);
 }
 
 size_t StepTimer::works_held() {
@@ -245,15 +269,19 @@ size_t StepTimer::works_held() {
   return n;
 }
 
-void StepTimer::reap() {
+void StepTimer::reap(Reap which, size_t handle) {
   if (timing_ != CommTiming::WorkDuration) return;
   std::vector<std::pair<size_t, c10::intrusive_ptr<c10d::Work>>> held;
   uint64_t generation = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     while (first_held_ < collectives_.size() && !collectives_[first_held_].work) ++first_held_;
-    for (size_t i = first_held_; i < collectives_.size(); ++i)
-      if (collectives_[i].work) held.emplace_back(i, collectives_[i].work);
+    if (which == Reap::Waited) {
+      if (handle < collectives_.size() && collectives_[handle].work) held.emplace_back(handle, collectives_[handle].work);
+    } else {
+      for (size_t i = first_held_; i < collectives_.size(); ++i)
+        if (collectives_[i].work) held.emplace_back(i, collectives_[i].work);
+    }
     generation = generation_;
   }
   if (held.empty()) return;
@@ -270,7 +298,10 @@ void StepTimer::reap() {
     } catch (const std::exception&) {
       done = true;  // failed: its duration will not come; the wait reports the failure
     }
-    if (!done) continue;
+    if (!done) {
+      if (which == Reap::Oldest) break;
+      continue;
+    }
     Read r{i, false, 0};
     try {
       r.ms = work->getDuration();
@@ -315,7 +346,7 @@ std::vector<std::pair<Phase, Interval>> StepTimer::phase_times(StepTimes& t) {
 // never.
 void StepTimer::read_held_durations(std::unique_lock<std::mutex>& lock) {
   lock.unlock();
-  reap();
+  reap(Reap::All);
   lock.lock();
   for (auto& c : collectives_) {
     if (!c.work) continue;
@@ -419,6 +450,8 @@ StepTimes StepTimer::end() {
     for (auto [b, e] : exposed) clipped.emplace_back(std::max(b, span.first), std::min(e, span.second));
     t.phase_exposed_ms[static_cast<size_t>(phase)] += union_ms(clipped);
   }
+  for (auto& c : collectives_) recycle(c.issue), recycle(c.issued);
+  for (auto& w : waits_) recycle(w.begin), recycle(w.end);
   collectives_.clear();
   waits_.clear();
   first_held_ = 0;

@@ -144,8 +144,13 @@ class StepTimer final : public dist::CommObserver {
   double comm_since_start(const Stamp& s) const;  // the collectives' clock (CommTiming)
   // WorkDuration: reads the durations of the held works that completed and
   // lets go of them. Queries outside the lock: a device query may block on
-  // the driver, and autograd's threads call the hooks concurrently.
-  void reap();
+  // the driver, and autograd's threads call the hooks concurrently. Each
+  // call queries only what it may find: the awaited work after a wait, the
+  // oldest held works up to the first still running before an issue (a
+  // queue completes its works in order), all of them at the step's end;
+  // a scan of every held work per collective made the step quadratic.
+  enum class Reap { Waited, Oldest, All };
+  void reap(Reap which, size_t handle = 0);
   // The pieces of end(), under mutex_ (step_timer.cpp says what each does).
   std::vector<std::pair<Phase, Interval>> phase_times(StepTimes& t);
   void read_held_durations(std::unique_lock<std::mutex>& lock);
@@ -173,6 +178,12 @@ class StepTimer final : public dist::CommObserver {
   int captured_collectives_ = 0;
   bool replayed_ = false;  // this step replayed the graph
   size_t first_held_ = 0;    // collectives_ before it hold no work
+  // Device events of finished steps, recorded again by later stamps instead
+  // of a new event per stamp (every collective takes two or three).
+  std::mutex pool_mutex_;
+  std::vector<std::unique_ptr<c10::Event>> pool_;
+  void recycle(Stamp& s);
+  void recycle_step();  // every stamp of the step that end() has read
 };
 
 }  // namespace hpcbench::train

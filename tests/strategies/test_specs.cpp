@@ -248,8 +248,8 @@ TEST_CASE("each strategy declares the engine settings it runs on, with the reaso
       {"baseline", "", "", ""},
       {"ddp", "", "", ""},
       {"tensor", "", "query, key and value", "query, key and value"},
-      {"zero", "storage", "", ""},
-      {"fsdp", "storage", "", ""},
+      {"zero", "", "", ""},
+      {"fsdp", "", "", ""},
       {"pipeline", "host", "fp32 master weights", "fp32 master weights"},
       {"dp", "several devices", "use --strategy ddp", "use --strategy ddp"},
   };

@@ -74,12 +74,12 @@ for a in "$@"; do
     # The order of importance of the next GPU run (issue 32): the engine first, then the
     # strategies at world size 1, then ranks sharing the GPU; the first run's phases after.
     all) phases+=(build engine strategies shared-gpu baseline precision) ;;
-    build | engine | baseline | precision | strategies | shared-gpu | engine-protocol | squad-eval | profile | fp8) phases+=("$a") ;;
-    *) echo "validate.sh: unknown phase or option '$a' (phases: build engine engine-protocol squad-eval baseline precision strategies shared-gpu profile fp8 all; --dry)" >&2
+    build | engine | baseline | precision | strategies | shared-gpu | engine-protocol | squad-eval | profile | fp8 | strategies-graph) phases+=("$a") ;;
+    *) echo "validate.sh: unknown phase or option '$a' (phases: build engine engine-protocol squad-eval baseline precision strategies shared-gpu profile fp8 strategies-graph all; --dry)" >&2
        exit 2 ;;
   esac
 done
-((${#phases[@]})) || { echo "usage: tools/gpu/validate.sh [--dry] PHASE... (build engine engine-protocol squad-eval baseline precision strategies shared-gpu profile fp8 all)" >&2; exit 2; }
+((${#phases[@]})) || { echo "usage: tools/gpu/validate.sh [--dry] PHASE... (build engine engine-protocol squad-eval baseline precision strategies shared-gpu profile fp8 strategies-graph all)" >&2; exit 2; }
 
 # The Python that has torch: $HPCBENCH_PY, else python3, else the GPU image's venv.
 PY=${HPCBENCH_PY:-}
@@ -440,6 +440,35 @@ phase_strategies() {
     --warmup-iters 3 --output "$work/bench-comm.txt"
   run "$PY" "$root/tools/gpu/validate_report.py" copy-bandwidth --device "$device" --json-out "$work/copy.json"
   report strategies "$work" "$OUTDIR/strategies.json"
+}
+
+# Every strategy that declares --cuda-graph, graphed at world size 1 on NCCL with
+# --keep-collectives, interleaved with the graphed baseline (B, S..., B, S..., B: each
+# strategy twice, the baseline three times, in one call), bf16, dropout off, at the big
+# batch; two eager baselines of the same batches give the loss envelope.
+# tools/gpu/strategies_graph.py holds the bounds (issue 40).
+phase_strategies_graph() {
+  ensure_bin
+  local common=(--precision bf16 --batch-size "$big" --dropout 0)
+  local names=(ddp zero1 zero2 zero3 fsdp-full fsdp-grad-op tensor) repeats=2 i n
+  declare -A flags=([ddp]="--strategy ddp" [zero1]="--strategy zero --zero-stage 1"
+    [zero2]="--strategy zero --zero-stage 2" [zero3]="--strategy zero --zero-stage 3"
+    [fsdp-full]="--strategy fsdp --sharding full" [fsdp-grad-op]="--strategy fsdp --sharding grad-op"
+    [tensor]="--strategy tensor")
+  say "strategies-graph: two eager baselines (the loss envelope)"
+  hb_run sg-eager-0 "${common[@]}" --dump-data "$work/data-sg.safetensors"
+  hb_run sg-eager-1 "${common[@]}"
+  for ((i = 0; i <= repeats; i++)); do
+    say "strategies-graph: round $i"
+    hb_run "sg-baseline-$i" "${common[@]}" --cuda-graph
+    ((i == repeats)) && break
+    for n in "${names[@]}"; do
+      # shellcheck disable=SC2086 # the strategy's flags are words
+      hb_run "sg-$n-$i" "${common[@]}" ${flags[$n]} --keep-collectives --cuda-graph
+    done
+  done
+  run "$PY" "$root/tools/gpu/strategies_graph.py" "$work" "$OUTDIR/strategies-graph.json" \
+    --strategies "$(IFS=,; echo "${names[*]}")" --repeats "$repeats" $( ((dry)) && echo --dry)
 }
 
 phase_shared_gpu() {

@@ -127,7 +127,7 @@ void Ddp::copy_in(size_t index) {
   at::NoGradGuard no_grad;
   const bool is_view = grad.defined() && grad.is_alias_of(view);
   if (is_view) {
-    if (ctx_.world_size > 1) view.mul_(1.0 / ctx_.world_size);
+    if (ctx_.world_size > 1) view.mul_(inv_world_);
     return;
   }
   if (!grad.defined()) view.zero_();

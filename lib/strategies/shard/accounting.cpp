@@ -6,31 +6,22 @@
 
 namespace hpcbench::strategies::shard {
 
-size_t current_bytes(const ShardState& s, bool transient) {
+size_t state_bytes(const ShardState& s) {
   size_t bytes = 0;
   for (auto& f : s.flats) {
-    if (s.plan.shard_params == transient) bytes += storage_bytes(f.full);
-    if (transient) continue;
+    if (!s.plan.shard_params) bytes += storage_bytes(f.full);  // else a view of the gather ring
     if (!f.shard_is_view) bytes += storage_bytes(f.shard);
-    bytes += storage_bytes(f.grad_full);
-    if (f.shard.grad().defined() && !f.grad_full.defined()) bytes += f.shard.grad().nbytes();
+    // The fp32 gradients: replicated, or of the partition.
+    bytes += f.grad_full.defined() ? storage_bytes(f.grad_full) : storage_bytes(f.shard.grad());
   }
-  if (transient) {
-    for (auto& p : s.params)
-      if (p.grad().defined()) bytes += p.grad().nbytes();
-    for (auto& r : s.reductions) bytes += storage_bytes(r.send) + storage_bytes(r.part);
-    return bytes;
-  }
+  for (const auto* ring : {&s.gather_ring, &s.grad_ring, &s.send_ring, &s.part_ring})
+    for (auto& slot : *ring) bytes += storage_bytes(slot);
   if (s.optimizer)
     for (const auto& [key, state] : s.optimizer->state())
       if (auto* a = dynamic_cast<const torch::optim::AdamWParamState*>(state.get()))
         bytes += a->exp_avg().nbytes() + a->exp_avg_sq().nbytes();
   return bytes;
 }
-
-void note_peak(ShardState& s) { s.peak_transient = std::max(s.peak_transient, current_bytes(s, true)); }
-
-size_t peak_state_bytes(const ShardState& s) { return current_bytes(s, false) + s.peak_transient; }
 
 std::vector<int64_t> unit_sizes(const ShardState& s) {
   std::vector<int64_t> sizes;

@@ -1,7 +1,6 @@
 #pragma once
-// What a sharded rank holds: its model-state bytes as measured (the
-// persistent state and the largest transient set seen so far), and the sizes
-// the memory model (plan.h) takes, so that the two can be compared.
+// What a sharded rank holds: its model-state bytes as measured, and the
+// sizes the memory model (plan.h) takes, so that the two can be compared.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -10,15 +9,12 @@
 
 namespace hpcbench::strategies::shard {
 
-// Persistent: what survives between steps (partitions, replicated
-// parameters and gradients, Adam's moments). Transient: gathered units of
-// partitioned parameters and the full gradients of the unit being reduced.
-size_t current_bytes(const ShardState& s, bool transient);
-// Remembers the largest transient set so far (called where it may peak).
-void note_peak(ShardState& s);
-// The peak so far: the optimizer creates its moments in the first step,
-// after the first backward, so it is persistent now + the largest transient.
-size_t peak_state_bytes(const ShardState& s);
+// What the rank holds: its partitions (and the replicated parameters where
+// they are), the fp32 gradients, Adam's states and the static rings
+// (buffers.h), each storage once. Nothing else survives a step, and the
+// rings are the whole working set: the figure is the same after every step
+// from the first on (when the optimizer creates its moments).
+size_t state_bytes(const ShardState& s);
 
 std::vector<int64_t> unit_sizes(const ShardState& s);  // elements per unit, forward order
 int64_t parameters(const ShardState& s);

@@ -1,7 +1,6 @@
 #include "strategies/shard/flat_param.h"
 
 #include <ATen/ATen.h>
-#include <c10/core/StorageImpl.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -13,29 +12,6 @@
 #include "train/optimizer.h"
 
 namespace hpcbench::strategies::shard {
-
-// Frees a gathered unit's memory while its tensors (and the views autograd
-// saved) stay valid objects. The rule that makes this safe once waits no
-// longer block the host (NCCL): only storage whose collective was waited for
-// is freed (reshard() finishes the gather first; a reduction's buffers are
-// dropped only after their wait). The wait puts the compute stream behind
-// the collective, and the caching allocator hands a freed block only to work
-// queued on that stream later, so the collective never sees its memory
-// reused. c10d's own guard would not suffice here: it keeps the tensors
-// (their StorageImpl) alive until the wait, not the DataPtr swapped out below.
-void free_storage(const at::Tensor& t) {
-  auto* s = t.storage().unsafeGetStorageImpl();
-  s->set_data_ptr_noswap(at::DataPtr(nullptr, s->device()));
-  s->set_nbytes(0);
-}
-
-void alloc_storage(const at::Tensor& t) {
-  auto* s = t.storage().unsafeGetStorageImpl();
-  const size_t nbytes = t.nbytes() + t.storage_offset() * t.element_size();
-  if (s->nbytes() >= nbytes) return;
-  s->set_data_ptr_noswap(s->allocator()->allocate(nbytes));
-  s->set_nbytes(nbytes);
-}
 
 size_t storage_bytes(const at::Tensor& t) { return t.defined() ? t.storage().nbytes() : 0; }
 
@@ -100,7 +76,7 @@ void partition(ShardState& s) {
     // otherwise memory of its own.
     f.shard_is_view = !s.plan.shard_params && !s.mixed;
     f.shard = f.shard_is_view ? slice : slice.clone();
-    f.full = s.mixed ? master.to(s.compute_dtype) : master;
+    if (!s.plan.shard_params) f.full = s.mixed ? master.to(s.compute_dtype) : master;
   }
 }
 

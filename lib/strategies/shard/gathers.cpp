@@ -2,39 +2,39 @@
 
 #include <ATen/ATen.h>
 
-#include "strategies/shard/accounting.h"
+#include "strategies/shard/buffers.h"
 
 namespace hpcbench::strategies::shard {
 
 at::Tensor gather_input(const ShardState& s, const FlatParam& f) {
-  if (s.mixed) return f.shard.detach().to(s.compute_dtype);
-  // A partition that is a view of the gather's output must be copied first;
-  // one with memory of its own is sent as it is.
-  return f.shard_is_view ? f.shard.detach().clone() : f.shard.detach();
+  // This rank's chunk of the gather's own output, gathered in place (as
+  // FSDP2's all-gather does): a partition that is a view of it is there
+  // already; one with memory of its own (or in fp32 under mixed precision)
+  // is copied in, cast on the way.
+  auto mine = f.full.narrow(0, s.shard_comm().rank() * f.shard_numel, f.shard_numel);
+  if (!f.shard_is_view) mine.copy_(f.shard.detach());
+  return mine;
 }
 
 void start_gather(ShardState& s, Unit& u) {
   if (u.gathered || !u.inflight.empty()) return;
+  check_slot_free(s, u);
   at::NoGradGuard no_grad;
   // Inputs first, collectives after: nothing computes between a unit's
-  // all-gathers and the wait that may follow them.
-  for (auto i : u.flats) {
-    alloc_storage(s.flats[i].full);
-    // Written behind autograd's back: the parameters' version counters are
-    // their own (set_data), so tensors saved for backward stay valid.
-    u.inflight_inputs.push_back(gather_input(s, s.flats[i]));
-  }
+  // all-gathers and the wait that may follow them. Written behind
+  // autograd's back: the parameters' version counters are their own
+  // (set_data), so tensors saved for backward stay valid.
+  std::vector<at::Tensor> inputs;
+  for (auto i : u.flats) inputs.push_back(gather_input(s, s.flats[i]));
   for (size_t k = 0; k < u.flats.size(); ++k)
-    u.inflight.push_back(s.shard_comm().allgather_async(s.flats[u.flats[k]].full, u.inflight_inputs[k], u.gather_what));
+    u.inflight.push_back(s.shard_comm().allgather_async(s.flats[u.flats[k]].full, inputs[k], u.gather_what));
 }
 
 void finish_gather(ShardState& s, Unit& u) {
-  if (u.gathered) return;
+  if (u.gathered || u.inflight.empty()) return;
   for (auto& w : u.inflight) s.shard_comm().wait(w);
   u.inflight.clear();
-  u.inflight_inputs.clear();
   u.gathered = true;
-  note_peak(s);
 }
 
 void gather(ShardState& s, Unit& u) {
@@ -49,22 +49,20 @@ void prefetch(ShardState& s, size_t unit) {
 
 void reshard(ShardState& s, Unit& u) {
   if (!s.plan.shard_params) return;
-  finish_gather(s, u);  // never free a buffer a collective is writing
-  if (!u.gathered) return;
-  for (auto i : u.flats) free_storage(s.flats[i].full);
-  u.gathered = false;
+  finish_gather(s, u);  // never hand on a slot a collective is writing
+  u.gathered = false;   // its slot is the next unit's (nothing is freed)
 }
 
 void unshard_model(ShardState& s) {
-  if (!s.mixed) {
-    for (auto& u : s.units) gather(s, u);
-    s.resharded = s.plan.shard_params;
-    return;
-  }
-  // Checkpoints and evaluation see the fp32 masters, not their bf16/fp16
-  // copies; the next forward_backward goes back to the compute copies.
+  // Replicated fp32 parameters are the model already.
+  if (!s.mixed && !s.plan.shard_params) return;
+  // Otherwise every parameter whole at once, which the gather ring cannot
+  // hold: the fp32 masters gathered into memory of their own (what
+  // checkpoints and evaluation must see), outside the step. The next
+  // forward_backward points the parameters back at the compute buffers,
+  // which are left as they were.
   at::NoGradGuard no_grad;
-  for (auto& u : s.units) finish_gather(s, u);
+  for (auto& u : s.units) reshard(s, u);
   for (auto& f : s.flats) {
     auto master = at::empty({f.shard_numel * s.shard_comm().size()}, f.shard.options());
     s.shard_comm().allgather(master, f.shard.detach().clone());

@@ -41,6 +41,20 @@ Choice SharedOptions::resolved(Choice choice, const ShardingPlan& plan) {
   return choice;
 }
 
+size_t gather_slots(const ShardingPlan& plan, size_t units) {
+  if (!plan.shard_params) return 0;
+  if (!plan.reshard_after_forward) return units;
+  return std::min<size_t>(plan.prefetch ? 2 : 1, units);
+}
+
+size_t grad_slots(const ShardingPlan& plan, size_t units) { return std::min<size_t>(plan.overlap ? 2 : 1, units); }
+
+std::vector<int64_t> ring_slots(const std::vector<int64_t>& sizes, size_t slots) {
+  std::vector<int64_t> out(slots, 0);
+  for (size_t i = 0; i < sizes.size() && slots > 0; ++i) out[i % slots] = std::max(out[i % slots], sizes[i]);
+  return out;
+}
+
 int shard_ranks(const ShardingPlan& plan, const Shape& shape) {
   if (!plan.hybrid) return shape.world();
   return plan.shard_group > 0 ? plan.shard_group : shape.gpus_per_node;
@@ -59,56 +73,22 @@ struct Figures {
   int ranks = 1;
   double c = 4;  // compute bytes
   double r = 4;  // reduce bytes
-  bool prefetch = false, overlap = false;
 };
 
 double sum(const std::vector<int64_t>& u) { return static_cast<double>(std::accumulate(u.begin(), u.end(), int64_t{0})); }
 
-// Bytes of the reduction still in flight while unit i's gradients are
-// reduced: the unit after it (backward runs last unit first) was reduced
-// just before, and with overlap it completes only now.
-double in_flight(const Figures& p, size_t i, bool scatter) {
-  if (!p.overlap || i + 1 >= p.units.size()) return 0.0;
-  const double u = static_cast<double>(p.units[i + 1]);
-  return p.r * u * (scatter ? 1.0 + 1.0 / std::max(p.ranks, 1) : 1.0);
+double slots_sum(const std::vector<int64_t>& units, size_t slots) {
+  return sum(ring_slots(units, slots));
 }
 
-// Replicated parameters: one unit's full gradients before their reduction.
-double replicated_working_set(const Figures& p, bool scatter) {
-  double w = 0;
-  for (size_t i = 0; i < p.units.size(); ++i)
-    w = std::max(w, p.c * static_cast<double>(p.units[i]) + in_flight(p, i, scatter));
-  return w;
-}
-
-// Full sharding: a unit is gathered for its forward and again for its
-// backward, where its full gradients join it until they are reduced. With
-// prefetch the neighbour's gather is in flight at the same time: the next
-// unit in forward, the previous one (the next to run) in backward.
-double full_shard_working_set(const Figures& p) {
-  const auto& u = p.units;
-  double w = 0;
-  const size_t n = u.size();
-  for (size_t i = 0; i < n; ++i) {
-    double ui = static_cast<double>(u[i]);
-    double before = p.prefetch && i > 0 ? static_cast<double>(u[i - 1]) : 0.0;
-    double after = p.prefetch && i + 1 < n ? static_cast<double>(u[i + 1]) : 0.0;
-    w = std::max({w, p.c * (2 * ui + before) + in_flight(p, i, true), p.c * (ui + after)});
-  }
-  return w;
-}
-
-// Gathered from forward to backward: every unit stays gathered from its
-// forward until its gradients are reduced, which backward does last unit
-// first; when unit i reduces, units 0..i are gathered and unit i's
-// gradients are whole.
-double kept_gathered_working_set(const Figures& p) {
-  double w = 0, prefix = 0;
-  for (size_t i = 0; i < p.units.size(); ++i) {
-    const double x = static_cast<double>(p.units[i]);
-    prefix += x;
-    w = std::max(w, p.c * (prefix + x) + in_flight(p, i, true));
-  }
+// The static rings a rank holds whatever the step does (buffers.h): the
+// gathered units, the full gradients in the compute dtype, in the reduce
+// dtype beside them when it differs, and a reduce-scatter's part.
+double ring_bytes(const ShardingPlan& plan, const Figures& p) {
+  const double grads = slots_sum(p.units, grad_slots(plan, p.units.size()));
+  double w = p.c * slots_sum(p.units, gather_slots(plan, p.units.size())) + p.c * grads;
+  if (p.r != p.c) w += p.r * grads;
+  if (plan.shard_grads) w += p.r * grads / std::max(p.ranks, 1);
   return w;
 }
 
@@ -120,8 +100,6 @@ StateBytes plan_state(const ShardingPlan& plan, const MemoryInputs& in) {
   p.ranks = shard_ranks(plan, in.shape);
   p.c = in.compute_bytes;
   p.r = dtype_bytes(plan.reduce_dtype, in.reduce_bytes);
-  p.prefetch = plan.prefetch && plan.shard_params;
-  p.overlap = plan.overlap;
   const double psi = sum(p.units), N = std::max(p.ranks, 1), c = p.c;
   // The fp32 master partition is memory of its own when the replicated
   // parameters are in another dtype; in fp32 it is a view of them.
@@ -129,14 +107,12 @@ StateBytes plan_state(const ShardingPlan& plan, const MemoryInputs& in) {
   StateBytes s;
   if (!plan.shard_grads && !plan.shard_params) {
     s.persistent = c * psi + 4 * psi + (8 + m) * psi / N;  // replicated params, all-reduced fp32 grads
-    s.working_set = replicated_working_set(p, false);
   } else if (!plan.shard_params) {
     s.persistent = c * psi + (12 + m) * psi / N;
-    s.working_set = replicated_working_set(p, true);
   } else {
     s.persistent = 16 * psi / N;  // fp32 master, its gradient, Adam's two moments
-    s.working_set = plan.reshard_after_forward ? full_shard_working_set(p) : kept_gathered_working_set(p);
   }
+  s.working_set = ring_bytes(plan, p);
   return s;
 }
 

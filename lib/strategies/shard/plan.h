@@ -20,13 +20,13 @@ class ShardedSpec : public Spec {
     t.needs_comm = true;
     return t;
   }
-  // zero's and fsdp's engine settings, one place for both: the fused model
-  // runs on their bf16 compute copies (tests/strategies/test_fused_parity.cpp).
+  // zero's and fsdp's engine settings, one place for both. Capturable: the
+  // engine's storage is static (buffers.h), its schedule the same every step
+  // and decided on the host, and it reads no device value
+  // (tests/strategies/test_cuda_graph.cpp); the fused model runs on their
+  // bf16 compute copies (tests/strategies/test_fused_parity.cpp).
   EngineSupport engine(const Options&) const override {
-    return {Capability::no("the sharded engine frees and re-allocates parameter and gradient storage inside the "
-                           "step (shard/flat_param.cpp) and tracks its gathers on the host; capturing that has not "
-                           "been shown equal on a GPU yet"),
-            Capability::yes(), Capability::yes()};
+    return {Capability::yes(), Capability::yes(), Capability::yes()};
   }
 };
 
@@ -59,6 +59,18 @@ struct SharedOptions {
   // where parameters are partitioned, else at its default (nothing to fetch).
   static Choice resolved(Choice choice, const ShardingPlan& plan);
 };
+
+// The engine's static rings (buffers.h): unit i lives in slot i % slots,
+// each slot as large as the largest of its units.
+// Gather slots: one unit gathered at a time and a prefetched neighbour with
+// it under full sharding, every unit where units stay gathered from forward
+// to backward (grad-op), none where parameters are replicated.
+size_t gather_slots(const ShardingPlan& plan, size_t units);
+// Gradient slots: the unit whose backward runs, and with overlap the one
+// whose reduction is in flight.
+size_t grad_slots(const ShardingPlan& plan, size_t units);
+// Elements of each of `slots` slots holding units of `sizes` elements.
+std::vector<int64_t> ring_slots(const std::vector<int64_t>& sizes, size_t slots);
 
 // Ranks one copy of the model is partitioned over in a job of `shape`.
 int shard_ranks(const ShardingPlan& plan, const Shape& shape);

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "strategies/shard/accounting.h"
+#include "strategies/shard/buffers.h"
 #include "strategies/shard/gathers.h"
 #include "strategies/shard/groups.h"
 #include "strategies/shard/reduction.h"
@@ -42,6 +43,7 @@ SetUp Sharded::setup(model::BertForQuestionAnswering& model, const StrategyConte
   check_same_model(s_.comm(), plan.name,
                    fmt::format("{} tensors in {} flat parameters", s_.params.size(), s_.flats.size()));
   partition(s_);
+  make_buffers(s_);
   use_compute_views(s_);
   if (plan.shard_params)
     for (auto& u : s_.units) reshard(s_, u);
@@ -82,11 +84,10 @@ at::Tensor Sharded::forward_backward(model::BertForQuestionAnswering& model, con
                                      bool, train::StepTimer& timer) {
   s_.new_step = false;
   if (s_.master_views) use_compute_views(s_);
-  for (auto& u : s_.units) {
-    u.pending = u.params.size();
-    if (s_.resharded) reshard(s_, u);
-  }
-  s_.resharded = false;
+  // A micro-step's backward reuses the gradient slots: the last one's
+  // reduction must have read them.
+  complete_reductions(s_);
+  for (auto& u : s_.units) u.pending = u.params.size();
   // Partitioned parameters are gathered around each unit by the model's own
   // forward calling this engine's hooks; only in training: an evaluation
   // forward (after gather_whole) must issue no collective, as ranks

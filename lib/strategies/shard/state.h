@@ -1,6 +1,7 @@
 #pragma once
 // The sharded engine's state, which its parts work on: the flat parameters
-// and their units (flat_param.h), where the partitions are cut (groups.h),
+// and their units (flat_param.h), the static storage they live in
+// (buffers.h), where the partitions are cut (groups.h),
 // the gathers around each unit (gathers.h), the gradient reductions
 // (reduction.h), the updater (updater.h) and the accounting of what a rank
 // holds (accounting.h); sharded.h ties them to the Strategy interface.
@@ -31,17 +32,18 @@ struct Unit {
   size_t pending = 0;          // gradients still to come this backward
   bool gathered = true;
   torch::nn::Module* module = nullptr;
-  // An all-gather in flight (prefetch): its works and the inputs they read.
+  // Its slots in the static rings (buffers.h): where its gathered
+  // parameters and its full gradients live.
+  size_t gather_slot = 0, grad_slot = 0;
+  // An all-gather in flight (prefetch): its works.
   std::vector<dist::Pending> inflight;
-  std::vector<at::Tensor> inflight_inputs;
 };
 
-// A flat parameter's gradient reduction in flight: the buffer sent (full
-// gradients in the reduce dtype) and, for reduce-scatter, this rank's part.
+// A flat parameter's gradient reduction in flight (its buffers are the
+// flat's static send and part views).
 struct Reduction {
   size_t flat = 0;
   const Unit* unit = nullptr;
-  at::Tensor send, part;
   dist::Pending work;
 };
 
@@ -63,14 +65,16 @@ struct ShardState {
   bool mixed = false;          // compute dtype differs from the fp32 masters
   bool master_views = false;   // the model holds fp32 parameters (gather_whole under mixed precision)
   bool new_step = true;
-  bool resharded = false;      // gather_whole left every unit gathered
   std::vector<FlatParam> flats;
   std::vector<Unit> units;
   std::vector<at::Tensor> params;
   std::vector<size_t> unit_of;  // param -> unit
   std::vector<Reduction> reductions;
+  // The static rings (buffers.h), made once at set-up: gathered units,
+  // full gradients in the compute dtype, the same in the reduce dtype when
+  // it differs, and this rank's reduce-scattered part.
+  std::vector<at::Tensor> gather_ring, grad_ring, send_ring, part_ring;
   const torch::optim::Optimizer* optimizer = nullptr;  // the updater's, whose states the accounting counts
-  size_t peak_transient = 0;
 
   dist::Comm& comm() const { return *ctx.comm; }
   dist::Comm& shard_comm() const { return *place.shard; }

@@ -58,20 +58,25 @@ bool ShardedUpdater::all_finite(bool local_finite) {
 // partitions.
 void ShardedUpdater::step() {
   optimizer_->step();
-  note_peak(s_);
   s_.new_step = true;
   if (s_.plan.shard_params) return;  // the partitions are the parameters
   at::NoGradGuard no_grad;
   for (auto& f : s_.flats) s_.shard_comm().allgather(f.full, gather_input(s_, f), "all_gather of the updated parameters");
 }
 
-void ShardedUpdater::zero_grad() { optimizer_->zero_grad(/*set_to_none=*/true); }
+// Zeroed in place, never set to none: the fp32 gradients are static storage
+// (buffers.h) that the next step's reductions accumulate into.
+void ShardedUpdater::zero_grad() {
+  at::NoGradGuard no_grad;
+  std::vector<at::Tensor> grads;
+  for (auto& f : s_.flats) grads.push_back(f.grad_full.defined() ? f.grad_full : f.shard.grad());
+  at::_foreach_zero_(grads);
+}
 
 void ShardedUpdater::gather_whole() { unshard_model(s_); }
 
-// Parameters, gradients and optimizer states this rank held at its peak so
-// far: its partitions, and the largest set of gathered units and full
-// gradients it held at once.
-size_t ShardedUpdater::state_bytes() const { return peak_state_bytes(s_); }
+// Parameters, gradients and optimizer states this rank holds: its
+// partitions, Adam's states and the engine's static rings.
+size_t ShardedUpdater::state_bytes() const { return shard::state_bytes(s_); }
 
 }  // namespace hpcbench::strategies::shard

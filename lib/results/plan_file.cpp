@@ -22,7 +22,7 @@ std::string plan_json(const PlanFile& p) {
                        {"samples_per_s", l.samples_per_s},
                        {"memory_bytes", l.memory_bytes}});
   nlohmann::ordered_json j{{"schema", kPlanSchema},
-                           {"baseline", p.baseline},
+                           {"baseline_source", p.baseline},
                            {"system", p.system},
                            {"nodes", p.nodes},
                            {"gpus_per_node", p.gpus_per_node},
@@ -46,7 +46,7 @@ PlanFile read_plan_file(const std::filesystem::path& file) {
     if (j.value("schema", "") != kPlanSchema)
       fail("{}: not a plan (schema '{}', expected {})", file.string(), j.value("schema", ""), kPlanSchema);
     PlanFile p;
-    p.baseline = j.at("baseline");
+    p.baseline = j.at("baseline_source");
     p.system = j.at("system");
     p.nodes = j.at("nodes");
     p.gpus_per_node = j.at("gpus_per_node");

@@ -5,7 +5,7 @@
 //
 // {
 //   "schema": "hpcbench-plan/1",
-//   "baseline": "<run folder or file[:row]>", "system": "<file>",
+//   "baseline_source": "<run folder or file[:row]>", "system": "<file>",
 //   "nodes": 4, "gpus_per_node": 8, "global_batch": 256,
 //   "calibration": {"low": -0.043, "high": -0.008, "source": "..."},
 //   "baseline_noise": 0.01, "tie_threshold": 0.055,

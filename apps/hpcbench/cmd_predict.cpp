@@ -50,6 +50,103 @@ std::string ops_text(const predict::Prediction& p) {
   return s.empty() ? "-" : s;
 }
 
+// The network (a system file or bench-comm's table) and the ranks a node to
+// predict at; `device_warning` receives the baseline-against-system warning.
+std::unique_ptr<predict::CommModel> network(const PredictOptions& o, const predict::Baseline& base,
+                                            std::vector<int>& gpn, std::string& device_warning) {
+  if (!o.system.empty()) {
+    auto sys = predict::read_system(o.system);
+    device_warning = predict::check_device(base, sys, o.allow_device_mismatch);
+    if (gpn.empty()) gpn = {sys.gpus_per_node};
+    for (int g : gpn)
+      if (g > sys.gpus_per_node) fail("--gpus-per-node {}: {} has {} GPUs a node", g, o.system, sys.gpus_per_node);
+    return std::make_unique<predict::AlphaBeta>(sys);
+  }
+  auto m = predict::read_bench_comm(o.comm);
+  if (gpn.empty()) gpn = {m->ranks()};
+  return m;
+}
+
+// --strategies, or every strategy's showcase.
+std::vector<strategies::Choice> choices_of(const PredictOptions& o, const std::string& precision) {
+  std::vector<strategies::Choice> choices;
+  if (!o.strategies.empty()) {
+    choices = strategies::parse_labels(o.strategies, "--strategies");
+  } else {
+    std::string all;
+    for (auto* spec : strategies::specs())
+      for (auto& label : spec->showcase()) all += (all.empty() ? "" : ",") + label;
+    choices = strategies::parse_labels(all, "--strategies");
+  }
+  for (auto& c : choices) c.validate(precision);
+  return choices;
+}
+
+predict::StepOptions step_options(const PredictOptions& o, const std::string& precision) {
+  predict::StepOptions so;
+  so.compute_bytes = predict::compute_bytes(precision);
+  so.reduce_bytes = o.reduce_dtype.empty() ? so.compute_bytes : predict::compute_bytes(o.reduce_dtype);
+  // The replicated strategies reduce the parameters' fp32 gradients unless
+  // told otherwise (an fp16 compression hook, apex's O2 fp16 model).
+  so.param_grad_bytes = o.reduce_dtype.empty() ? 4 : so.reduce_bytes;
+  if (!o.reduce_dtype.empty() && o.reduce_dtype != "fp32" && o.reduce_dtype != "bf16" && o.reduce_dtype != "fp16")
+    fail("--reduce-dtype {}: must be fp32, bf16 or fp16", o.reduce_dtype);
+  return so;
+}
+
+void print_header(const predict::Baseline& base, const predict::Layout& layout, const predict::CommModel& comm,
+                  const std::string& device_warning) {
+  if (!device_warning.empty()) {
+    spdlog::warn("{}", device_warning);
+    fmt::print("# WARNING: {}\n", device_warning);
+  }
+  fmt::print("# baseline {}: {} {} seq {} batch {} x{} accumulation, {:.2f} ms a step, {:.2f} samples/s{}\n",
+             base.source, base.model, base.precision, base.seq, base.batch, base.grad_accum, base.step_s * 1000,
+             base.samples_per_s(),
+             base.phases_assumed ? " (throughput only: forward:backward 1:2 assumed, optimizer time unknown)" : "");
+  fmt::print("# model {}: {} parameters, {} units\n", layout.model, layout.parameters, layout.unit_numel.size());
+  fmt::print("# network {}\n", comm.describe());
+  fmt::print("{:<24} {:>5} {:>4} {:>5} {:>5} {:>10} {:>10} {:>9} {:>9} {:>11} {:>8} {:>6} {:>10}  {}\n", "strategy",
+             "nodes", "gpn", "world", "accum", "step_ms", "compute_ms", "opt_ms", "exposed", "samples/s", "speedup",
+             "eff", "mem_GiB", "exposed ms by collective");
+}
+
+// Accumulation steps that keep --global-batch at this shape (the baseline's
+// when none is given).
+int grad_accum_at(const PredictOptions& o, const predict::Baseline& base, const strategies::Choice& choice,
+                  const predict::Shape& shape) {
+  if (o.global_batch <= 0) return static_cast<int>(base.grad_accum);
+  const int replicas = choice.spec().data_parallel_size(choice.options(), shape);
+  int64_t per = base.batch * replicas;
+  if (o.global_batch % per != 0)
+    fail("--global-batch {}: not a multiple of batch {} x {} replicas", o.global_batch, base.batch, replicas);
+  if (o.global_batch / per > std::numeric_limits<int>::max())
+    fail("--global-batch {}: {} accumulation steps at {} replicas is beyond any run", o.global_batch,
+         o.global_batch / per, replicas);
+  return static_cast<int>(o.global_batch / per);
+}
+
+// One row on the terminal and in the CSV.
+void print_row(const std::string& label, const predict::Shape& shape, int accum, const predict::Prediction& p,
+               std::string& csv) {
+  fmt::print("{:<24} {:>5} {:>4} {:>5} {:>5} {:>10.2f} {:>10.2f} {:>9.2f} {:>9.2f} {:>11.2f} {:>8.3f} {:>6.3f} "
+             "{:>10.3f}  {}\n",
+             label, shape.nodes, shape.gpus_per_node, shape.world(), accum, p.step_s * 1000,
+             (p.compute_s + p.other_s) * 1000, p.optimizer_s * 1000, p.exposed_s * 1000, p.samples_per_s, p.speedup,
+             p.efficiency, p.memory_bytes / (1 << 30), ops_text(p));
+  auto ex = [&](const std::string& op) {
+    auto it = p.exposed_by_op.find(op);
+    return it == p.exposed_by_op.end() ? 0.0 : it->second * 1000;
+  };
+  double rest = p.exposed_s * 1000 - ex("all_reduce") - ex("all_gather") - ex("reduce_scatter");
+  csv += fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},"
+                     "{:.6f},{:.6f},{:.6f},{:.0f},{:.0f},{:.0f}\n",
+                     results::csv_field(label), shape.nodes, shape.gpus_per_node, shape.world(), accum,
+                     p.step_s * 1000, p.compute_s * 1000, p.other_s * 1000, p.optimizer_s * 1000, p.comm_s * 1000,
+                     p.exposed_s * 1000, ex("all_reduce"), ex("all_gather"), ex("reduce_scatter"), std::max(0.0, rest),
+                     p.samples_per_s, p.speedup, p.efficiency, p.memory_bytes, p.memory_persistent, p.memory_working);
+}
+
 int run_predict(const PredictOptions& o) {
   if (o.system.empty() == o.comm.empty()) fail("give exactly one of --system FILE and --comm FILE");
   std::string model_path;
@@ -64,120 +161,41 @@ int run_predict(const PredictOptions& o) {
   for (int g : o.gpus_per_node)
     if (g < 1) fail("--gpus-per-node {}: must be at least 1", g);
   std::string device_warning;
-
-  std::unique_ptr<predict::CommModel> comm;
   std::vector<int> gpn = o.gpus_per_node;
-  if (!o.system.empty()) {
-    auto sys = predict::read_system(o.system);
-    device_warning = predict::check_device(base, sys, o.allow_device_mismatch);
-    if (gpn.empty()) gpn = {sys.gpus_per_node};
-    for (int g : gpn)
-      if (g > sys.gpus_per_node)
-        fail("--gpus-per-node {}: {} has {} GPUs a node", g, o.system, sys.gpus_per_node);
-    comm = std::make_unique<predict::AlphaBeta>(sys);
-  } else {
-    auto m = predict::read_bench_comm(o.comm);
-    if (gpn.empty()) gpn = {m->ranks()};
-    comm = std::move(m);
-  }
+  auto comm = network(o, base, gpn, device_warning);
   for (int n : o.nodes)
     for (int g : gpn)
       if (static_cast<int64_t>(n) * g > kMaxWorld)
         fail("--nodes {} x --gpus-per-node {}: {} ranks, more than the {} this model predicts for", n, g,
              static_cast<int64_t>(n) * g, kMaxWorld);
-  std::vector<strategies::Choice> choices;
-  if (!o.strategies.empty()) {
-    choices = strategies::parse_labels(o.strategies, "--strategies");
-  } else {
-    std::string all;
-    for (auto* spec : strategies::specs())
-      for (auto& label : spec->showcase()) all += (all.empty() ? "" : ",") + label;
-    choices = strategies::parse_labels(all, "--strategies");
-  }
-  for (auto& c : choices) c.validate(base.precision);
+  auto choices = choices_of(o, base.precision);
   auto layout = predict::model_layout(mcfg, base.seq);
   const auto model_shape = train::model_shape(mcfg);
-  predict::StepOptions so;
-  so.compute_bytes = predict::compute_bytes(base.precision);
-  so.reduce_bytes = o.reduce_dtype.empty() ? so.compute_bytes : predict::compute_bytes(o.reduce_dtype);
-  // The replicated strategies reduce the parameters' fp32 gradients unless
-  // told otherwise (an fp16 compression hook, apex's O2 fp16 model).
-  so.param_grad_bytes = o.reduce_dtype.empty() ? 4 : so.reduce_bytes;
-  if (!o.reduce_dtype.empty() && o.reduce_dtype != "fp32" && o.reduce_dtype != "bf16" && o.reduce_dtype != "fp16")
-    fail("--reduce-dtype {}: must be fp32, bf16 or fp16", o.reduce_dtype);
-
-  if (!device_warning.empty()) {
-    spdlog::warn("{}", device_warning);
-    fmt::print("# WARNING: {}\n", device_warning);
-  }
-  fmt::print("# baseline {}: {} {} seq {} batch {} x{} accumulation, {:.2f} ms a step, {:.2f} samples/s{}\n",
-             base.source, base.model, base.precision, base.seq, base.batch, base.grad_accum, base.step_s * 1000,
-             base.samples_per_s(),
-             base.phases_assumed ? " (throughput only: forward:backward 1:2 assumed, optimizer time unknown)" : "");
-  fmt::print("# model {}: {} parameters, {} units\n", layout.model, layout.parameters, layout.unit_numel.size());
-  fmt::print("# network {}\n", comm->describe());
-  fmt::print("{:<24} {:>5} {:>4} {:>5} {:>5} {:>10} {:>10} {:>9} {:>9} {:>11} {:>8} {:>6} {:>10}  {}\n", "strategy",
-             "nodes", "gpn", "world", "accum", "step_ms", "compute_ms", "opt_ms", "exposed", "samples/s", "speedup",
-             "eff", "mem_GiB", "exposed ms by collective");
+  auto so = step_options(o, base.precision);
+  print_header(base, layout, *comm, device_warning);
   std::string csv =
       "strategy,nodes,gpus_per_node,world_size,grad_accum,step_ms,compute_ms,other_ms,optimizer_ms,comm_ms,"
       "comm_exposed_ms,exposed_all_reduce_ms,exposed_all_gather_ms,exposed_reduce_scatter_ms,exposed_other_ms,"
       "samples_per_s,speedup,efficiency,memory_bytes,memory_persistent_bytes,memory_working_bytes\n";
   size_t predicted = 0;
-  for (auto& choice : choices) {
-    const auto label = choice.label();
+  for (auto& choice : choices)
     for (int n : o.nodes)
       for (int g : gpn) {
         predict::Shape shape{n, g};
-        // The check `run` makes of the same layout (preflight/run_settings.h):
-        // a row run would refuse is left out, with run's reason.
+        // The check `run` makes of the same layout (preflight/run_settings.h),
+        // then what only the model can rule out (more pipeline stages than it
+        // has layers): a row left out with its reason.
         try {
           preflight::check_strategy_fits(choice, shape, base.batch, model_shape, mcfg.name);
+          so.grad_accum = grad_accum_at(o, base, choice, shape);
+          auto p = predict::predict_step(base, layout, choice, shape, *comm, so);
+          print_row(choice.label(), shape, so.grad_accum, p, csv);
+          ++predicted;
         } catch (const UserError& e) {
-          fmt::print("# {} at {} x {}: not predicted: {}\n", label, n, g, e.what());
-          continue;
+          if (std::string(e.what()).starts_with("--global-batch")) throw;
+          fmt::print("# {} at {} x {}: not predicted: {}\n", choice.label(), n, g, e.what());
         }
-        so.grad_accum = static_cast<int>(base.grad_accum);
-        if (o.global_batch > 0) {
-          const int replicas = choice.spec().data_parallel_size(choice.options(), shape);
-          int64_t per = base.batch * replicas;
-          if (o.global_batch % per != 0)
-            fail("--global-batch {}: not a multiple of batch {} x {} replicas", o.global_batch, base.batch, replicas);
-          if (o.global_batch / per > std::numeric_limits<int>::max())
-            fail("--global-batch {}: {} accumulation steps at {} replicas is beyond any run", o.global_batch,
-                 o.global_batch / per, replicas);
-          so.grad_accum = static_cast<int>(o.global_batch / per);
-        }
-        // What only the model can rule out (more pipeline stages than it has
-        // layers) is a row left out with its reason, as a shape the strategy
-        // cannot run is.
-        predict::Prediction p;
-        try {
-          p = predict::predict_step(base, layout, choice, shape, *comm, so);
-        } catch (const UserError& e) {
-          fmt::print("# {} at {} x {}: not predicted: {}\n", label, n, g, e.what());
-          continue;
-        }
-        ++predicted;
-        fmt::print("{:<24} {:>5} {:>4} {:>5} {:>5} {:>10.2f} {:>10.2f} {:>9.2f} {:>9.2f} {:>11.2f} {:>8.3f} {:>6.3f} "
-                   "{:>10.3f}  {}\n",
-                   label, n, g, shape.world(), so.grad_accum, p.step_s * 1000, (p.compute_s + p.other_s) * 1000,
-                   p.optimizer_s * 1000, p.exposed_s * 1000, p.samples_per_s, p.speedup, p.efficiency,
-                   p.memory_bytes / (1 << 30), ops_text(p));
-        auto ex = [&](const std::string& op) {
-          auto it = p.exposed_by_op.find(op);
-          return it == p.exposed_by_op.end() ? 0.0 : it->second * 1000;
-        };
-        double rest = p.exposed_s * 1000 - ex("all_reduce") - ex("all_gather") - ex("reduce_scatter");
-        csv += fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},"
-                           "{:.6f},{:.6f},{:.6f},{:.0f},{:.0f},{:.0f}\n",
-                           results::csv_field(label), n, g, shape.world(), so.grad_accum, p.step_s * 1000, p.compute_s * 1000,
-                           p.other_s * 1000, p.optimizer_s * 1000, p.comm_s * 1000, p.exposed_s * 1000,
-                           ex("all_reduce"), ex("all_gather"), ex("reduce_scatter"), std::max(0.0, rest),
-                           p.samples_per_s, p.speedup, p.efficiency, p.memory_bytes, p.memory_persistent,
-                           p.memory_working);
       }
-  }
   if (predicted == 0)
     fmt::print("# no layout predicted: none of the strategies runs at the shapes asked for (the reasons above)\n");
   if (!o.csv.empty()) write_file_atomic(o.csv, csv);

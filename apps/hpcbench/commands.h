@@ -18,6 +18,7 @@ Action add_main(CLI::App& app);
 Action add_sweep(CLI::App& app);
 Action add_report(CLI::App& app);
 Action add_predict(CLI::App& app);
+Action add_plan(CLI::App& app);
 
 std::string version_text();
 

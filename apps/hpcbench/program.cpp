@@ -38,6 +38,7 @@ int run_program(int argc, char** argv) {
   add(hpcbench::cli::add_sweep);
   add(hpcbench::cli::add_report);
   add(hpcbench::cli::add_predict);
+  add(hpcbench::cli::add_plan);
   add(hpcbench::cli::add_run);
   add(hpcbench::cli::add_main);
 

@@ -81,6 +81,8 @@ Baseline baseline_from_result(const results::RunResult& row, const std::string& 
   b.seq = rr.seq_length;
   b.batch = rr.batch_per_device;
   b.grad_accum = std::max<int64_t>(1, rr.grad_accum);
+  if (rr.step_ms_mean > 0 && std::isfinite(rr.step_ms_stddev) && rr.step_ms_stddev > 0)
+    b.step_noise = rr.step_ms_stddev / rr.step_ms_mean;
   if (b.batch <= 0) fail("--baseline {}: batch_per_device is missing", where);
   const double a = static_cast<double>(b.grad_accum);
   if (rr.step_ms_median > 0 && rr.forward_ms > 0 && rr.backward_ms > 0) {

@@ -33,6 +33,7 @@ struct System {
   Tier intra, inter;
   std::string device_name;  // the GPU the file describes ("" when it does not say)
   std::string device = "cuda";  // the kind of device: "cuda" (GPUs) or "cpu"
+  double memory_bytes = 0;      // what one device holds (memory_GiB; 0: the file does not say)
 };
 
 // The ranks of a collective (specs/schedule.h: what a strategy issues).

@@ -26,6 +26,7 @@ struct Baseline {
   double optimizer_s = 0;                             // per optimizer step
   double step_s = 0;                                  // measured step (all micro-steps and the optimizer)
   bool phases_assumed = false;  // the source gives throughput only: forward:backward split 1:2, no optimizer time
+  double step_noise = 0;        // its steps' standard deviation / mean (0: not recorded, as in a published row)
   double samples_per_s() const { return static_cast<double>(batch * grad_accum) / step_s; }
 };
 

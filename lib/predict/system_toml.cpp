@@ -67,6 +67,8 @@ System read_system(const std::string& path) {
   s.device = root["device"].value_or(std::string("cuda"));
   if (s.device != "cuda" && s.device != "cpu")
     fail("{}: device = \"{}\" must be \"cuda\" (the default) or \"cpu\"", path, s.device);
+  s.memory_bytes = number(root, path, "memory_GiB", false, 0) * 1024.0 * 1024 * 1024;
+  if (s.memory_bytes < 0) fail("{}: memory_GiB must not be negative", path);
   s.intra = tier(root, path, "intra");
   s.inter = tier(root, path, "inter");
   return s;

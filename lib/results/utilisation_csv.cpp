@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/split.h"
 
 namespace hpcbench::results {
 
@@ -16,16 +17,6 @@ constexpr const char* kColumns[] = {"host",         "time_s",        "step",    
                                     "kind",         "index",         "util_percent",  "memory_bytes",
                                     "power_w",      "sm_clock_mhz",  "temperature_c", "throttle_reasons",
                                     "energy_mj",    "bus_id"};
-
-std::vector<std::string> split(const std::string& line) {
-  // Empty cells (a value not sampled) count, the last one too.
-  std::vector<std::string> f{""};
-  for (char c : line) {
-    if (c == ',') f.emplace_back();
-    else f.back().push_back(c);
-  }
-  return f;
-}
 
 template <typename T>
 std::optional<T> value(const std::string& s) {
@@ -66,7 +57,7 @@ std::vector<UtilisationRow> parse_utilisation(const std::string& text) {
   std::istringstream in(text);
   std::string line;
   if (!std::getline(in, line)) return rows;
-  auto header = split(line);
+  auto header = split(line);  // empty cells (a value not sampled) count, the last one too
   std::vector<size_t> at;
   for (auto* c : kColumns) {
     auto it = std::find(header.begin(), header.end(), c);

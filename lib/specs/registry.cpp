@@ -5,12 +5,14 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "specs/search.h"
 
 namespace hpcbench::strategies {
 
-#define HPCBENCH_STRATEGY(name) \
-  namespace name {              \
-  const Spec& spec();           \
+#define HPCBENCH_STRATEGY(name)                                \
+  namespace name {                                             \
+  const Spec& spec();                                          \
+  std::vector<OptionSet> search_space(const SearchInputs& in); \
   }
 #include "specs/registry.inc"
 #undef HPCBENCH_STRATEGY
@@ -29,6 +31,26 @@ std::vector<const Spec*>& registry() {
 }  // namespace
 
 const std::vector<const Spec*>& specs() { return registry(); }
+
+std::vector<OptionSet> search_space(const Spec& spec, const SearchInputs& in) {
+#define HPCBENCH_STRATEGY(name) \
+  if (&spec == &name::spec()) return name::search_space(in);
+#include "specs/registry.inc"
+#undef HPCBENCH_STRATEGY
+  return {OptionSet{}};
+}
+
+std::vector<OptionSet> also_with(std::vector<OptionSet> sets, const std::string& key,
+                                 const std::vector<std::string>& values) {
+  const size_t n = sets.size();
+  for (const auto& v : values)
+    for (size_t k = 0; k < n; ++k) {
+      auto with = sets[k];
+      with.emplace_back(key, v);
+      sets.push_back(std::move(with));
+    }
+  return sets;
+}
 
 const Spec* find_spec(const std::string& name) {
   for (auto* s : registry())

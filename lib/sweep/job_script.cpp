@@ -38,6 +38,7 @@ std::string run_command(const SweepOptions& opts, const SweepJob& job, const std
     cmd.push_back(std::to_string(opts.global_batch / job.replicas()));
   }
   cmd.insert(cmd.end(), opts.run_args.begin(), opts.run_args.end());
+  cmd.insert(cmd.end(), job.extra_args.begin(), job.extra_args.end());
   std::string joined;
   // Appended piece by piece rather than (i ? " " : "") + ..., on which GCC 12
   // reports false -Wstringop-overflow/-Wrestrict warnings in char_traits.h.

@@ -27,6 +27,7 @@ nlohmann::ordered_json job_json(const SweepJob& j) {
           {"script", j.script.string()},
           {"run_dir", j.run_dir.string()},
           {"log", j.log},
+          {"extra_args", j.extra_args},
           {"repeat_group", j.repeat_group},
           {"repeat_index", j.repeat_index},
           {"job_id", j.job_id ? nlohmann::ordered_json(*j.job_id) : nlohmann::ordered_json(nullptr)},
@@ -132,6 +133,7 @@ Sweep read_manifest(const fs::path& dir) {
       job.run_dir = jj.at("run_dir").get<std::string>();
       job.log = jj.at("log");
       job.repeat_group = jj.value("repeat_group", "");
+      job.extra_args = jj.value("extra_args", std::vector<std::string>{});
       job.repeat_index = jj.value("repeat_index", 0);
       if (!jj.at("job_id").is_null()) job.job_id = jj.at("job_id").get<std::string>();
       job.state = jj.at("state");
@@ -166,9 +168,11 @@ void write_manifest(const Sweep& sweep) {
                     to_json(sweep).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
 }
 
-Sweep write_sweep(const SweepOptions& opts) {
+Sweep write_sweep(const SweepOptions& opts) { return write_sweep(opts, plan_jobs(opts)); }
+
+Sweep write_sweep(const SweepOptions& opts, std::vector<SweepJob> jobs) {
   Sweep sweep;
-  sweep.jobs = plan_jobs(opts);
+  sweep.jobs = std::move(jobs);
   sweep.options = opts;
   sweep.created = utc_now_iso();
   std::error_code ec;

@@ -13,7 +13,8 @@
 //   "run_args": ["--max-steps", "100"],
 //   "jobs": [{"name": "<label>-2x2", "strategy": "<label>", "nodes": 2, "gpus_per_node": 2,
 //             "world_size": 4, "script": "jobs/<label>-2x2.sbatch", "run_dir": "runs/<label>-2x2",
-//             "log": "logs/<label>-2x2-%j.out", "job_id": "1234" | null,
+//             "log": "logs/<label>-2x2-%j.out", "extra_args": [] (this job's own run flags),
+//             "job_id": "1234" | null,
 //             "state": "written" | "submitted" | "submit_failed", "submit_error": "",
 //             "previous_job_ids": ["1200"]}]   (jobs a resume replaced: they ended without results)
 // }
@@ -57,5 +58,8 @@ void write_manifest(const Sweep& sweep);
 // creates runs/ and logs/. Throws UserError when the folder already holds a
 // sweep, so that one sweep's job ids are never overwritten by another's.
 Sweep write_sweep(const SweepOptions& opts);
+// The same for jobs chosen elsewhere (`plan`'s: plan_jobs' jobs of several
+// option sets, some with flags of their own).
+Sweep write_sweep(const SweepOptions& opts, std::vector<SweepJob> jobs);
 
 }  // namespace hpcbench::sweep

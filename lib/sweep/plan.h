@@ -41,6 +41,9 @@ struct SweepJob {
   // The data-parallel replicas the global batch splits over (every device,
   // unless devices hold parts of one model: the spec's data_parallel_size).
   int replicas() const;
+  // `hpcbench run` flags of this job alone, after the sweep's run_args
+  // (a layout `plan` chose with recomputation: --activation-checkpointing).
+  std::vector<std::string> extra_args;
   std::string repeat_group;  // the configuration's name when repeated, else ""
   int repeat_index = 0;      // 1..N when repeated
   // Relative to the sweep folder.

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "specs/spec.h"
+#include "specs/search.h"
 
 namespace hpcbench::strategies::baseline {
 
@@ -43,5 +44,8 @@ const Spec& spec() {
   static const BaselineSpec s;
   return s;
 }
+
+// Its defaults alone: it has nothing else to try.
+std::vector<OptionSet> search_space(const SearchInputs&) { return {OptionSet{}}; }
 
 }  // namespace hpcbench::strategies::baseline

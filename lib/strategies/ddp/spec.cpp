@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "strategies/ddp/buckets.h"
 #include "strategies/ddp/options.h"
+#include "specs/search.h"
 
 namespace hpcbench::strategies::ddp {
 
@@ -88,6 +89,15 @@ class DdpSpec final : public Spec {
 const Spec& spec() {
   static const DdpSpec s;
   return s;
+}
+
+// PyTorch's default bucket and one a fifth and four times its size, with and
+// without overlap.
+std::vector<OptionSet> search_space(const SearchInputs&) {
+  std::vector<OptionSet> sets;
+  for (const char* mb : {"5", "25", "100"})
+    for (const char* overlap : {"on", "off"}) sets.push_back({{"bucket_mb", mb}, {"overlap", overlap}});
+  return sets;
 }
 
 }  // namespace hpcbench::strategies::ddp

@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "strategies/dp/options.h"
+#include "specs/search.h"
 
 namespace hpcbench::strategies::dp {
 
@@ -72,5 +73,8 @@ const Spec& spec() {
   static const DpSpec s;
   return s;
 }
+
+// Its defaults alone: it has nothing else to try.
+std::vector<OptionSet> search_space(const SearchInputs&) { return {OptionSet{}}; }
 
 }  // namespace hpcbench::strategies::dp

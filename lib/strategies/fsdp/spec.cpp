@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "strategies/fsdp/options.h"
+#include "specs/search.h"
 
 namespace hpcbench::strategies::fsdp {
 
@@ -48,6 +49,17 @@ class FsdpSpec final : public shard::ShardedSpec {
 const Spec& spec() {
   static const FsdpSpec s;
   return s;
+}
+
+// Hybrid on one node is full sharding over the node: tried across nodes
+// only; under mixed precision each also reducing in fp32.
+std::vector<OptionSet> search_space(const SearchInputs& in) {
+  std::vector<OptionSet> sets;
+  for (const std::string sharding : {"full", "grad-op", "hybrid"}) {
+    if (sharding == "hybrid" && in.shape.nodes < 2) continue;
+    for (const char* prefetch : {"on", "off"}) sets.push_back({{"sharding", sharding}, {"prefetch", prefetch}});
+  }
+  return mixed_precision(in) ? also_with(sets, "reduce", {"fp32"}) : sets;
 }
 
 }  // namespace hpcbench::strategies::fsdp

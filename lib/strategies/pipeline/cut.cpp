@@ -4,9 +4,9 @@
 #include <fmt/ranges.h>
 
 #include <numeric>
-#include <sstream>
 
 #include "core/error.h"
+#include "core/split.h"
 
 namespace hpcbench::strategies::pipeline {
 
@@ -39,8 +39,7 @@ std::vector<int64_t> parse_stage_layers(const std::string& text) {
   std::string commas = text;
   for (auto& c : commas)
     if (c == '/') c = ',';
-  std::stringstream in(commas);
-  for (std::string item; std::getline(in, item, ',');) {
+  for (const auto& item : split(commas)) {
     size_t used = 0;
     int64_t n = 0;
     try {

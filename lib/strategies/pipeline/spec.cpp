@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "strategies/pipeline/cut.h"
 #include "strategies/pipeline/options.h"
+#include "specs/search.h"
 #include "strategies/pipeline/schedule.h"
 #include "strategies/pipeline/timeline.h"
 
@@ -213,6 +214,22 @@ class PipelineSpec final : public Spec {
 const Spec& spec() {
   static const PipelineSpec s;
   return s;
+}
+
+// Every stage count from 2 that divides the job and the model's layers can
+// hold; 1 to 32 micro-batches (the batch's check refuses more than its
+// rows); both schedules where there is more than one micro-batch.
+std::vector<OptionSet> search_space(const SearchInputs& in) {
+  std::vector<OptionSet> sets;
+  for (int pp = 2; pp <= in.shape.world() && pp <= in.model.layers; ++pp) {
+    if (in.shape.world() % pp != 0) continue;
+    for (int m = 1; m <= 32; m *= 2)
+      for (const std::string schedule : {"gpipe", "1f1b"}) {
+        if (m == 1 && schedule == "1f1b") continue;
+        sets.push_back({{"pp-size", std::to_string(pp)}, {"micro-batches", std::to_string(m)}, {"schedule", schedule}});
+      }
+  }
+  return sets;
 }
 
 }  // namespace hpcbench::strategies::pipeline

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "strategies/tensor/options.h"
+#include "specs/search.h"
 
 namespace hpcbench::strategies::tensor {
 
@@ -144,6 +145,15 @@ class TensorSpec final : public Spec {
 const Spec& spec() {
   static const TensorSpec s;
   return s;
+}
+
+// Every tensor-parallel size of two or more that divides the job; the
+// model's checks (heads, MLP columns) refuse the rest.
+std::vector<OptionSet> search_space(const SearchInputs& in) {
+  std::vector<OptionSet> sets;
+  for (int tp = 2; tp <= in.shape.world(); ++tp)
+    if (in.shape.world() % tp == 0) sets.push_back({{"tp-size", std::to_string(tp)}});
+  return sets;
 }
 
 }  // namespace hpcbench::strategies::tensor

@@ -1,6 +1,7 @@
 // DeepSpeed's ZeRO on the sharded engine (lib/strategies/shard).
 #include "core/error.h"
 #include "strategies/zero/options.h"
+#include "specs/search.h"
 
 namespace hpcbench::strategies::zero {
 
@@ -36,6 +37,13 @@ class ZeroSpec final : public shard::ShardedSpec {
 const Spec& spec() {
   static const ZeroSpec s;
   return s;
+}
+
+// Prefetch only changes stage 3 (the only stage that gathers parameters);
+// under mixed precision each also reducing in fp32.
+std::vector<OptionSet> search_space(const SearchInputs& in) {
+  std::vector<OptionSet> sets{{{"stage", "1"}}, {{"stage", "2"}}, {{"stage", "3"}}, {{"stage", "3"}, {"prefetch", "off"}}};
+  return mixed_precision(in) ? also_with(sets, "reduce", {"fp32"}) : sets;
 }
 
 }  // namespace hpcbench::strategies::zero

@@ -1,0 +1,74 @@
+#pragma once
+// `hpcbench plan`'s search: every layout of the job's space (space.h),
+// pruned by memory first (memory.h), the survivors' steps predicted from the
+// one-device baseline (lib/predict: each spec's schedule replayed on the
+// network model), ranked by step time, with the calibration's interval and
+// its ties (calibration.h). Torch-free: the model's layout comes in built.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "plan/calibration.h"
+#include "plan/memory.h"
+#include "plan/space.h"
+#include "predict/collective.h"
+#include "predict/step_model.h"
+
+namespace hpcbench::plan {
+
+struct Request {
+  predict::Baseline base;
+  const strategies::ModelLayout* layout = nullptr;
+  strategies::ModelShape model;
+  const predict::CommModel* comm = nullptr;
+  strategies::Shape shape;
+  int64_t global_batch = 0;
+  double memory_limit = 0;     // bytes a rank may hold; 0: no limit
+  std::string device_kind;     // "cuda" or "cpu": which calibration applies
+  double baseline_noise = 0;   // the baseline's step stddev / mean (0: not recorded)
+};
+
+// Where a layout's step goes beyond the ideal (the baseline's step for the
+// global batch divided among the ranks), in seconds: these parts add up to
+// the predicted step.
+struct Parts {
+  double ideal = 0;      // one device's step for the global batch / ranks
+  double compute = 0;    // compute beyond its ideal share: model-parallel splits, recomputation, pipeline bubbles
+  double optimizer = 0;  // optimizer beyond its share (replicated optimizers do not shrink)
+  double data = 0;       // data and the rest of the step beyond their share
+  double exposed = 0;    // communication the compute waited for
+  std::string worst_collective;  // the collective with the most exposed time ("" when none)
+};
+
+struct Ranked {
+  Candidate candidate;
+  predict::Prediction prediction;
+  MemoryUse memory;
+  Interval step;    // the measured step the calibration allows
+  Parts parts;
+  int rank = 0;       // 1 = fastest predicted
+  int tie_group = 0;  // 1 = the layouts the calibration cannot order against the fastest
+};
+
+struct Result {
+  std::vector<Ranked> ranked;  // fastest first
+  Space space;                 // what was enumerated and refused (memory refusals included)
+  Calibration calibration;
+  double tie_threshold = 0;    // fraction
+  double least_memory = 0;     // the smallest need of any layout the memory limit refused (bytes)
+  double seconds = 0;          // the search's wall time
+};
+
+// The baseline scaled to `rows` sequences a micro-step (compute taken as
+// linear in the rows, the optimizer as it is), with a recomputed forward in
+// backward when `recompute`.
+predict::Baseline scaled_baseline(const predict::Baseline& b, int64_t rows, bool recompute);
+
+// `progress(done, total)` is called as layouts are predicted. Throws
+// UserError naming --global-batch when no layout can take it, and
+// --memory-limit when it is below every layout's need (saying the least).
+Result search(const Request& r, const std::function<void(int64_t, int64_t)>& progress = {});
+
+}  // namespace hpcbench::plan

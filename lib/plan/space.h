@@ -1,0 +1,53 @@
+#pragma once
+// The layouts `hpcbench plan` considers for one job: every registered
+// strategy's search space (specs/search.h) on the job's shape, each with and
+// without recomputation, each replica's rows in 1, 2, 4, ... micro-steps
+// (gradient accumulation) while they divide evenly, checked by the specs'
+// own checks (the ones `run` makes before it starts) and against the global
+// batch. What a check refuses is counted by its reason, not tried.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "specs/search.h"
+
+namespace hpcbench::plan {
+
+struct Candidate {
+  strategies::Choice choice;
+  bool recompute = false;  // --activation-checkpointing
+  int replicas = 1;        // data-parallel replicas the global batch splits over
+  int64_t rows = 0;        // sequences a replica takes per optimizer step (global batch / replicas)
+  int accum = 1;           // micro-steps they are cut into (--grad-accum)
+  int64_t micro() const { return rows / accum; }  // --batch-size
+  // "zero:stage=3 x4 +recompute": the label, the accumulation, recomputation
+  std::string name() const;
+};
+
+// Layouts refused, by reason ("the strategy's options", "the job's shape",
+// "the model", "the global batch", "the micro-batches", "memory").
+struct Refusals {
+  std::map<std::string, int64_t> by_reason;
+  void add(const std::string& reason) { ++by_reason[reason]; }
+  int64_t total() const;
+};
+
+struct SpaceInputs {
+  strategies::SearchInputs job;  // shape, model, precision
+  int64_t global_batch = 0;      // sequences per optimizer step
+};
+
+struct Space {
+  std::vector<Candidate> candidates;
+  int64_t enumerated = 0;  // candidates + refused
+  Refusals refused;
+  // Strategies not searched, each with why (one process drives several
+  // devices: `sweep` leaves those out by default too).
+  std::vector<std::string> not_searched;
+};
+
+// Throws UserError naming --global-batch when it is not positive.
+Space enumerate(const SpaceInputs& in);
+
+}  // namespace hpcbench::plan

@@ -4,7 +4,7 @@
 #include "test_catch.h"
 #include <nlohmann/json.hpp>
 
-#include "core/atomic_file.h"
+#include "read_whole_file.h"
 #include "stats/steps.h"
 #include "test_env.h"
 

@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "core/atomic_file.h"
+#include "read_whole_file.h"
 #include "stats/power.h"
 #include "stats/welch.h"
 #include "test_env.h"

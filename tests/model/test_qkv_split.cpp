@@ -49,7 +49,10 @@ Grads model_grads(bool packed, int64_t b, int64_t s) {
   auto cfg = model::BertConfig::preset("bert-tiny");
   cfg.hidden_dropout_prob = cfg.attention_probs_dropout_prob = 0;
   torch::manual_seed(11);
-  model::BertForQuestionAnswering m(cfg, /*fused=*/true);
+  EnginePolicy fused;  // --fused's model: packed QKV and the fused kernels
+  fused.kernels = EnginePolicy::Kernels::Fused;
+  fused.qkv = EnginePolicy::Qkv::Packed;
+  model::BertForQuestionAnswering m(cfg, fused);
   m->train();
   torch::manual_seed(3);
   auto ids = torch::randint(1000, {b, s});

@@ -144,6 +144,7 @@ TEST_CASE("an injected memory figure is parsed strictly: a malformed one is an e
   CHECK(preflight::available_memory(&source) == 4 * kGiB);
   CHECK_THAT(source, Catch::Contains("memory_bytes"));
   ::unsetenv("HPCBENCH_INJECT");
+}
 
 TEST_CASE("under a CUDA graph the device check counts the graph's pool: one micro-batch's activations at least") {
   train::TrainConfig cfg;

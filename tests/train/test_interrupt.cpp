@@ -98,7 +98,7 @@ TEST_CASE("SIGTERM to one rank of two: both stop at the same boundary and rank 0
   // Rank 0 never got a signal: it learnt of rank 1's through the store.
   CHECK(run_json(results / "t")["interrupted"]["requested_by_rank"] == 1);
   CHECK(s.output.find("[launcher] job failed") == std::string::npos);
-  CHECK(s.output.find("[launcher] the ranks stopped on a signal sent to them") != std::string::npos);
+  CHECK(s.output.find("[launcher] the ranks stopped on SIGTERM, sent to a rank, not to the launcher") != std::string::npos);
 }
 
 TEST_CASE("SIGTERM to the launcher is reported as such, and the ranks' folder is written") {

@@ -14,6 +14,7 @@
 
 #include "core/atomic_file.h"
 #include "read_whole_file.h"
+#include "results/csv.h"
 #include "test_env.h"
 
 using namespace hpcbench;
@@ -31,25 +32,17 @@ std::string run_args(const fs::path& results, const std::string& name) {
 }
 
 using Row = std::map<std::string, std::string>;
+// RFC 4180 through the results library's own reader: summary.csv's
+// engine_reason holds commas, quoted.
 std::vector<Row> read_csv(const fs::path& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::vector<std::string> header;
+  auto records = results::parse_csv(read_file(path));
   std::vector<Row> rows;
-  auto split = [](const std::string& l) {
-    std::vector<std::string> f;
-    std::stringstream ss(l);
-    for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
-    if (!l.empty() && l.back() == ',') f.push_back("");
-    return f;
-  };
-  std::getline(in, line);
-  header = split(line);
-  while (std::getline(in, line)) {
-    auto f = split(line);
-    REQUIRE(f.size() == header.size());
+  if (records.empty()) return rows;
+  const auto& header = records.front();
+  for (size_t k = 1; k < records.size(); ++k) {
+    REQUIRE(records[k].size() == header.size());
     Row r;
-    for (size_t i = 0; i < f.size(); ++i) r[header[i]] = f[i];
+    for (size_t i = 0; i < header.size(); ++i) r[header[i]] = records[k][i];
     rows.push_back(r);
   }
   return rows;

@@ -37,9 +37,13 @@ void reduce(ShardState& s, Unit& u) {
 void complete_reductions(ShardState& s) {
   if (s.reductions.empty()) return;
   at::NoGradGuard no_grad;
+  // Every wait before any arithmetic on the results: the adds and the
+  // slot's zeroing would otherwise run while the unit's later collectives
+  // are still in flight, hiding part of them that the run's no-overlap
+  // setting promises to expose (tests/strategies/test_timing_model.cpp).
+  for (auto& r : s.reductions) (s.plan.shard_grads ? s.shard_comm() : s.comm()).wait(r.work);
   for (auto& r : s.reductions) {
     auto& f = s.flats[r.flat];
-    (s.plan.shard_grads ? s.shard_comm() : s.comm()).wait(r.work);
     if (s.plan.shard_grads) {
       if (s.place.replicas) s.place.replicas->allreduce(f.part, false, r.unit->replicate_what);
       // Accumulated in fp32 over micro-steps, into gradients the updater

@@ -55,6 +55,27 @@ bool wait_for(const Started& s, const std::string& text, std::chrono::seconds li
   return false;
 }
 
+// Waits up to `limit` until the process catches `sig` (SigCgt in
+// /proc/PID/status): from then on the run's own handler hears it. A fixed
+// sleep before the signal raced the binary's start on a loaded machine: the
+// signal came before main() and killed it with nothing said.
+bool wait_caught(const Started& s, int sig, std::chrono::seconds limit) {
+  auto until = Clock::now() + limit;
+  auto status = fs::path("/proc") / std::to_string(s.pid) / "status";
+  while (Clock::now() < until) {
+    auto text = test::slurp(status);
+    // The shell and env exec into it first; their handlers are not the run's.
+    bool is_run = text.rfind("Name:\thpcbench", 0) == 0;
+    if (auto at = text.find("SigCgt:\t"); is_run && at != std::string::npos) {
+      auto mask = std::stoull(text.substr(at + 8, 16), nullptr, 16);
+      if (mask & (1ULL << (sig - 1))) return true;
+    }
+    if (::waitpid(s.pid, nullptr, WNOHANG) == s.pid) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
 // The exit status (128 + N for signal N), or -1 when it had not ended
 // within `limit` (it is killed then).
 int finish(const Started& s, std::chrono::seconds limit) {
@@ -86,7 +107,10 @@ TEST_CASE("a rank waiting at the rendezvous for a rank that never comes stops on
                                  "MASTER_PORT={} {}{} --strategy ddp --connect-timeout 120 --results-dir {}",
                                  rank, rank, port, bin, kRun, (dir.path / "results").string()),
                      dir.path / "log");
-      std::this_thread::sleep_for(std::chrono::seconds(3));
+      REQUIRE(wait_caught(s, sig, std::chrono::seconds(120)));
+      // Then long enough to reach the rendezvous; a signal that comes sooner
+      // is kept and heard there, so this is not a race.
+      std::this_thread::sleep_for(std::chrono::seconds(1));
       ::kill(s.pid, sig);
       auto t0 = Clock::now();
       int rc = finish(s, std::chrono::seconds(20));

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -200,18 +201,27 @@ TEST_CASE("a stuck squeue is stopped after its limit, once per look at the sweep
 TEST_CASE("SIGTERM ends `report` and `sweep --resume` waiting on a stuck squeue, said as such", "[sweep]") {
   test::TempDir tmp;
   auto squeue = tmp.path / "squeue";
-  script(squeue, "echo $$ >> " + (tmp.path / "pids").string() + "\nsleep 60");
+  auto pids_file = (tmp.path / "pids").string();
+  script(squeue, "echo $$ >> " + pids_file + "\nsleep 300");
   auto s = small_sweep(tmp.path / "s");
   for (size_t i = 0; i < s.jobs.size(); ++i) s.jobs[i].job_id = std::to_string(100 + i);
   sweep::write_manifest(s);
+  int started = 0;
   for (std::string args : {"report " + s.dir.string(), "sweep --resume --out " + s.dir.string()}) {
     INFO(args);
+    ++started;
+    // The signal is sent once the stuck squeue has written its pid, not after
+    // a fixed sleep: on a loaded machine 1.5 s did not cover the binary's
+    // start, and SIGTERM then killed it before its handler was installed.
+    auto wait_for_squeue = fmt::format(
+        "for i in $(seq 600); do [ \"$(wc -l < {} 2>/dev/null || echo 0)\" -ge {} ] && break; sleep 0.1; done",
+        pids_file, started);
     auto t0 = std::chrono::steady_clock::now();
     auto r = test::run_command("HPCBENCH_SQUEUE=" + squeue.string() + " " + test::hpcbench_bin().string() + " " +
-                               args + " 2>&1 & pid=$!; sleep 1.5; kill -TERM $pid; wait $pid; echo rc=$?");
+                               args + " 2>&1 & pid=$!; " + wait_for_squeue + "; kill -TERM $pid; wait $pid; echo rc=$?");
     auto took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     INFO(r.output);
-    CHECK(took < 10);
+    CHECK(took < 120);  // the squeue sleeps 300 s: only the signal ends it sooner
     CHECK_THAT(r.output, Catch::Contains("interrupted by SIGTERM while waiting for '" + squeue.string() + "'") &&
                              Catch::Contains("rc=143"));
   }

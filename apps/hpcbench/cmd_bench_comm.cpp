@@ -83,7 +83,7 @@ int run_bench_comm(BenchCommOptions o) {
   out(fmt::format("# hpcbench bench-comm: hpcbench {} (commit {}), LibTorch {}\n", version(), git_commit(),
                   TORCH_VERSION));
   out(results::bench_comm_shape_line(comm.backend_name(), comm.size(), layout.num_nodes, layout.source) +
-      fmt::format(", rendezvous {}:{}\n", layout.master_addr, layout.master_port));
+      fmt::format(", rendezvous {}:{}\n", comm.layout().master_addr, comm.layout().master_port));
   out(fmt::format("# ops {}, dtype {}, sizes {}..{} B x{}, warmup {}, iters {}, timeout {} s\n",
                   join(o.cfg.ops), o.cfg.dtype, o.cfg.min_bytes, o.cfg.max_bytes, o.cfg.factor,
                   o.cfg.warmup_iters, o.cfg.iters, o.timeout_s));

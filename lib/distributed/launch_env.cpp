@@ -160,6 +160,12 @@ RankLayout detect_layout(const EnvMap& env, const HostlistResolver& resolve_host
   bool in_step = find(env, "SLURM_STEP_ID") || find(env, "SLURM_STEPID");
   if (in_step && find(env, "SLURM_PROCID") && find(env, "SLURM_NTASKS")) return from_slurm(env, resolve_hosts);
   RankLayout l;
+  // One process is its own rendezvous: no other rank has to find its store,
+  // so it takes a free port (0) rather than torchrun's 29500, which two
+  // single-rank jobs on one node (a shared node, a sweep's runs side by side)
+  // would both claim, the second failing with EADDRINUSE. MASTER_PORT still
+  // chooses one.
+  l.master_port = 0;
   apply_overrides(env, l);
   return l;
 }

@@ -202,7 +202,9 @@ void Comm::connect_store(Clock::time_point deadline) {
   so.timeout = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()),
                         std::chrono::milliseconds(1000));
   try {
-    store_ = c10::make_intrusive<c10d::TCPStore>(layout.master_addr, so);
+    auto tcp = c10::make_intrusive<c10d::TCPStore>(layout.master_addr, so);
+    if (layout_.master_port == 0) layout_.master_port = tcp->getPort();  // the free port it took
+    store_ = std::move(tcp);
   } catch (const std::exception& e) {
     stop_at_rendezvous("for rank 0's store");
     fail("rank {} of {} could not {} the rendezvous store at {}:{} within {:.0f} s: {} (check "

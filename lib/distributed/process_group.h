@@ -119,6 +119,8 @@ class Comm {
   int rank() const { return rank_; }
   int size() const { return size_; }
   const c10::Device& device() const { return device_; }
+  // The layout joined; a single process's free port is the one its store took.
+  const RankLayout& layout() const { return layout_; }
   std::string backend_name() const;
   // Whether waits block the host (Gloo) or order the compute stream (NCCL).
   WaitMode wait_mode() const { return nccl_ ? WaitMode::StreamOrdered : WaitMode::HostBlocking; }

@@ -23,6 +23,10 @@ TEST_CASE("no launcher: a single process") {
   CHECK(l.rank == 0);
   CHECK(l.world_size == 1);
   CHECK(l.num_nodes == 1);
+  // Its own rendezvous: a free port, not torchrun's 29500 that a second
+  // single-rank job on the node would also claim; MASTER_PORT still chooses.
+  CHECK(l.master_port == 0);
+  CHECK(dist::detect_layout(EnvMap{{"MASTER_PORT", "29511"}}).master_port == 29511);
 }
 
 TEST_CASE("SLURM step: ranks, nodes, first host and the job's port") {

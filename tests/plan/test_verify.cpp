@@ -19,28 +19,8 @@
 using namespace hpcbench;
 namespace fs = std::filesystem;
 
-namespace {
-
-struct Setup {
-  strategies::ModelShape m = test::tiny_shape();
-  strategies::ModelLayout l = test::tiny_layout(m, 16);
-  test::FreeNetwork net;
-  plan::Request r;
-  Setup() {
-    r.base = test::tiny_baseline(8, 1.5);
-    r.layout = &l;
-    r.model = m;
-    r.comm = &net;
-    r.shape = {1, 2};
-    r.global_batch = 8;
-    r.device_kind = "cuda";
-  }
-};
-
-}  // namespace
-
 TEST_CASE("the verifying sweep: the reference, then the top k in rank order, with their predictions") {
-  Setup s;
+  test::PlanSetup s;
   auto res = plan::search(s.r);
   test::TempDir dir;
   sweep::SweepOptions o;
@@ -87,7 +67,7 @@ TEST_CASE("the verifying sweep: the reference, then the top k in rank order, wit
 }
 
 TEST_CASE("a recomputing layout is its own job with --activation-checkpointing") {
-  Setup s;
+  test::PlanSetup s;
   // A limit that only recomputation meets for the replicated layouts keeps
   // both kinds in the ranking; take a recomputing one into the top by hand.
   auto res = plan::search(s.r);

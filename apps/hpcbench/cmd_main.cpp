@@ -11,6 +11,8 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "commands.h"
 #include "core/error.h"
@@ -23,15 +25,109 @@
 
 namespace hpcbench::cli {
 
+namespace {
+
+struct MainOptions {
+  std::string out;
+  int64_t ranks = 0;
+  int64_t steps = 20;
+  int64_t repeats = 3;
+  bool no_plots = false;
+};
+
+struct MainJob {
+  std::string name;
+  std::vector<std::string> args;
+};
+
+// --ranks from the machine when not given, checked against it.
+void settle_ranks(MainOptions& o) {
+  const int gpus = accelerator_count();
+  if (o.ranks == 0) o.ranks = gpus > 0 ? gpus : 2;
+  if (o.ranks < 1) fail("--ranks {}: must be at least 1", o.ranks);
+  if (o.repeats < 1) fail("--repeats {}: must be at least 1", o.repeats);
+  if (gpus > 0 && o.ranks > gpus)
+    fail("--ranks {}: this machine has {} GPU(s) and hpcbench runs one rank per GPU; use --ranks {} or fewer",
+         o.ranks, gpus, gpus);
+  if (o.ranks == 1)
+    spdlog::warn("main job: one {} only, so every strategy runs at world size 1: the report's speedups are "
+                 "each strategy's overhead against the baseline, not scaling",
+                 gpus > 0 ? "GPU" : "rank");
+}
+
+// Every strategy at its default options: the reference on one device with
+// the whole global batch, the others over the ranks.
+std::vector<MainJob> main_jobs(int64_t ranks_given, const std::string& model, int64_t per_device) {
+  const auto shape = train::model_shape(model::BertConfig::preset(model));
+  const std::string n = std::to_string(ranks_given);
+  std::vector<MainJob> jobs;
+  for (auto* spec : strategies::specs()) {
+    strategies::Choice c(*spec);
+    const auto traits = spec->traits();
+    if (traits.reference) {
+      jobs.push_back({spec->name(), {"--strategy", c.label(), "--batch-size", std::to_string(per_device * ranks_given),
+                                     "--run-name", spec->name() + "-1x"}});
+      continue;
+    }
+    const strategies::Shape ranks{1, static_cast<int>(ranks_given)};
+    int64_t batch = per_device;
+    if (traits.devices_option.empty()) {
+      if (!c.unsupported(ranks).empty() || !c.unsupported_model(ranks, shape).empty()) continue;
+      // The global batch splits over the data-parallel replicas: ranks
+      // that hold parts of one model read the same rows.
+      batch = per_device * ranks_given / spec->data_parallel_size(c.options(), ranks);
+    }
+    std::vector<std::string> args{"--batch-size", std::to_string(batch), "--run-name", spec->name() + "-" + n + "x"};
+    if (!traits.devices_option.empty()) {
+      c.set(traits.devices_option, n, "main job");
+    } else {
+      args.push_back("--nproc-per-node");
+      args.push_back(n);
+    }
+    args.insert(args.begin(), {std::string("--strategy"), c.label()});
+    jobs.push_back({spec->name(), args});
+  }
+  return jobs;
+}
+
+int run_main(MainOptions& o) {
+  namespace fs = std::filesystem;
+  settle_ranks(o);
+  fs::path out = o.out.empty() ? fs::path("results/main") / local_timestamp() : fs::path(o.out);
+  fs::path runs = out / "runs";
+  // Strong scaling: every run trains on the same global batch, so that the
+  // report can divide times. On CPU each rank gets one thread, the
+  // baseline too: one core plays one device.
+  const std::string model = "bert-tiny";
+  std::vector<std::string> common = {"--model", model, "--train-data", "synthetic",
+                                     "--synthetic-samples", "1024", "--max-seq-length", "128",
+                                     "--max-steps", std::to_string(o.steps), "--timing-warmup-steps", "5",
+                                     "--log-every", "20", "--threads", "1", "--results-dir", runs.string(),
+                                     "--repeats", std::to_string(o.repeats)};
+  std::vector<std::string> failed;
+  const int64_t per_device = 8;
+  for (auto& job : main_jobs(o.ranks, model, per_device)) {
+    spdlog::info("main job: {} ({})", job.name, fmt::join(job.args, " "));
+    std::vector<std::string> args{"run"};
+    args.insert(args.end(), common.begin(), common.end());
+    args.insert(args.end(), job.args.begin(), job.args.end());
+    if (int rc = run_self(args); rc != 0) {
+      spdlog::error("main job: {} failed (exit {})", job.name, rc);
+      failed.push_back(job.name);
+    }
+  }
+  std::vector<std::string> report{"report", runs.string(), "--out", (out / "report").string()};
+  if (o.no_plots) report.push_back("--no-plots");
+  int rc = run_self(report);
+  spdlog::info("main job: runs in {}, report in {}", runs.string(), (out / "report").string());
+  if (!failed.empty()) fail("main job: {} failed; see the log above", fmt::join(failed, ", "));
+  return rc;
+}
+
+}  // namespace
+
 Action add_main(CLI::App& app) {
-  struct Options {
-    std::string out;
-    int64_t ranks = 0;
-    int64_t steps = 20;
-    int64_t repeats = 3;
-    bool no_plots = false;
-  };
-  auto o = std::make_shared<Options>();
+  auto o = std::make_shared<MainOptions>();
   auto* sub = app.add_subcommand(
       "main", "The main job on the embedded default: baseline and every strategy over local ranks on "
               "synthetic data with a tiny BERT, then the speedup/efficiency report");
@@ -44,84 +140,7 @@ Action add_main(CLI::App& app) {
                   "significance verdicts instead of single samples")
       ->capture_default_str();
   sub->add_flag("--no-plots", o->no_plots, "Skip the plots");
-  return [o] {
-    namespace fs = std::filesystem;
-    const int gpus = accelerator_count();
-    if (o->ranks == 0) o->ranks = gpus > 0 ? gpus : 2;
-    if (o->ranks < 1) fail("--ranks {}: must be at least 1", o->ranks);
-    if (o->repeats < 1) fail("--repeats {}: must be at least 1", o->repeats);
-    if (gpus > 0 && o->ranks > gpus)
-      fail("--ranks {}: this machine has {} GPU(s) and hpcbench runs one rank per GPU; use --ranks {} or fewer",
-           o->ranks, gpus, gpus);
-    if (o->ranks == 1)
-      spdlog::warn("main job: one {} only, so every strategy runs at world size 1: the report's speedups are "
-                   "each strategy's overhead against the baseline, not scaling",
-                   gpus > 0 ? "GPU" : "rank");
-    fs::path out = o->out.empty() ? fs::path("results/main") / local_timestamp() : fs::path(o->out);
-    fs::path runs = out / "runs";
-    const int64_t per_device = 8;
-    // Strong scaling: every run trains on the same global batch, so that the
-    // report can divide times. On CPU each rank gets one thread, the
-    // baseline too: one core plays one device.
-    const std::string model = "bert-tiny";
-    const auto shape = train::model_shape(model::BertConfig::preset(model));
-    std::vector<std::string> common = {"--model", model, "--train-data", "synthetic",
-                                       "--synthetic-samples", "1024", "--max-seq-length", "128",
-                                       "--max-steps", std::to_string(o->steps), "--timing-warmup-steps", "5",
-                                       "--log-every", "20", "--threads", "1", "--results-dir", runs.string(),
-                                       "--repeats", std::to_string(o->repeats)};
-    struct Job {
-      std::string name;
-      std::vector<std::string> args;
-    };
-    // Every strategy at its default options: the reference on one device
-    // with the whole global batch, the others over the ranks.
-    std::string n = std::to_string(o->ranks);
-    std::vector<Job> jobs;
-    for (auto* spec : strategies::specs()) {
-      strategies::Choice c(*spec);
-      const auto traits = spec->traits();
-      if (traits.reference) {
-        jobs.push_back({spec->name(), {"--strategy", c.label(), "--batch-size", std::to_string(per_device * o->ranks),
-                                       "--run-name", spec->name() + "-1x"}});
-        continue;
-      }
-      const strategies::Shape ranks{1, static_cast<int>(o->ranks)};
-      int64_t batch = per_device;
-      if (traits.devices_option.empty()) {
-        if (!c.unsupported(ranks).empty() || !c.unsupported_model(ranks, shape).empty()) continue;
-        // The global batch splits over the data-parallel replicas: ranks
-        // that hold parts of one model read the same rows.
-        batch = per_device * o->ranks / spec->data_parallel_size(c.options(), ranks);
-      }
-      std::vector<std::string> args{"--batch-size", std::to_string(batch), "--run-name", spec->name() + "-" + n + "x"};
-      if (!traits.devices_option.empty()) {
-        c.set(traits.devices_option, n, "main job");
-      } else {
-        args.push_back("--nproc-per-node");
-        args.push_back(n);
-      }
-      args.insert(args.begin(), {std::string("--strategy"), c.label()});
-      jobs.push_back({spec->name(), args});
-    }
-    std::vector<std::string> failed;
-    for (auto& job : jobs) {
-      spdlog::info("main job: {} ({})", job.name, fmt::join(job.args, " "));
-      std::vector<std::string> args{"run"};
-      args.insert(args.end(), common.begin(), common.end());
-      args.insert(args.end(), job.args.begin(), job.args.end());
-      if (int rc = run_self(args); rc != 0) {
-        spdlog::error("main job: {} failed (exit {})", job.name, rc);
-        failed.push_back(job.name);
-      }
-    }
-    std::vector<std::string> report{"report", runs.string(), "--out", (out / "report").string()};
-    if (o->no_plots) report.push_back("--no-plots");
-    int rc = run_self(report);
-    spdlog::info("main job: runs in {}, report in {}", runs.string(), (out / "report").string());
-    if (!failed.empty()) fail("main job: {} failed; see the log above", fmt::join(failed, ", "));
-    return rc;
-  };
+  return [o] { return run_main(*o); };
 }
 
 }  // namespace hpcbench::cli

@@ -4,7 +4,7 @@
 
 #include "core/atomic_file.h"
 #include "core/bounded_read.h"
-#include "core/error.h"
+#include "results/json_file.h"
 
 namespace hpcbench::results {
 
@@ -40,11 +40,9 @@ std::string plan_json(const PlanFile& p) {
 void write_plan_file(const std::filesystem::path& file, const PlanFile& plan) { write_file_atomic(file, plan_json(plan)); }
 
 PlanFile read_plan_file(const std::filesystem::path& file) {
-  try {
-    // A plan lists a few layouts.
-    auto j = nlohmann::json::parse(read_file_bounded(file, 16 * kMiB));
-    if (j.value("schema", "") != kPlanSchema)
-      fail("{}: not a plan (schema '{}', expected {})", file.string(), j.value("schema", ""), kPlanSchema);
+  // A plan lists a few layouts.
+  const auto j = read_json_file(file, 16 * kMiB, kPlanSchema, "plan");
+  return read_fields(file, "plan", [&] {
     PlanFile p;
     p.baseline = j.at("baseline_source");
     p.system = j.at("system");
@@ -73,9 +71,7 @@ PlanFile read_plan_file(const std::filesystem::path& file) {
       p.layouts.push_back(std::move(x));
     }
     return p;
-  } catch (const nlohmann::json::exception& e) {
-    fail("{}: malformed plan ({})", file.string(), e.what());
-  }
+  });
 }
 
 }  // namespace hpcbench::results

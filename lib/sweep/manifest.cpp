@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/time.h"
 #include "core/hostinfo.h"
+#include "results/json_file.h"
 #include "sweep/job_script.h"
 
 namespace hpcbench::sweep {
@@ -99,15 +100,8 @@ nlohmann::ordered_json to_json(const Sweep& sweep) {
 
 Sweep read_manifest(const fs::path& dir) {
   fs::path file = dir / "sweep.json";
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(read_file(file, file_limit::kSmall));
-  } catch (const nlohmann::json::exception& e) {
-    fail("{}: not a sweep manifest ({})", file.string(), e.what());
-  }
-  if (j.value("schema", "") != kManifestSchema)
-    fail("{}: schema '{}', expected '{}'", file.string(), j.value("schema", ""), kManifestSchema);
-  try {
+  const auto j = results::read_json_file(file, file_limit::kSmall, kManifestSchema, "sweep manifest");
+  return results::read_fields(file, "sweep manifest", [&] {
     Sweep s;
     s.dir = j.at("sweep_dir").get<std::string>();
     s.created = j.at("created").get<std::string>();
@@ -155,9 +149,7 @@ Sweep read_manifest(const fs::path& dir) {
       s.jobs.push_back(std::move(job));
     }
     return s;
-  } catch (const nlohmann::json::exception& e) {
-    fail("{}: malformed sweep manifest ({})", file.string(), e.what());
-  }
+  });
 }
 
 void write_manifest(const Sweep& sweep) {

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "plan/search.h"
 #include "predict/collective.h"
 #include "predict/step_model.h"
 #include "specs/model_shape.h"
@@ -60,5 +61,26 @@ inline predict::Baseline tiny_baseline(int64_t batch, double optimizer_s, const 
   b.step_s = 3 + optimizer_s;
   return b;
 }
+
+// A plan of the tiny model on one node of 2 devices, 8 sequences a step,
+// from tiny_baseline(8, 1.5) over the free network: test_search.cpp works
+// its ranking out by hand, test_verify.cpp writes its sweep.
+struct PlanSetup {
+  strategies::ModelShape m = tiny_shape();
+  strategies::ModelLayout l = tiny_layout(m, 16);
+  FreeNetwork net;
+  plan::Request r;
+  PlanSetup() {
+    r.base = tiny_baseline(8, 1.5);
+    r.layout = &l;
+    r.model = m;
+    r.comm = &net;
+    r.shape = {1, 2};
+    r.global_batch = 8;
+    r.device_kind = "cuda";
+  }
+  PlanSetup(const PlanSetup&) = delete;  // the request points at its layout and network
+  PlanSetup& operator=(const PlanSetup&) = delete;
+};
 
 }  // namespace hpcbench::test

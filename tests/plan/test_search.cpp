@@ -14,26 +14,12 @@
 #include "core/error.h"
 #include "fixture.h"
 #include "plan/search.h"
+#include "predict/baseline.h"
+#include "replay_by_definition.h"
 
 using namespace hpcbench;
 
 namespace {
-
-struct Setup {
-  strategies::ModelShape m = test::tiny_shape();
-  strategies::ModelLayout l = test::tiny_layout(m, 16);
-  test::FreeNetwork net;
-  plan::Request r;
-  Setup() {
-    r.base = test::tiny_baseline(8, 1.5);
-    r.layout = &l;
-    r.model = m;
-    r.comm = &net;
-    r.shape = {1, 2};
-    r.global_batch = 8;
-    r.device_kind = "cuda";
-  }
-};
 
 bool sharded(const plan::Ranked& x) {
   auto n = x.candidate.choice.name();
@@ -43,7 +29,7 @@ bool sharded(const plan::Ranked& x) {
 }  // namespace
 
 TEST_CASE("ranking on a free network: the closed form's order") {
-  Setup s;
+  test::PlanSetup s;
   auto res = plan::search(s.r);
   REQUIRE(res.ranked.size() > 10);
   for (size_t k = 1; k < res.ranked.size(); ++k) {
@@ -77,7 +63,7 @@ TEST_CASE("ranking on a free network: the closed form's order") {
 }
 
 TEST_CASE("ties: layouts closer than the calibration's spread and twice the baseline's noise share a group") {
-  Setup s;
+  test::PlanSetup s;
   s.r.baseline_noise = 0.01;
   auto res = plan::search(s.r);
   const auto cal = plan::calibration_for("cuda");
@@ -104,7 +90,7 @@ TEST_CASE("ties: layouts closer than the calibration's spread and twice the base
 }
 
 TEST_CASE("a global batch no layout can take is refused naming it") {
-  Setup s;
+  test::PlanSetup s;
   s.r.global_batch = 0;
   CHECK_THROWS_WITH(plan::search(s.r), Catch::Contains("--global-batch 0"));
   // 3 ranks, a model of 2 layers and 2 heads: no pipeline of 3 stages, no tensor group of 3, so
@@ -119,4 +105,56 @@ TEST_CASE("a global batch no layout can take is refused naming it") {
   s.r.global_batch = 6;
   auto res = plan::search(s.r);
   for (auto& x : res.ranked) CHECK(x.candidate.replicas == 3);
+}
+
+TEST_CASE("the search ranks as every layout's schedule replayed by its definition does, on a network that costs") {
+  // 2 nodes of 2 on a slow network (collectives of the tiny model's ~70 kB take tenths of a
+  // second to seconds beside its 3 s step), so exposed communication orders the layouts.
+  test::PlanSetup s;
+  predict::System sys;
+  sys.name = "slow";
+  sys.gpus_per_node = 2;
+  sys.intra = {"link", 0.001, 100, 1};
+  sys.inter = {"nic", 0.0002, 1000, 1};
+  predict::AlphaBeta net(sys);
+  s.r.comm = &net;
+  s.r.shape = {2, 2};
+  s.r.global_batch = 16;
+  auto res = plan::search(s.r);
+  REQUIRE(res.ranked.size() > 20);
+
+  // The ranking again from the enumeration, each layout's step the reference replay's
+  // makespan, in the search's order for equal steps (a stable sort).
+  auto space = plan::enumerate({{s.r.shape, s.m, s.r.base.precision}, s.r.global_batch});
+  predict::StepOptions so;
+  so.compute_bytes = so.reduce_bytes = predict::compute_bytes(s.r.base.precision);
+  struct Reference {
+    std::string name;
+    predict::Replay replay;
+  };
+  std::vector<Reference> reference;
+  for (auto& c : space.candidates) {
+    so.grad_accum = c.accum;
+    try {
+      auto tasks = predict::step_schedule(plan::scaled_baseline(s.r.base, c.micro(), c.recompute), s.l, c.choice,
+                                          s.r.shape, net, so);
+      reference.push_back({c.name(), test::replay_by_definition(tasks)});
+    } catch (const UserError&) {
+    }
+  }
+  std::stable_sort(reference.begin(), reference.end(),
+                   [](const Reference& a, const Reference& b) { return a.replay.makespan < b.replay.makespan; });
+  REQUIRE(reference.size() == res.ranked.size());
+  int exposed = 0;
+  for (size_t k = 0; k < reference.size(); ++k) {
+    const auto& x = res.ranked[k];
+    INFO(k << ": " << x.candidate.name() << " against " << reference[k].name);
+    CHECK(x.candidate.name() == reference[k].name);
+    CHECK(x.prediction.step_s == reference[k].replay.makespan);
+    CHECK(x.prediction.exposed_s == reference[k].replay.exposed);
+    CHECK(x.prediction.exposed_by_op == reference[k].replay.exposed_by_kind);
+    exposed += reference[k].replay.exposed_by_kind.size() > 1;
+  }
+  // The network mattered: many steps waited on more than one kind of collective.
+  CHECK(exposed > 10);
 }

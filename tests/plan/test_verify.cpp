@@ -7,40 +7,23 @@
 #include <filesystem>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "fixture.h"
 #include "plan/verify.h"
 #include "results/plan_file.h"
 #include "sweep/job_script.h"
+#include "sweep/manifest.h"
 #include "sweep/status.h"
 #include "test_env.h"
 
 using namespace hpcbench;
 namespace fs = std::filesystem;
 
-namespace {
-
-struct Setup {
-  strategies::ModelShape m = test::tiny_shape();
-  strategies::ModelLayout l = test::tiny_layout(m, 16);
-  test::FreeNetwork net;
-  plan::Request r;
-  Setup() {
-    r.base = test::tiny_baseline(8, 1.5);
-    r.layout = &l;
-    r.model = m;
-    r.comm = &net;
-    r.shape = {1, 2};
-    r.global_batch = 8;
-    r.device_kind = "cuda";
-  }
-};
-
-}  // namespace
-
 TEST_CASE("the verifying sweep: the reference, then the top k in rank order, with their predictions") {
-  Setup s;
+  test::PlanSetup s;
   auto res = plan::search(s.r);
   test::TempDir dir;
   sweep::SweepOptions o;
@@ -87,7 +70,7 @@ TEST_CASE("the verifying sweep: the reference, then the top k in rank order, wit
 }
 
 TEST_CASE("a recomputing layout is its own job with --activation-checkpointing") {
-  Setup s;
+  test::PlanSetup s;
   // A limit that only recomputation meets for the replicated layouts keeps
   // both kinds in the ranking; take a recomputing one into the top by hand.
   auto res = plan::search(s.r);
@@ -116,4 +99,44 @@ TEST_CASE("a recomputing layout is its own job with --activation-checkpointing")
   bad.run_args = {"--grad-accum", "2"};
   CHECK_THROWS_WITH(plan::verify_jobs(res, s.r, 2, bad), Catch::Contains("plan sets --grad-accum"));
   CHECK_THROWS_WITH(plan::verify_jobs(res, s.r, 0, o), Catch::Contains("--verify 0"));
+}
+
+TEST_CASE("plan.json and sweep.json that are not what they say are refused naming the file, through one reader") {
+  test::PlanSetup s;
+  auto res = plan::search(s.r);
+  test::TempDir dir;
+  sweep::SweepOptions o;
+  o.out_dir = dir.path / "sweep";
+  o.hpcbench = "/opt/hpcbench";
+  auto jobs = plan::verify_jobs(res, s.r, 1, o);
+  plan::write_verify_sweep(o, jobs, plan::plan_record(res, s.r, jobs, "sys.toml"));
+  const auto plan_json = o.out_dir / "plan.json", sweep_json = o.out_dir / "sweep.json";
+  const auto plan_text = test::slurp(plan_json), sweep_text = test::slurp(sweep_json);
+  auto plan_refused = [&](const std::string& text, const std::string& words) {
+    write_file_atomic(plan_json, text);
+    CHECK_THROWS_WITH(results::read_plan_file(plan_json),
+                      Catch::StartsWith(plan_json.string() + ": ") && Catch::Contains(words));
+  };
+  auto sweep_refused = [&](const std::string& text, const std::string& words) {
+    write_file_atomic(sweep_json, text);
+    CHECK_THROWS_WITH(sweep::read_manifest(o.out_dir),
+                      Catch::StartsWith(sweep_json.string() + ": ") && Catch::Contains(words));
+  };
+  plan_refused("{\"schema\": ", "not a plan (");
+  // Each read as the other, and a schema that is not even a string.
+  plan_refused(sweep_text, "not a plan (schema 'hpcbench-sweep/1', expected 'hpcbench-plan/1')");
+  sweep_refused(plan_text, "not a sweep manifest (schema 'hpcbench-plan/1', expected 'hpcbench-sweep/1')");
+  sweep_refused("{\"schema\": 1}", "not a sweep manifest (schema '', expected 'hpcbench-sweep/1')");
+  plan_refused("[1, 2]", "not a plan (schema ''");
+  // A field missing or of another type.
+  auto no_nodes = nlohmann::json::parse(plan_text);
+  no_nodes.erase("nodes");
+  plan_refused(no_nodes.dump(), "malformed plan (");
+  auto bad_jobs = nlohmann::json::parse(sweep_text);
+  bad_jobs["jobs"] = "none";
+  sweep_refused(bad_jobs.dump(), "malformed sweep manifest (");
+  // A folder where the file should be: the reader names it too.
+  fs::remove(plan_json);
+  fs::create_directory(plan_json);
+  CHECK_THROWS_WITH(results::read_plan_file(plan_json), Catch::Contains(plan_json.string()));
 }

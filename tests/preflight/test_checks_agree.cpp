@@ -36,6 +36,8 @@ TEST_CASE("run --dry-run refuses the batch and micro-batches that the run refuse
       {"--synthetic-samples 64 --batch-size 4 --strategy pipeline:micro-batches=8",
        "--micro-batches 8 with --batch-size 4"},
       {"--synthetic-samples 16 --batch-size 4 --grad-accum 8", "--grad-accum 8 with --batch-size 4"},
+      {"--synthetic-samples 64 --batch-size 4 --strategy pipeline --stage-layers 4,4,",
+       "--stage-layers 4,4,: an empty count"},
   };
   for (auto& c : cases) {
     INFO(c.flags);

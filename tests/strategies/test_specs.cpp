@@ -181,6 +181,15 @@ TEST_CASE("pipeline: its layouts, the checks naming the flag, memory per stage a
   CHECK_THROWS_WITH(label("pipeline:schedule=zb").validate(""), Catch::Contains("--schedule"));
   CHECK_THROWS_WITH(label("pipeline:stage-layers=2/x").validate(""), Catch::Contains("\"x\" is not a whole number"));
   CHECK_THROWS_WITH(label("pipeline:stage-layers=2/0").validate(""), Catch::Contains("at least one encoder layer"));
+  // A trailing, leading or doubled separator is an empty count, named as one, whether the
+  // counts come from the flag (4,4,) or a label (4/4/).
+  for (const char* given : {"4,4,", ",4,4", "4,,4", "4/4/"}) {
+    INFO(given);
+    Choice c(spec);
+    c.set("stage-layers", given, "--stage-layers");
+    CHECK_THROWS_WITH(c.validate(""), Catch::StartsWith(fmt::format("--stage-layers {}: an empty count", given)));
+  }
+  CHECK_THROWS_WITH(label("pipeline:stage-layers=4/4/").validate(""), Catch::Contains("an empty count"));
   CHECK_THROWS_WITH(label("pipeline:stages=-1").validate(""), Catch::Contains("--stages -1"));
   CHECK_NOTHROW(label("pipeline:stages=2,micro-batches=8,schedule=gpipe").validate("bf16"));
 

@@ -40,6 +40,11 @@ std::vector<int64_t> parse_stage_layers(const std::string& text) {
   for (auto& c : commas)
     if (c == '/') c = ',';
   for (const auto& item : split(commas)) {
+    // "4,4," would otherwise read as three counts, the last not a number.
+    if (item.empty())
+      fail("--stage-layers {}: an empty count (a leading, trailing or doubled separator); give one layer count per "
+           "stage, such as 4,4,4",
+           text);
     size_t used = 0;
     int64_t n = 0;
     try {

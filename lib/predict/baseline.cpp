@@ -155,7 +155,11 @@ StepOptions step_options_of(const results::RunResult& row, const Baseline& base)
 }
 
 EnginePolicy recorded_engine(const results::RunResult& row) {
-  return EnginePolicy::recorded(row.precision, row.fused > 0, row.engine);
+  auto e = EnginePolicy::recorded(row.precision, row.fused > 0, row.engine);
+  // A graph-ready step that was not captured (a CPU) ran op by op: its
+  // times are eager's.
+  if (!row.cuda_graph.starts_with("captured")) e.step = EnginePolicy::Step::Eager;
+  return e;
 }
 
 std::string engine_refusal(const Baseline& base, const strategies::Choice& choice) {

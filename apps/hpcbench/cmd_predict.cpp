@@ -82,13 +82,17 @@ std::vector<strategies::Choice> choices_of(const PredictOptions& o, const std::s
   return choices;
 }
 
-predict::StepOptions step_options(const PredictOptions& o, const std::string& precision) {
+predict::StepOptions step_options(const PredictOptions& o, const predict::Baseline& base) {
   predict::StepOptions so;
-  so.compute_bytes = predict::compute_bytes(precision);
+  so.compute_bytes = predict::compute_bytes(base.precision);
   so.reduce_bytes = o.reduce_dtype.empty() ? so.compute_bytes : predict::compute_bytes(o.reduce_dtype);
+  // The baseline's weights: resident ones (--fused under bf16) are counted
+  // with their masters, and their gradients are in the compute dtype.
+  so.resident = base.engine.resident();
   // The replicated strategies reduce the parameters' fp32 gradients unless
-  // told otherwise (an fp16 compression hook, apex's O2 fp16 model).
-  so.param_grad_bytes = o.reduce_dtype.empty() ? 4 : so.reduce_bytes;
+  // told otherwise (an fp16 compression hook, apex's O2 fp16 model), or
+  // unless the weights are resident.
+  so.param_grad_bytes = !o.reduce_dtype.empty() ? so.reduce_bytes : so.resident ? so.compute_bytes : 4;
   if (!o.reduce_dtype.empty() && o.reduce_dtype != "fp32" && o.reduce_dtype != "bf16" && o.reduce_dtype != "fp16")
     fail("--reduce-dtype {}: must be fp32, bf16 or fp16", o.reduce_dtype);
   return so;
@@ -105,6 +109,7 @@ void print_header(const predict::Baseline& base, const predict::Layout& layout, 
              base.samples_per_s(),
              base.phases_assumed ? " (throughput only: forward:backward 1:2 assumed, optimizer time unknown)" : "");
   fmt::print("# model {}: {} parameters, {} units\n", layout.model, layout.parameters, layout.unit_numel.size());
+  fmt::print("# memory model: {}\n", predict::memory_model_text(base, layout.parameters));
   fmt::print("# network {}\n", comm.describe());
   fmt::print("{:<24} {:>5} {:>4} {:>5} {:>5} {:>10} {:>10} {:>9} {:>9} {:>11} {:>8} {:>6} {:>10}  {}\n", "strategy",
              "nodes", "gpn", "world", "accum", "step_ms", "compute_ms", "opt_ms", "exposed", "samples/s", "speedup",
@@ -128,7 +133,7 @@ int grad_accum_at(const PredictOptions& o, const predict::Baseline& base, const 
 
 // One row on the terminal and in the CSV.
 void print_row(const std::string& label, const predict::Shape& shape, int accum, const predict::Prediction& p,
-               std::string& csv) {
+               const predict::StepOptions& so, std::string& csv) {
   fmt::print("{:<24} {:>5} {:>4} {:>5} {:>5} {:>10.2f} {:>10.2f} {:>9.2f} {:>9.2f} {:>11.2f} {:>8.3f} {:>6.3f} "
              "{:>10.3f}  {}\n",
              label, shape.nodes, shape.gpus_per_node, shape.world(), accum, p.step_s * 1000,
@@ -140,11 +145,12 @@ void print_row(const std::string& label, const predict::Shape& shape, int accum,
   };
   double rest = p.exposed_s * 1000 - ex("all_reduce") - ex("all_gather") - ex("reduce_scatter");
   csv += fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},"
-                     "{:.6f},{:.6f},{:.6f},{:.0f},{:.0f},{:.0f}\n",
+                     "{:.6f},{:.6f},{:.6f},{:.0f},{:.0f},{:.0f},{}\n",
                      results::csv_field(label), shape.nodes, shape.gpus_per_node, shape.world(), accum,
                      p.step_s * 1000, p.compute_s * 1000, p.other_s * 1000, p.optimizer_s * 1000, p.comm_s * 1000,
                      p.exposed_s * 1000, ex("all_reduce"), ex("all_gather"), ex("reduce_scatter"), std::max(0.0, rest),
-                     p.samples_per_s, p.speedup, p.efficiency, p.memory_bytes, p.memory_persistent, p.memory_working);
+                     p.samples_per_s, p.speedup, p.efficiency, p.memory_bytes, p.memory_persistent, p.memory_working,
+                     so.resident ? "resident" : "fp32");
 }
 
 int run_predict(const PredictOptions& o) {
@@ -171,12 +177,12 @@ int run_predict(const PredictOptions& o) {
   auto choices = choices_of(o, base.precision);
   auto layout = predict::model_layout(mcfg, base.seq);
   const auto model_shape = train::model_shape(mcfg);
-  auto so = step_options(o, base.precision);
+  auto so = step_options(o, base);
   print_header(base, layout, *comm, device_warning);
   std::string csv =
       "strategy,nodes,gpus_per_node,world_size,grad_accum,step_ms,compute_ms,other_ms,optimizer_ms,comm_ms,"
       "comm_exposed_ms,exposed_all_reduce_ms,exposed_all_gather_ms,exposed_reduce_scatter_ms,exposed_other_ms,"
-      "samples_per_s,speedup,efficiency,memory_bytes,memory_persistent_bytes,memory_working_bytes\n";
+      "samples_per_s,speedup,efficiency,memory_bytes,memory_persistent_bytes,memory_working_bytes,weights\n";
   size_t predicted = 0;
   for (auto& choice : choices)
     for (int n : o.nodes)
@@ -187,9 +193,10 @@ int run_predict(const PredictOptions& o) {
         // has layers): a row left out with its reason.
         try {
           preflight::check_strategy_fits(choice, shape, base.batch, model_shape, mcfg.name);
+          if (auto why = predict::engine_refusal(base, choice); !why.empty()) fail("{}", why);
           so.grad_accum = grad_accum_at(o, base, choice, shape);
           auto p = predict::predict_step(base, layout, choice, shape, *comm, so);
-          print_row(choice.label(), shape, so.grad_accum, p, csv);
+          print_row(choice.label(), shape, so.grad_accum, p, so, csv);
           ++predicted;
         } catch (const UserError& e) {
           if (std::string(e.what()).starts_with("--global-batch")) throw;

@@ -9,4 +9,21 @@ std::string EnginePolicy::name() const {
   return "eager";
 }
 
+EnginePolicy::Weights EnginePolicy::fused_weights(const std::string& precision) {
+  return precision == "bf16" ? Weights::Resident : Weights::Fp32;
+}
+
+EnginePolicy EnginePolicy::recorded(const std::string& precision, bool fused, const std::string& name) {
+  EnginePolicy e;
+  e.precision = precision.empty() ? "fp32" : precision;
+  if (fused || name.find("fused") != std::string::npos) {
+    e.kernels = Kernels::Fused;
+    e.qkv = Qkv::Packed;
+    e.weights = fused_weights(e.precision);
+  }
+  if (name.starts_with("graph")) e.step = Step::Graph;
+  e.reason = "as recorded";
+  return e;
+}
+
 }  // namespace hpcbench

@@ -44,6 +44,15 @@ struct EnginePolicy {
   std::string autocast() const { return resident() ? "fp32" : precision; }
   // "graph+fused", "fused", "graph", "eager": the record's one word for it.
   std::string name() const;
+
+  // The weights the fused model keeps under `precision`: resident in bf16
+  // (forward without autocast's per-step casts), fp32 otherwise, where the
+  // weights are their own masters. The one rule that the engine's choice
+  // and a reading of its record (predict) share.
+  static Weights fused_weights(const std::string& precision);
+  // The engine a run record names: its precision, `fused` (1 with the fused
+  // model) and `name` (name() above, "" in records older than the field).
+  static EnginePolicy recorded(const std::string& precision, bool fused, const std::string& name);
 };
 
 }  // namespace hpcbench

@@ -83,6 +83,8 @@ Baseline baseline_from_result(const results::RunResult& row, const std::string& 
   b.grad_accum = std::max<int64_t>(1, rr.grad_accum);
   if (rr.step_ms_mean > 0 && std::isfinite(rr.step_ms_stddev) && rr.step_ms_stddev > 0)
     b.step_noise = rr.step_ms_stddev / rr.step_ms_mean;
+  b.engine = recorded_engine(rr);
+  b.model_state_bytes = static_cast<double>(std::max<int64_t>(0, rr.model_state_bytes));
   if (b.batch <= 0) fail("--baseline {}: batch_per_device is missing", where);
   const double a = static_cast<double>(b.grad_accum);
   if (rr.step_ms_median > 0 && rr.forward_ms > 0 && rr.backward_ms > 0) {
@@ -146,7 +148,61 @@ StepOptions step_options_of(const results::RunResult& row, const Baseline& base)
   so.compute_bytes = compute_bytes(base.precision);
   so.reduce_bytes = so.compute_bytes;
   so.grad_accum = static_cast<int>(std::max<int64_t>(1, row.grad_accum));
+  // Resident weights have compute-dtype gradients, which ddp's buckets take.
+  so.resident = recorded_engine(row).resident();
+  if (so.resident) so.param_grad_bytes = so.compute_bytes;
   return so;
+}
+
+EnginePolicy recorded_engine(const results::RunResult& row) {
+  auto e = EnginePolicy::recorded(row.precision, row.fused > 0, row.engine);
+  // A graph-ready step that was not captured (a CPU) ran op by op: its
+  // times are eager's.
+  if (!row.cuda_graph.starts_with("captured")) e.step = EnginePolicy::Step::Eager;
+  return e;
+}
+
+std::string engine_refusal(const Baseline& base, const strategies::Choice& choice) {
+  const auto support = choice.engine();
+  const auto& e = base.engine;
+  const char* what = nullptr;
+  const strategies::Capability* c = nullptr;
+  if (e.fused_model() && !support.fused.supported) {
+    what = "--fused (its compute times are the fused kernels')";
+    c = &support.fused;
+  } else if (e.resident() && !support.resident.supported) {
+    what = "--fused under bf16 (its compute times are those of bf16-resident weights, without autocast's casts)";
+    c = &support.resident;
+  } else if (e.graph() && !support.capture.supported) {
+    what = "--cuda-graph (its compute times are a replayed step's)";
+    c = &support.capture;
+  }
+  if (!c) return "";
+  return fmt::format("the baseline {} ran {}, which --strategy {} cannot run: {}; measure a baseline without it to "
+                     "predict {}", base.source, what, choice.label(), c->why_not, choice.label());
+}
+
+std::string memory_model_text(const Baseline& base, int64_t parameters) {
+  const auto& e = base.engine;
+  const bool resident = e.resident();
+  const double per = strategies::replicated_state_bytes(1, resident, compute_bytes(base.precision));
+  std::string text;
+  if (resident)
+    text = fmt::format("the baseline's engine is {} under {}: weights and gradients resident in {} beside fp32 "
+                       "masters, their gradients and Adam's moments, {:.0f} bytes a parameter on a replica; the "
+                       "sharded strategies' compute copies and fp32 masters as without it",
+                       e.name(), base.precision, base.precision, per);
+  else
+    text = fmt::format("the baseline's engine is {} under {}: fp32 weights{}, gradients and Adam's moments, "
+                       "{:.0f} bytes a parameter on a replica", e.name(), base.precision,
+                       e.fused_model() ? " (their own masters)" : base.precision == "fp32" ? "" : " (autocast casts them)",
+                       per);
+  text += " (docs/memory.md)";
+  if (base.model_state_bytes > 0 && parameters > 0)
+    text += fmt::format("; the baseline measured {:.1f} MiB of model state, the model says {:.1f} MiB for its "
+                        "{} parameters", base.model_state_bytes / (1 << 20),
+                        per * static_cast<double>(parameters) / (1 << 20), parameters);
+  return text;
 }
 
 }  // namespace hpcbench::predict

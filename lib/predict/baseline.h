@@ -38,9 +38,25 @@ std::string check_device(const Baseline& base, const System& system, bool allow_
 int compute_bytes(const std::string& precision);
 
 // The nodes and devices a measured row ran on, and the step options that
-// predict it on `base`'s precision: what the report's predicted-beside-measured
-// columns and the efficiency split both replay.
+// predict it on `base`'s precision and the row's own engine (its weights
+// resident or not): what the report's predicted-beside-measured columns and
+// the efficiency split both replay.
 Shape shape_of(const results::RunResult& row);
 StepOptions step_options_of(const results::RunResult& row, const Baseline& base);
+
+// The engine a run record names (EnginePolicy::recorded).
+EnginePolicy recorded_engine(const results::RunResult& row);
+
+// Why `choice` cannot be predicted from `base` ("" when it can): the
+// baseline's compute times are its engine's (the fused kernels, a captured
+// step), so a strategy that cannot run that engine would be credited with
+// kernels it does not run. The reason is the strategy's own (its spec's
+// engine()).
+std::string engine_refusal(const Baseline& base, const strategies::Choice& choice);
+
+// The memory model predict applies after the baseline's engine, in words:
+// what a replica holds a parameter, and beside it what the baseline measured
+// against what the model says for it (`parameters`: the model's).
+std::string memory_model_text(const Baseline& base, int64_t parameters);
 
 }  // namespace hpcbench::predict

@@ -53,7 +53,7 @@ Prediction predict_step(const Baseline& base, const Layout& l, const strategies:
   p.speedup = p.samples_per_s / base.samples_per_s();
   p.efficiency = p.speedup / world;
 
-  auto mem = s.memory({l.unit_numel, shape, o.compute_bytes, o.reduce_bytes});
+  auto mem = s.memory({l.unit_numel, shape, o.compute_bytes, o.reduce_bytes, o.resident});
   p.memory_persistent = mem.persistent;
   p.memory_working = mem.working_set;
   p.memory_bytes = mem.total();

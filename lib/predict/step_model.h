@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/engine_policy.h"
 #include "predict/collective.h"
 #include "predict/layout.h"
 #include "predict/replay.h"
@@ -27,6 +28,10 @@ struct Baseline {
   double step_s = 0;                                  // measured step (all micro-steps and the optimizer)
   bool phases_assumed = false;  // the source gives throughput only: forward:backward split 1:2, no optimizer time
   double step_noise = 0;        // its steps' standard deviation / mean (0: not recorded, as in a published row)
+  // The engine it ran on, as its record names it (eager fp32 weights where
+  // the record says nothing), and the model state it measured (0: not recorded).
+  EnginePolicy engine;
+  double model_state_bytes = 0;
   double samples_per_s() const { return static_cast<double>(batch * grad_accum) / step_s; }
 };
 
@@ -37,6 +42,9 @@ struct StepOptions {
   int reduce_bytes = 4;      // sharded gradients' reduction dtype, where a strategy's options do not name one
   int param_grad_bytes = 4;  // gradients of the fp32 parameters under autocast; 2 with an fp16 hook / apex O2
   int grad_accum = 1;        // micro-steps per optimizer step at this shape
+  // Weights resident in the compute dtype with fp32 masters (--fused under
+  // bf16): the replicated strategies' memory model counts both copies.
+  bool resident = false;
 };
 
 struct Prediction {

@@ -39,22 +39,6 @@ int dtype_bytes(const std::string& name) { return name == "bf16" || name == "fp1
 
 }  // namespace
 
-int usable_cores() {
-  int cores = static_cast<int>(hardware_threads());
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) == 0) cores = std::max(1, CPU_COUNT(&set));
-  // cgroup v2: "max 100000" (no quota) or "<quota> <period>".
-  std::istringstream quota(first_line("/sys/fs/cgroup/cpu.max"));
-  std::string q;
-  double period = 0;
-  if (quota >> q >> period && q != "max" && period > 0) {
-    double limit = std::atof(q.c_str()) / period;
-    if (limit > 0) cores = std::min(cores, std::max(1, static_cast<int>(std::ceil(limit))));
-  }
-  return cores;
-}
-
 int node_cores() {
   if (const char* slurm = std::getenv("SLURM_CPUS_ON_NODE"); slurm && *slurm) {
     int n = std::atoi(slurm);
@@ -83,16 +67,13 @@ double limit_value(const std::filesystem::path& file) {
   return end != text.c_str() && std::isfinite(v) && v >= 0 ? v : -1;
 }
 
-}  // namespace
-
-namespace {
-
 // This process's cgroup in each hierarchy, from /proc/self/cgroup:
 // "0::/<path>" (v2), "<n>:memory:/<path>" or "<n>:cpuacct,memory:/<path>"
-// (v1's memory controller). "/" where the file does not say (no file, a
-// container's own namespace).
+// (v1's memory controller), "<n>:cpu,cpuacct:/<path>" (v1's cpu
+// controller). "/" where the file does not say (no file, a container's own
+// namespace).
 struct OwnCgroup {
-  std::string v2 = "/", v1_memory = "/";
+  std::string v2 = "/", v1_memory = "/", v1_cpu = "/";
 };
 
 OwnCgroup own_cgroup(const std::filesystem::path& self_cgroup_file) {
@@ -107,10 +88,27 @@ OwnCgroup own_cgroup(const std::filesystem::path& self_cgroup_file) {
     if (path.empty() || path.front() != '/' || path.find("/..") != std::string::npos) continue;
     if (line.substr(0, a) == "0" && controllers.empty()) own.v2 = path;
     std::istringstream names(controllers);
-    for (std::string c; std::getline(names, c, ',');)
+    for (std::string c; std::getline(names, c, ',');) {
       if (c == "memory") own.v1_memory = path;
+      if (c == "cpu") own.v1_cpu = path;
+    }
   }
   return own;
+}
+
+// Calls `visit` with this process's cgroup folder below `top` (`own`, as
+// /proc/self/cgroup names it) and each folder above it, up to `top`: a job's
+// cgroup and the user's or the node's above it each bound it. A level that is
+// not there (a container that sees only its own part) reads as no limit.
+template <typename Visit>
+void each_level(const std::filesystem::path& top, const std::string& own, Visit visit) {
+  const auto rel = std::filesystem::path(own).relative_path();
+  std::filesystem::path dir = rel.empty() ? top : top / rel;
+  for (;;) {
+    visit(dir);
+    if (dir == top || !dir.has_relative_path() || dir.parent_path() == dir) break;
+    dir = dir.parent_path();
+  }
 }
 
 struct LimitFiles {
@@ -120,29 +118,72 @@ struct LimitFiles {
 };
 
 // The least that any level from `top / own` up to `top` leaves (its limit
-// less its usage): a job's cgroup and the user's or the node's above it each
-// bound it. Levels that are not there (a container that sees only its own
-// part) are skipped. -1: no level has a limit.
+// less its usage). -1: no level has a limit.
 double least_left(const std::filesystem::path& top, const std::string& own, const LimitFiles& f, std::string* where) {
   double least = -1;
-  const auto rel = std::filesystem::path(own).relative_path();
-  std::filesystem::path dir = rel.empty() ? top : top / rel;
-  for (;;) {
+  each_level(top, own, [&](const std::filesystem::path& dir) {
     const double limit = limit_value(dir / f.limit);
-    if (limit > 0 && limit < 4611686018427387904.0) {
-      const double left = std::max(0.0, limit - std::max(0.0, limit_value(dir / f.usage)));
-      if (least < 0 || left < least) {
-        least = left;
-        *where = fmt::format("{} in {}", f.text, dir.string());
-      }
+    if (limit <= 0 || limit >= 4611686018427387904.0) return;
+    const double left = std::max(0.0, limit - std::max(0.0, limit_value(dir / f.usage)));
+    if (least < 0 || left < least) {
+      least = left;
+      *where = fmt::format("{} in {}", f.text, dir.string());
     }
-    if (dir == top || !dir.has_relative_path() || dir.parent_path() == dir) break;
-    dir = dir.parent_path();
-  }
+  });
   return least;
 }
 
+// A level's CPU quota in cores: cgroup v2's cpu.max ("max 100000": none, or
+// "<quota> <period>"), v1's cpu.cfs_quota_us over cpu.cfs_period_us (-1:
+// none). -1 where the level sets none.
+double v2_quota(const std::filesystem::path& dir) {
+  std::istringstream line(first_line(dir / "cpu.max"));
+  double quota = 0, period = 0;
+  // "max" is not a number: no quota.
+  if (!(line >> quota >> period) || !std::isfinite(quota) || quota <= 0 || !(period > 0)) return -1;
+  return quota / period;
+}
+
+double v1_quota(const std::filesystem::path& dir) {
+  const double quota = limit_value(dir / "cpu.cfs_quota_us"), period = limit_value(dir / "cpu.cfs_period_us");
+  return quota > 0 && period > 0 ? quota / period : -1;
+}
+
 }  // namespace
+
+double cpu_quota_at(const std::filesystem::path& cgroup_root, const std::filesystem::path& self_cgroup_file,
+                    std::string* source) {
+  const OwnCgroup own = own_cgroup(self_cgroup_file);
+  double least = -1;
+  auto take = [&](double quota, const std::filesystem::path& file) {
+    if (quota <= 0 || (least > 0 && quota >= least)) return;
+    least = quota;
+    if (source) *source = file.string();
+  };
+  each_level(cgroup_root, own.v2, [&](const std::filesystem::path& dir) { take(v2_quota(dir), dir / "cpu.max"); });
+  // v1 mounts the cpu controller as cpu/ (often a link to cpu,cpuacct/).
+  std::error_code ec;
+  auto v1 = cgroup_root / "cpu";
+  if (!std::filesystem::exists(v1, ec)) v1 = cgroup_root / "cpu,cpuacct";
+  each_level(v1, own.v1_cpu,
+             [&](const std::filesystem::path& dir) { take(v1_quota(dir), dir / "cpu.cfs_quota_us"); });
+  return least;
+}
+
+int usable_cores_at(int cores, const std::filesystem::path& cgroup_root, const std::filesystem::path& self_cgroup_file) {
+  const double quota = cpu_quota_at(cgroup_root, self_cgroup_file);
+  // A quota of 1.5 cores lets two threads run, each part of the time.
+  if (quota > 0) cores = std::min(cores, static_cast<int>(std::ceil(quota)));
+  return std::max(1, cores);
+}
+
+int usable_cores() {
+  int cores = static_cast<int>(hardware_threads());
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) cores = std::max(1, CPU_COUNT(&set));
+  return usable_cores_at(cores, "/sys/fs/cgroup", "/proc/self/cgroup");
+}
 
 size_t available_memory_at(const std::filesystem::path& meminfo_file, const std::filesystem::path& cgroup_root,
                            std::string* source) {

@@ -13,9 +13,21 @@
 
 namespace hpcbench::preflight {
 
-// CPUs this process may run on: its affinity mask, fewer under a cgroup
-// CPU quota (cpu.max), at least 1.
+// CPUs this process may run on: its affinity mask, fewer under the
+// tightest CPU quota of its own cgroup and those above it (cpu_quota_at),
+// at least 1.
 int usable_cores();
+
+// The tightest CPU quota, in cores, of the process whose /proc/<pid>/cgroup
+// is `self_cgroup_file`: its own cgroup's and each one's above it, cgroup
+// v2's cpu.max (<root>/<path>) and v1's cpu.cfs_quota_us over
+// cpu.cfs_period_us (<root>/cpu/<path>); -1 where none sets one. `source`
+// receives the file that set it.
+double cpu_quota_at(const std::filesystem::path& cgroup_root, const std::filesystem::path& self_cgroup_file,
+                    std::string* source = nullptr);
+// `cores` (an affinity mask's count) under that quota, rounded up (1.5
+// cores run two threads part of the time), at least 1.
+int usable_cores_at(int cores, const std::filesystem::path& cgroup_root, const std::filesystem::path& self_cgroup_file);
 
 // The CPUs the job has on this node: SLURM_CPUS_ON_NODE inside a SLURM job
 // (each task may be bound to its own share, which says nothing of the

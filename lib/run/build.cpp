@@ -13,6 +13,7 @@
 #include "model/checkpoint.h"
 #include "preflight/resources.h"
 #include "train/amp.h"
+#include "train/determinism.h"
 #include "train/engine.h"
 #include "train/flops.h"
 #include "train/samples.h"
@@ -36,6 +37,12 @@ void log_header(const Run& r, const RunContext& ctx, int64_t n) {
                                                cfg.precision));
   if (auto w = slow_precision_warning(r.device, cfg.precision); !w.empty()) spdlog::warn("{}", w);
   spdlog::info("engine {} ({})", r.engine.name(), r.engine.reason);
+  if (cfg.deterministic) {
+    const auto d = train::determinism_state();
+    spdlog::info("deterministic kernels: ATen's deterministic algorithms {}, cuDNN deterministic {}, benchmark {}, "
+                 "CUBLAS_WORKSPACE_CONFIG={}", d.algorithms ? "on" : "off", d.cudnn_deterministic ? "on" : "off",
+                 d.cudnn_benchmark ? "on" : "off", d.cublas_workspace_config);
+  }
   const auto& t = r.topology;
   spdlog::info("strategy {}{}: {} process(es) x {} device(s)", r.strategy_name,
                t.options.empty() ? "" : " (" + t.options + ")", ctx.world_size, t.devices);
@@ -89,6 +96,9 @@ BatchPlan plan_batches(const train::TrainConfig& cfg, const strategies::Topology
 
 Run build(const train::TrainConfig& cfg, const strategies::Choice& choice, const RunContext& ctx) {
   train::validate(cfg);
+  // Here too, for whatever trains without the job (the tests): before the
+  // device is made current.
+  train::use_deterministic_kernels(cfg.deterministic);
   if (cfg.threads > 0) at::set_num_threads(static_cast<int>(cfg.threads));
   Run r;
   r.cfg = cfg;

@@ -25,6 +25,7 @@
 #include "run/repeats.h"
 #include "run/trainer.h"
 #include "tensorboard/run_log.h"
+#include "train/determinism.h"
 
 namespace hpcbench::run {
 
@@ -140,6 +141,9 @@ int run_job(const train::TrainConfig& cfg, const strategies::Choice& choice, con
   // like any other, not a death by signal.
   install_stop_handlers(second_signal_kills());
   check_options(cfg, choice, o);
+  // Before anything touches a device, and before the ranks or repeats are
+  // started, which inherit its cuBLAS setting.
+  train::use_deterministic_kernels(cfg.deterministic);
   if (o.repeats > 1 && !o.dry_run) {
     results::check_results_dir(cfg.results_dir);
     return run_repeats(cfg, choice, o);

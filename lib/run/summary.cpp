@@ -5,6 +5,7 @@
 #include "core/hostinfo.h"
 #include "model/bert_modules.h"
 #include "run/result.h"
+#include "train/determinism.h"
 
 namespace hpcbench::run {
 
@@ -33,6 +34,13 @@ nlohmann::json details_of(const Run& run, const JobSteps& job, const std::option
   // Which attention kernel the timed steps ran: the GPU comparisons with
   // Hugging Face name it on both sides (a padded batch cannot take flash).
   d["sdpa_backend"] = model::sdpa_backend_used();
+  // What the kernels ran under, read back from ATen (--deterministic).
+  const auto det = train::determinism_state();
+  d["deterministic"] = {{"algorithms", det.algorithms},
+                        {"warn_only", det.warn_only},
+                        {"cudnn_deterministic", det.cudnn_deterministic},
+                        {"cudnn_benchmark", det.cudnn_benchmark},
+                        {"cublas_workspace_config", det.cublas_workspace_config}};
   if (evaluation && !evaluation->details.is_null()) d["evaluation"] = evaluation->details;
   if (evaluation && !evaluation->predictions.is_null()) d["predictions"] = evaluation->predictions;
   if (!sampled.details.is_null()) d["monitor"] = sampled.details;

@@ -51,6 +51,10 @@ std::vector<Setting> settings_of(TrainConfig& c) {
        "auto: on a CUDA device, the graph and the fused model wherever the strategy declares them, once a GPU "
        "run has shown them equal to eager (until then eager; the choice and why are in run.json); eager: only "
        "what --cuda-graph and --fused ask for", &c.engine},
+      {"train.deterministic", "--deterministic",
+       "Deterministic kernels (torch.use_deterministic_algorithms(True), CUBLAS_WORKSPACE_CONFIG=:4096:8, cuDNN "
+       "deterministic, no benchmarking): the same losses bit for bit on every run and between the graph and eager "
+       "where the kernels allow; slower on a GPU, so a mode to check with, not to time", &c.deterministic},
       {"train.dropout", "--dropout", "Dropout probability (< 0: the model configuration's)", &c.dropout},
       {"timing.warmup_steps", "--timing-warmup-steps", "Steps excluded from the timing figures", &c.timing_warmup_steps},
       {"timing.log_every", "--log-every", "Log a line every N optimizer steps", &c.log_every},

@@ -52,6 +52,9 @@ struct TrainConfig {
   bool cuda_graph = false;
   bool fused = false;
   std::string engine = "auto";
+  // Deterministic kernels (train/determinism.h): the same bits on every run,
+  // so that the graph is checked against eager exactly.
+  bool deterministic = false;
   // [timing]
   int64_t timing_warmup_steps = 3;  // excluded from the figures
   int64_t log_every = 10;

@@ -25,10 +25,8 @@ void choose_fused(const TrainConfig& cfg, const strategies::Choice& choice, cons
          "would need loss scaling of their own; use --precision bf16");
   e.kernels = EnginePolicy::Kernels::Fused;
   e.qkv = EnginePolicy::Qkv::Packed;
-  if (cfg.precision == "bf16") {
-    require("--fused --precision bf16", choice, s.resident);
-    e.weights = EnginePolicy::Weights::Resident;
-  }
+  e.weights = EnginePolicy::fused_weights(cfg.precision);
+  if (e.resident()) require("--fused --precision bf16", choice, s.resident);
 }
 
 // --cuda-graph captures the whole optimizer step (docs/gpu.md, "CUDA

@@ -341,3 +341,64 @@ TEST_CASE("report --system/--comm predict zero and fsdp runs made with --no-over
     CHECK(want["fsdp:overlap=off"] > want["fsdp"] + 0.05);
   }
 }
+
+// Issue 44: predict's memory model follows the baseline's recorded engine.
+// A --fused bf16 run holds 20 bytes a parameter on a replica (bf16 weights 2
+// and gradients 2, fp32 masters 4 and their gradients 4, Adam's moments 8;
+// strategies/master_weights.h), not autocast's 16. bert-tiny's
+// BertForQuestionAnswering has 4,369,666 parameters (embeddings 3,972,864 +
+// 2 layers x 198,272 + the QA head 258, as transformers counts it).
+TEST_CASE("predict from a --fused bf16 baseline counts its resident weights and masters, and says so") {
+  constexpr double kParams = 4369666;
+  test::TempDir dir;
+  auto runs = dir.path / "runs";
+  auto fused = run("fused-1x", "baseline", 1, 100);
+  fused.precision = "bf16";
+  fused.fused = 1;
+  fused.engine = "fused";
+  fused.model_state_bytes = static_cast<int64_t>(20 * kParams);
+  results::write_run_folder(runs, "fused-1x", fused);
+  auto plain = run("plain-1x", "baseline", 1, 100);
+  plain.precision = "bf16";
+  results::write_run_folder(runs, "plain-1x", plain);
+  auto sys = test::source_dir() / "configs/systems/a100-pcie-2x.toml";
+  auto bytes = [&](const std::string& id, const std::string& label, const std::string& column) {
+    auto csv = dir.path / (id + ".csv");
+    auto p = predict(fmt::format("--baseline '{}' --system '{}' --strategies {} --gpus-per-node 2 --csv '{}'",
+                                 (runs / id).string(), sys.string(), label, csv.string()));
+    INFO(p.output);
+    REQUIRE(p.exit_code == 0);
+    auto rows = results::parse_csv(test::slurp(csv));
+    REQUIRE(rows.size() == 2);
+    auto at = std::find(rows[0].begin(), rows[0].end(), column) - rows[0].begin();
+    REQUIRE(static_cast<size_t>(at) < rows[1].size());
+    return rows[1][at];
+  };
+  CHECK(std::stod(bytes("fused-1x", "ddp", "memory_bytes")) == Approx(20 * kParams).epsilon(1e-12));
+  CHECK(bytes("fused-1x", "ddp", "weights") == "resident");
+  CHECK(std::stod(bytes("plain-1x", "ddp", "memory_bytes")) == Approx(16 * kParams).epsilon(1e-12));
+  CHECK(bytes("plain-1x", "ddp", "weights") == "fp32");
+  // The sharded engine keeps a compute copy and fp32 masters either way:
+  // zero 3's persistent part is 16 bytes a parameter over the 2 ranks.
+  CHECK(std::stod(bytes("fused-1x", "zero:stage=3", "memory_persistent_bytes")) ==
+        Approx(16 * kParams / 2).epsilon(1e-12));
+
+  // The output says which model it used, beside what the baseline measured;
+  // a strategy that cannot run the fused model is not credited with its
+  // kernels: refused with its own reason.
+  auto p = predict(fmt::format("--baseline '{}' --system '{}' --strategies ddp,dp --gpus-per-node 2",
+                               (runs / "fused-1x").string(), sys.string()));
+  INFO(p.output);
+  REQUIRE(p.exit_code == 0);
+  CHECK_THAT(p.output, Catch::Contains("# memory model: the baseline's engine is fused under bf16") &&
+                           Catch::Contains("20 bytes a parameter on a replica") &&
+                           Catch::Contains(fmt::format("the baseline measured {:.1f} MiB of model state, the model "
+                                                       "says {:.1f} MiB", 20 * kParams / (1 << 20),
+                                                       20 * kParams / (1 << 20))));
+  CHECK_THAT(p.output, Catch::Contains("# dp at 1 x 2: not predicted: the baseline") &&
+                           Catch::Contains("which --strategy dp cannot run: one process drives its replicas"));
+  auto q = predict(fmt::format("--baseline '{}' --system '{}' --strategies ddp --gpus-per-node 2",
+                               (runs / "plain-1x").string(), sys.string()));
+  CHECK_THAT(q.output, Catch::Contains("# memory model: the baseline's engine is eager under bf16") &&
+                           Catch::Contains("16 bytes a parameter on a replica"));
+}

@@ -133,6 +133,70 @@ TEST_CASE("cgroup v1: the memory controller's own cgroup, named among several co
   CHECK(preflight::available_memory_at(meminfo(dir.path, 8), root, self) == 8 * kGiB);
 }
 
+// Issue 44: the CPU quota the same way: this process's own cgroup and every
+// one above it, the tightest wins; the root's cpu.max alone let a job limited
+// to 2 cores below an unlimited root count the node's cores.
+TEST_CASE("cgroup v2: the CPU quota of this process's own cgroup and those above it, the tightest wins") {
+  test::TempDir dir;
+  auto root = dir.path / "cgroup";
+  auto self = dir.path / "self-cgroup";
+  write(self, "0::/system.slice/slurmstepd.scope/job_7/step_0\n");
+  auto job = root / "system.slice" / "slurmstepd.scope" / "job_7";
+  write(root / "system.slice" / "cpu.max", "max 100000\n");
+  write(job / "cpu.max", "200000 100000\n");  // 2 cores
+  write(job / "step_0" / "cpu.max", "max 100000\n");
+  std::string source;
+  CHECK(preflight::cpu_quota_at(root, self, &source) == 2.0);
+  CHECK_THAT(source, Catch::Contains("job_7") && Catch::Contains("cpu.max"));
+  CHECK(preflight::usable_cores_at(64, root, self) == 2);
+  CHECK(preflight::usable_cores_at(1, root, self) == 1);  // the affinity mask is tighter
+  // A tighter quota nested below it wins; a part of a core rounds up.
+  write(job / "step_0" / "cpu.max", "150000 100000\n");
+  CHECK(preflight::cpu_quota_at(root, self, &source) == 1.5);
+  CHECK_THAT(source, Catch::Contains("step_0"));
+  CHECK(preflight::usable_cores_at(64, root, self) == 2);
+  // A looser one above does not loosen it.
+  write(root / "system.slice" / "cpu.max", "400000 100000\n");
+  CHECK(preflight::cpu_quota_at(root, self) == 1.5);
+  // Another cgroup's quota (a sibling job's) is not this process's; the
+  // levels above it still count.
+  write(self, "0::/system.slice/slurmstepd.scope/job_8\n");
+  CHECK(preflight::cpu_quota_at(root, self) == 4.0);
+  CHECK(preflight::usable_cores_at(64, root, self) == 4);
+  // Garbage and "max" everywhere: no quota.
+  write(root / "system.slice" / "cpu.max", "lots\n");
+  CHECK(preflight::cpu_quota_at(root, self) == -1);
+  CHECK(preflight::usable_cores_at(64, root, self) == 64);
+  CHECK(preflight::usable_cores_at(64, dir.path / "no-cgroup", dir.path / "no-self") == 64);
+}
+
+TEST_CASE("cgroup v1: cpu.cfs_quota_us over cpu.cfs_period_us of the cpu controller's own cgroup and above") {
+  test::TempDir dir;
+  auto root = dir.path / "cgroup";
+  auto self = dir.path / "self-cgroup";
+  write(self, "12:memory:/slurm/uid_0/job_9\n3:cpu,cpuacct:/slurm/uid_0/job_9/step_batch\n0::/\n");
+  auto job = root / "cpu,cpuacct" / "slurm" / "uid_0" / "job_9";
+  write(root / "cpu,cpuacct" / "cpu.cfs_quota_us", "-1\n");
+  write(root / "cpu,cpuacct" / "cpu.cfs_period_us", "100000\n");
+  write(job / "cpu.cfs_quota_us", "300000\n");
+  write(job / "cpu.cfs_period_us", "100000\n");
+  write(job / "step_batch" / "cpu.cfs_quota_us", "-1\n");
+  write(job / "step_batch" / "cpu.cfs_period_us", "100000\n");
+  std::string source;
+  CHECK(preflight::cpu_quota_at(root, self, &source) == 3.0);
+  CHECK_THAT(source, Catch::Contains("job_9") && Catch::Contains("cpu.cfs_quota_us"));
+  CHECK(preflight::usable_cores_at(16, root, self) == 3);
+  // The memory controller's path is not the cpu controller's.
+  write(self, "12:cpu,cpuacct:/slurm/uid_0/job_10\n4:memory:/slurm/uid_0/job_9\n");
+  CHECK(preflight::cpu_quota_at(root, self) == -1);
+  // cpu/ (the usual link to cpu,cpuacct/) is read where it is there.
+  write(self, "3:cpu,cpuacct:/slurm/uid_0/job_9/step_batch\n");
+  write(root / "cpu" / "slurm" / "uid_0" / "job_9" / "cpu.cfs_quota_us", "50000\n");
+  write(root / "cpu" / "slurm" / "uid_0" / "job_9" / "cpu.cfs_period_us", "100000\n");
+  CHECK(preflight::cpu_quota_at(root, self) == 0.5);
+  CHECK(preflight::usable_cores_at(16, root, self) == 1);
+}
+
 TEST_CASE("an injected memory figure is parsed strictly: a malformed one is an error, not 'off'") {
   for (const char* bad : {"abc", "-5", "1e30", "12abc", "", " 7", "99999999999999999999999"}) {
     INFO(bad);

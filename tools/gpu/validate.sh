@@ -50,6 +50,12 @@
 #   fp8         bench_kernels --fp8: the 12 GEMMs of a bert-base layer at M = 12,288, bf16
 #               against _scaled_mm (per-tensor, row-wise), casts, SQNR, the 1.3x rule's verdict
 #               (not in all: run it by name)
+#   deterministic
+#               --deterministic (issue 42), bf16, dropout 0, at the small batch (where eager drifted
+#               from itself most): eager twice and --cuda-graph once, then --fused and --cuda-graph
+#               --fused; each group's losses equal bit for bit at every step, the mode read back
+#               from run.json, the graphed runs captured (tools/gpu/deterministic_check.py; not in
+#               all: run it by name)
 #
 # Each phase writes <phase>.json (its figures and checks) and <phase>-runs.tar.gz (the
 # run folders' summary.csv, run.json, loss.csv, utilisation.csv), and every call ends
@@ -75,6 +81,7 @@ for a in "$@"; do
     # strategies at world size 1, then ranks sharing the GPU; the first run's phases after.
     all) phases+=(build engine strategies shared-gpu baseline precision) ;;
     build | engine | baseline | precision | strategies | shared-gpu | engine-protocol | squad-eval | profile | fp8 | strategies-graph) phases+=("$a") ;;
+    deterministic) phases+=("$a") ;;
     *) echo "validate.sh: unknown phase or option '$a' (phases: build engine engine-protocol squad-eval baseline precision strategies shared-gpu profile fp8 strategies-graph all; --dry)" >&2
        exit 2 ;;
   esac
@@ -567,6 +574,21 @@ phase_fp8() {
   run_limit=$hb_limit run "$kb" --fp8 $( ((dry)) && echo --dry) >"$work/fp8.out" 2>&1 || rc=$?
   cat "$work/fp8.out"
   run "$PY" "$root/tools/gpu/levers_report.py" fp8 "$work/fp8.out" "$OUTDIR/fp8.json" && ((rc == 0))
+}
+
+# --deterministic: the same kernels give the same bits, so the captured step is held to
+# eager exactly rather than to a noise envelope; the fused model (other kernels) to itself.
+phase_deterministic() {
+  ensure_bin
+  local common=(--precision bf16 --batch-size "$small" --dropout 0 --deterministic)
+  say "deterministic: batch $small, --deterministic: eager twice, --cuda-graph; --fused, --cuda-graph --fused"
+  hb_run det-eager-0 "${common[@]}"
+  hb_run det-eager-1 "${common[@]}"
+  hb_run det-graph "${common[@]}" --cuda-graph
+  hb_run det-fused "${common[@]}" --fused
+  hb_run det-graph-fused "${common[@]}" --cuda-graph --fused
+  run "$PY" "$root/tools/gpu/deterministic_check.py" "$work/runs" "$OUTDIR/deterministic.json" \
+    --group eager=det-eager-0,det-eager-1,det-graph --group fused=det-fused,det-graph-fused $( ((dry)) && echo --dry)
 }
 
 status=0

@@ -1,16 +1,18 @@
 #pragma once
-// bf16-resident weights with fp32 master weights (--fused under --precision
-// bf16), for the strategies whose ranks hold the whole model: the model's
-// parameters are bf16, so that forward and backward run without autocast
-// and its per-step weight casts, and their gradients are bf16; the
-// optimizer steps fp32 masters, which the gradients are copied into (one
-// foreach copy) before clipping and whose update is copied back into the
-// bf16 parameters after the step. The sharded strategies keep the same
-// split (a compute copy and fp32 masters, shard/flat_param.h) for their
-// partitions; this is the replicated model's form of it.
+// fp32 master weights, once for every strategy. Where parameters are held
+// in a low-precision compute dtype (bf16-resident weights, --fused under
+// --precision bf16; the shard engine's gathered copies under mixed
+// precision), the optimizer steps fp32 masters and the step ends by writing
+// their values back into the compute copy. One form serves both: a flat
+// buffer of parameters (MasterFlat) whose fp32 master is cut into
+// partitions over the ranks that share it. The shard engine holds one per
+// sharding unit and weight-decay group (shard/flat_param.h); a replicated
+// model is the same flat over one rank (MasterWeights), so that forward and
+// backward run without autocast and its per-step weight casts.
 #include <ATen/core/Tensor.h>
 #include <c10/core/ScalarType.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,43 +26,95 @@ class Comm;
 
 namespace hpcbench::strategies {
 
+// The dtype a strategy holds its parameters in, and so whether there are
+// fp32 masters beside them (any dtype but fp32): the one place residency is
+// decided from the engine (train/engine.h). A replicated model stays fp32
+// (autocast casts per use) unless the engine makes its weights resident; a
+// model whose parameters are gathered (`gathered`: the shard engine) is cast
+// on every gather anyway, so under mixed precision it holds the compute
+// dtype whatever the engine (FSDP2's param_dtype). `precision`: the run's
+// (fp32, tf32, fp16, bf16).
+c10::ScalarType weight_dtype(const std::string& precision, const EnginePolicy& engine, bool gathered);
+
+// Parameters laid end to end, padded to a multiple of the ranks the flat is
+// cut over, so that rank r's master partition is one contiguous slice and
+// every collective moves one tensor. The module's parameters view `full`
+// (set_data), so a write-back or a gather refreshes them in place.
+struct MasterFlat {
+  std::vector<at::Tensor> params;  // the module's parameters (autograd leaves)
+  std::vector<int64_t> offsets;    // of each parameter in `full`
+  int64_t numel = 0;               // without padding
+  int64_t shard_numel = 0;         // padded numel / ranks
+  // [shard_numel * ranks] in the compute dtype: memory of its own where the
+  // parameters are replicated, else the owner's (a gather slot).
+  at::Tensor full;
+  // fp32 [shard_numel]: this rank's master partition, what the optimizer
+  // steps; a slice of `full` when that is fp32 and replicated (the
+  // parameters are their own masters), else memory of its own.
+  at::Tensor shard;
+  bool shard_is_view = true;
+
+  // Appends `p` to the flat (before make_masters).
+  void add(const at::Tensor& p);
+  // Parameter k's shape over `flat` (`full`, or a whole fp32 master).
+  at::Tensor view_of(const at::Tensor& flat, size_t k) const;
+};
+
+// The parameters' current values as fp32, rank 0's winning where `comm` is
+// given (each rank drew its own; a collective over it), cut into this
+// rank's master partition `part` of `parts`; where `replicated`, the full
+// compute buffer made from them.
+void make_masters(MasterFlat& f, dist::Comm* comm, int parts, int part, c10::ScalarType compute, bool replicated);
+
+// This rank's chunk of `full` with its master partition's values in it
+// (cast to the compute dtype; nothing when it is a view of them): on one
+// rank the whole write-back, on several an all-gather's input.
+at::Tensor write_back(const MasterFlat& f, int part);
+
+// The module's parameters become views of `full` (the compute copy) or of
+// `whole`, an fp32 master whole (what a checkpoint or an evaluation reads).
+void view_compute(MasterFlat& f);
+void view_whole(MasterFlat& f, const at::Tensor& whole);
+
+// A replicated model's masters: one flat over one rank, its master split
+// into per-parameter tensors (the optimizer's, in the model's parameter
+// order) with fp32 gradients of their own beside them.
 class MasterWeights {
  public:
   // The model's current (fp32) values become the masters; its parameters
-  // are then `dtype` copies of them.
+  // are then `dtype` views of the flat's compute copy.
   MasterWeights(model::BertForQuestionAnswering model, c10::ScalarType dtype);
   // Rank 0's masters win (each rank drew its own initial weights); the
-  // compute copies follow.
+  // compute copy follows.
   void broadcast(dist::Comm& comm);
   // The fp32 tensors the optimizer steps, in the model's parameter order.
   const std::vector<at::Tensor>& masters() const { return masters_; }
   // The masters' gradients from the parameters' (fp32, in memory of their
   // own; a parameter without a gradient gives zeros).
   void gradients_in();
-  // The masters' values into the compute copies, after a step.
+  // The masters' values into the compute copy, after a step.
   void copy_out();
   // The model's parameters the masters themselves (a checkpoint or an
   // evaluation reads the fp32 weights), until use_compute().
   void use_masters();
-  // The model's parameters the compute copies again (before a forward);
+  // The model's parameters the compute copy again (before a forward);
   // nothing when they are.
   void use_compute();
   // The memory held besides the model's parameters and the optimizer's
   // states: the masters and their gradients.
-  std::vector<at::Tensor> held() const { return {flat_, flat_grad_}; }
+  std::vector<at::Tensor> held() const { return {flat_.shard, flat_grad_}; }
 
  private:
-  std::vector<at::Tensor> params_;    // the model's parameters (autograd leaves)
-  std::vector<at::Tensor> compute_;   // their compute-dtype data
-  std::vector<at::Tensor> masters_;   // views of flat_
-  std::vector<at::Tensor> grads_;     // views of flat_grad_
-  at::Tensor flat_, flat_grad_;       // fp32, every parameter end to end
+  MasterFlat flat_;
+  std::vector<at::Tensor> masters_;  // views of flat_.shard
+  std::vector<at::Tensor> grads_;    // views of flat_grad_
+  at::Tensor flat_grad_;             // fp32, every parameter end to end
   bool on_masters_ = false;
 };
 
-// The masters the run's engine asks for: weights resident in bf16; null
-// otherwise (the model stays fp32, under autocast where mixed). Forward then
-// runs under engine.autocast().
+// The masters the run's engine asks for (weight_dtype of a replicated
+// model not fp32); null otherwise (the model stays fp32, under autocast
+// where mixed). Forward then runs under engine.autocast().
 std::shared_ptr<MasterWeights> resident_weights(model::BertForQuestionAnswering& model, const EnginePolicy& engine);
 
 }  // namespace hpcbench::strategies

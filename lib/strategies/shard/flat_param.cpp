@@ -41,10 +41,8 @@ void flatten(ShardState& s, model::BertForQuestionAnswering& model) {
         s.units[u].flats.push_back(flat_of[key]);
       }
       auto& f = s.flats[flat_of[key]];
-      f.params.push_back(p);
+      f.add(p);
       f.names.push_back(name);
-      f.offsets.push_back(f.numel);
-      f.numel += p.numel();
       s.units[u].params.push_back(s.params.size());
       s.unit_of.push_back(u);
       s.params.push_back(p);
@@ -61,29 +59,13 @@ void flatten(ShardState& s, model::BertForQuestionAnswering& model) {
 }
 
 void partition(ShardState& s) {
-  const int parts = s.shard_comm().size(), part = s.shard_comm().rank();
-  at::NoGradGuard no_grad;
-  for (auto& f : s.flats) {
-    const int64_t padded = padded_numel(f.numel, parts);
-    f.shard_numel = padded / parts;
-    auto master = at::zeros({padded}, f.params.front().options().dtype(at::kFloat).requires_grad(false));
-    for (size_t k = 0; k < f.params.size(); ++k)
-      master.narrow(0, f.offsets[k], f.params[k].numel()).view(f.params[k].sizes()).copy_(f.params[k]);
-    s.comm().broadcast(master, 0);  // rank 0's initial state wins, whatever each rank drew
-    auto slice = master.narrow(0, part * f.shard_numel, f.shard_numel);
-    // The optimizer's partition is a view of the replicated fp32 parameters
-    // when those exist (partitions of replicated parameters in fp32),
-    // otherwise memory of its own.
-    f.shard_is_view = !s.plan.shard_params && !s.mixed;
-    f.shard = f.shard_is_view ? slice : slice.clone();
-    if (!s.plan.shard_params) f.full = s.mixed ? master.to(s.compute_dtype) : master;
-  }
+  const bool replicated = !s.plan.shard_params;
+  for (auto& f : s.flats)
+    make_masters(f, &s.comm(), s.shard_comm().size(), s.shard_comm().rank(), s.compute_dtype, replicated);
 }
 
 void use_compute_views(ShardState& s) {
-  for (auto& f : s.flats)
-    for (size_t k = 0; k < f.params.size(); ++k)
-      f.params[k].set_data(f.full.narrow(0, f.offsets[k], f.params[k].numel()).view(f.params[k].sizes()));
+  for (auto& f : s.flats) view_compute(f);
   s.master_views = false;
 }
 

@@ -11,9 +11,7 @@ at::Tensor gather_input(const ShardState& s, const FlatParam& f) {
   // FSDP2's all-gather does): a partition that is a view of it is there
   // already; one with memory of its own (or in fp32 under mixed precision)
   // is copied in, cast on the way.
-  auto mine = f.full.narrow(0, s.shard_comm().rank() * f.shard_numel, f.shard_numel);
-  if (!f.shard_is_view) mine.copy_(f.shard.detach());
-  return mine;
+  return write_back(f, s.shard_comm().rank());
 }
 
 void start_gather(ShardState& s, Unit& u) {
@@ -66,8 +64,7 @@ void unshard_model(ShardState& s) {
   for (auto& f : s.flats) {
     auto master = at::empty({f.shard_numel * s.shard_comm().size()}, f.shard.options());
     s.shard_comm().allgather(master, f.shard.detach().clone());
-    for (size_t k = 0; k < f.params.size(); ++k)
-      f.params[k].set_data(master.narrow(0, f.offsets[k], f.params[k].numel()).view(f.params[k].sizes()));
+    view_whole(f, master);
   }
   s.master_views = true;
 }

@@ -32,8 +32,8 @@ SetUp Sharded::setup(model::BertForQuestionAnswering& model, const StrategyConte
   if (!ctx.comm) fail("--strategy {} needs the job's communicator (internal: none was created)", s_.plan.name);
   auto& plan = s_.plan;
   // The spec checked the dtypes against the precision (shard/plan.cpp).
-  s_.mixed = ctx.precision == "bf16" || ctx.precision == "fp16";
-  s_.compute_dtype = s_.mixed ? dtype_named(ctx.precision) : c10::kFloat;
+  s_.compute_dtype = weight_dtype(ctx.precision, ctx.engine, /*gathered=*/true);
+  s_.mixed = s_.compute_dtype != c10::kFloat;
   s_.reduce_dtype = plan.reduce_dtype.empty() ? s_.compute_dtype : dtype_named(plan.reduce_dtype);
   if (s_.mixed && plan.reduce_dtype.empty()) plan.reduce_dtype = ctx.precision;
   place(s_);

@@ -1,0 +1,167 @@
+// The one master-weights component (strategies/master_weights.h) against
+// exact arithmetic: a flat's partitions are the parameters' fp32 values end
+// to end (zero padding), its write-back is ATen's own cast of the master
+// into this rank's chunk and nowhere else, the parameters view what they
+// should; the replicated model's masters over one rank; and the dtype the
+// weights live in, decided in one place.
+#include "test_catch.h"
+
+#include <ATen/ATen.h>
+#include <torch/torch.h>
+
+#include "strategies/master_weights.h"
+
+using namespace hpcbench;
+using strategies::MasterFlat;
+
+namespace {
+
+EnginePolicy engine_of(const std::string& precision, bool resident) {
+  EnginePolicy e;
+  e.precision = precision;
+  if (resident) e.weights = EnginePolicy::Weights::Resident;
+  return e;
+}
+
+// Three parameters of 15, 7 and 4 elements: 26, padded to 28 over 4 ranks.
+std::vector<at::Tensor> three_params() {
+  torch::manual_seed(3);
+  return {torch::randn({3, 5}).requires_grad_(true), torch::randn({7}).requires_grad_(true),
+          torch::randn({2, 2}).requires_grad_(true)};
+}
+
+at::Tensor flat_of(const std::vector<at::Tensor>& ps, int64_t padded) {
+  std::vector<at::Tensor> parts;
+  for (auto& p : ps) parts.push_back(p.detach().reshape({-1}));
+  auto flat = at::cat(parts);
+  return at::cat({flat, at::zeros({padded - flat.numel()})});
+}
+
+bool same_storage(const at::Tensor& a, const at::Tensor& b) {
+  return a.storage().unsafeGetStorageImpl() == b.storage().unsafeGetStorageImpl();
+}
+
+model::BertConfig small() {
+  model::BertConfig c;
+  c.vocab_size = 128;
+  c.hidden_size = 32;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 2;
+  c.intermediate_size = 64;
+  c.max_position_embeddings = 32;
+  c.name = "masters-test";
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("weight_dtype: replicated weights are fp32 unless resident; gathered ones take the compute dtype",
+          "[strategies][masters]") {
+  using strategies::weight_dtype;
+  CHECK(weight_dtype("bf16", engine_of("bf16", false), false) == c10::kFloat);
+  CHECK(weight_dtype("bf16", engine_of("bf16", true), false) == c10::kBFloat16);
+  CHECK(weight_dtype("fp16", engine_of("fp16", false), false) == c10::kFloat);
+  CHECK(weight_dtype("fp32", engine_of("fp32", false), false) == c10::kFloat);
+  CHECK(weight_dtype("tf32", engine_of("tf32", false), false) == c10::kFloat);
+  CHECK(weight_dtype("bf16", engine_of("bf16", false), true) == c10::kBFloat16);
+  CHECK(weight_dtype("fp16", engine_of("fp16", false), true) == c10::kHalf);
+  CHECK(weight_dtype("fp32", engine_of("fp32", false), true) == c10::kFloat);
+}
+
+TEST_CASE("a bf16 flat cut over 4 ranks: rank 2's master, its write-back, the parameters' views",
+          "[strategies][masters]") {
+  auto ps = three_params();
+  const auto want = flat_of(ps, 28);
+  MasterFlat f;
+  for (auto& p : ps) f.add(p);
+  REQUIRE(f.offsets == std::vector<int64_t>{0, 15, 22});
+  strategies::make_masters(f, nullptr, 4, 2, c10::kBFloat16, /*replicated=*/true);
+  REQUIRE(f.numel == 26);
+  REQUIRE(f.shard_numel == 7);
+  CHECK_FALSE(f.shard_is_view);
+  CHECK(f.shard.scalar_type() == c10::kFloat);
+  CHECK(at::equal(f.shard, want.narrow(0, 14, 7)));
+  CHECK(at::equal(f.full, want.to(c10::kBFloat16)));
+
+  // A step's update, then the write-back: ATen's cast in rank 2's chunk, the
+  // other ranks' chunks untouched.
+  at::NoGradGuard no_grad;
+  f.shard.add_(at::linspace(-1, 1, 7) * 1e-2);
+  auto before = f.full.clone();
+  auto chunk = strategies::write_back(f, 2);
+  CHECK(same_storage(chunk, f.full));
+  auto after = want.to(c10::kBFloat16);
+  after.narrow(0, 14, 7).copy_(f.shard.to(c10::kBFloat16));
+  CHECK(at::equal(f.full, after));
+  CHECK(at::equal(f.full.narrow(0, 0, 14), before.narrow(0, 0, 14)));
+
+  strategies::view_compute(f);
+  for (size_t k = 0; k < ps.size(); ++k) {
+    CHECK(ps[k].scalar_type() == c10::kBFloat16);
+    CHECK(same_storage(ps[k], f.full));
+    CHECK(at::equal(ps[k], f.full.narrow(0, f.offsets[k], ps[k].numel()).view(ps[k].sizes())));
+  }
+  auto whole = want.clone();
+  strategies::view_whole(f, whole);
+  for (size_t k = 0; k < ps.size(); ++k) {
+    CHECK(ps[k].scalar_type() == c10::kFloat);
+    CHECK(same_storage(ps[k], whole));
+  }
+}
+
+TEST_CASE("an fp32 replicated flat: the parameters are their own masters, the write-back copies nothing",
+          "[strategies][masters]") {
+  auto ps = three_params();
+  MasterFlat f;
+  for (auto& p : ps) f.add(p);
+  strategies::make_masters(f, nullptr, 2, 1, c10::kFloat, /*replicated=*/true);
+  CHECK(f.shard_is_view);
+  CHECK(same_storage(f.shard, f.full));
+  CHECK(at::equal(f.shard, flat_of(ps, 26).narrow(0, 13, 13)));
+  // Partitioned (not replicated): the master is memory of its own and the
+  // full buffer is the owner's to make.
+  MasterFlat g;
+  for (auto& p : ps) g.add(p);
+  strategies::make_masters(g, nullptr, 2, 0, c10::kFloat, /*replicated=*/false);
+  CHECK_FALSE(g.shard_is_view);
+  CHECK_FALSE(g.full.defined());
+  CHECK(at::equal(g.shard, flat_of(ps, 26).narrow(0, 0, 13)));
+}
+
+TEST_CASE("a replicated model's masters: one flat over one rank, per-parameter masters and gradients",
+          "[strategies][masters]") {
+  torch::manual_seed(5);
+  model::BertForQuestionAnswering model(small());
+  std::vector<at::Tensor> fp32;
+  for (auto& p : model->parameters()) fp32.push_back(p.detach().clone());
+  strategies::MasterWeights masters(model, c10::kBFloat16);
+  auto params = model->parameters();
+  REQUIRE(masters.masters().size() == params.size());
+  for (size_t k = 0; k < params.size(); ++k) {
+    INFO("parameter " << k);
+    CHECK(at::equal(masters.masters()[k].detach(), fp32[k]));
+    CHECK(masters.masters()[k].requires_grad());
+    CHECK(params[k].scalar_type() == c10::kBFloat16);
+    CHECK(at::equal(params[k].detach(), fp32[k].to(c10::kBFloat16)));
+  }
+  // Gradients in: ATen's cast of each bf16 gradient; a missing one is zeros.
+  for (size_t k = 1; k < params.size(); ++k) params[k].mutable_grad() = at::randn_like(params[k]);
+  params[0].mutable_grad() = at::Tensor();
+  masters.gradients_in();
+  CHECK(at::equal(masters.masters()[0].grad(), at::zeros_like(fp32[0])));
+  for (size_t k = 1; k < params.size(); ++k) CHECK(at::equal(masters.masters()[k].grad(), params[k].grad().to(at::kFloat)));
+  // The masters' update into the compute copy.
+  {
+    at::NoGradGuard no_grad;
+    for (auto& m : masters.masters()) m.add_(0.01);
+  }
+  masters.copy_out();
+  for (size_t k = 0; k < params.size(); ++k)
+    CHECK(at::equal(params[k].detach(), masters.masters()[k].detach().to(c10::kBFloat16)));
+  masters.use_masters();
+  for (size_t k = 0; k < params.size(); ++k) CHECK(at::equal(params[k].detach(), masters.masters()[k].detach()));
+  masters.use_compute();
+  CHECK(params[0].scalar_type() == c10::kBFloat16);
+  // Resident only where the engine says so.
+  CHECK(strategies::resident_weights(model, engine_of("bf16", false)) == nullptr);
+}

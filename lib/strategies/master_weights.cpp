@@ -20,10 +20,13 @@ at::Tensor slot_of(const at::Tensor& flat, int64_t offset, const at::Tensor& lik
 
 }  // namespace
 
-MasterWeights::MasterWeights(model::BertForQuestionAnswering model, c10::ScalarType dtype) {
+MasterWeights::MasterWeights(model::BertForQuestionAnswering model, c10::ScalarType dtype)
+    : MasterWeights(*model, dtype) {}
+
+MasterWeights::MasterWeights(torch::nn::Module& model, c10::ScalarType dtype) {
   at::NoGradGuard no_grad;
   int64_t numel = 0;
-  for (auto& p : model->parameters()) {
+  for (auto& p : model.parameters()) {
     if (!p.requires_grad()) continue;
     params_.push_back(p);
     numel += p.numel();

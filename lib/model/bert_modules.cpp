@@ -139,14 +139,21 @@ BertResidualOutputImpl::BertResidualOutputImpl(int64_t in, const BertConfig& c, 
 }
 
 at::Tensor BertResidualOutputImpl::forward(const at::Tensor& x, const at::Tensor& residual) {
-  if (fused_) {
-    // The dropout module's probability and the module's training mode, as
-    // the unfused path's dropout(...) reads them.
-    return kernels::bias_dropout_add_layernorm(at::linear(x, dense->weight), dense->bias, residual, LayerNorm->weight,
-                                               LayerNorm->bias, dropout->options.p(), LayerNorm->options.eps(),
-                                               is_training());
-  }
+  if (fused_)
+    return bias_dropout_residual_layernorm(*this, at::linear(x, dense->weight), dense, dropout, LayerNorm, residual,
+                                           true);
   return LayerNorm(dropout(linear(dense, x)) + residual);
+}
+
+at::Tensor bias_dropout_residual_layernorm(const torch::nn::Module& module, const at::Tensor& product,
+                                           const torch::nn::Linear& dense, torch::nn::Dropout dropout,
+                                           torch::nn::LayerNorm norm, const at::Tensor& residual, bool fused) {
+  // The dropout module's probability and the module's training mode, as
+  // the unfused path's dropout(...) reads them.
+  if (fused)
+    return kernels::bias_dropout_add_layernorm(product, dense->bias, residual, norm->weight, norm->bias,
+                                               dropout->options.p(), norm->options.eps(), module.is_training());
+  return norm(dropout(product + dense->bias) + residual);
 }
 
 BertAttentionImpl::BertAttentionImpl(const BertConfig& c, const EnginePolicy& engine) {

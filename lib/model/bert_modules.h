@@ -67,6 +67,15 @@ class BertResidualOutputImpl : public torch::nn::Module {
 };
 TORCH_MODULE(BertResidualOutput);
 
+// What follows an output projection's GEMM `product` (computed without its
+// bias): + bias -> dropout -> LayerNorm(. + residual), as one fused kernel
+// (kernels::bias_dropout_add_layernorm) or ATen's operations; the module's
+// training mode decides dropout. A row-parallel projection (a tensor-parallel
+// shard) sums its partial products before it.
+at::Tensor bias_dropout_residual_layernorm(const torch::nn::Module& module, const at::Tensor& product,
+                                           const torch::nn::Linear& dense, torch::nn::Dropout dropout,
+                                           torch::nn::LayerNorm norm, const at::Tensor& residual, bool fused);
+
 class BertAttentionImpl : public torch::nn::Module {
  public:
   explicit BertAttentionImpl(const BertConfig& c, const EnginePolicy& engine = {});

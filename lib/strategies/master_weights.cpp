@@ -70,9 +70,12 @@ void view_whole(MasterFlat& f, const at::Tensor& whole) {
   for (size_t k = 0; k < f.params.size(); ++k) f.params[k].set_data(f.view_of(whole, k));
 }
 
-MasterWeights::MasterWeights(model::BertForQuestionAnswering model, c10::ScalarType dtype) {
+MasterWeights::MasterWeights(model::BertForQuestionAnswering model, c10::ScalarType dtype)
+    : MasterWeights(*model, dtype) {}
+
+MasterWeights::MasterWeights(torch::nn::Module& model, c10::ScalarType dtype) {
   at::NoGradGuard no_grad;
-  for (auto& p : model->parameters())
+  for (auto& p : model.parameters())
     if (p.requires_grad()) flat_.add(p);
   make_masters(flat_, nullptr, 1, 0, dtype, /*replicated=*/true);
   flat_grad_ = at::zeros({flat_.numel}, flat_.shard.options());

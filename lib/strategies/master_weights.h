@@ -84,6 +84,9 @@ class MasterWeights {
   // The model's current (fp32) values become the masters; its parameters
   // are then `dtype` views of the flat's compute copy.
   MasterWeights(model::BertForQuestionAnswering model, c10::ScalarType dtype);
+  // The same over any module's parameters: a model-parallel shard of it
+  // (tensor parallelism's layers) holds its own parameters.
+  MasterWeights(torch::nn::Module& model, c10::ScalarType dtype);
   // Rank 0's masters win (each rank drew its own initial weights); the
   // compute copy follows.
   void broadcast(dist::Comm& comm);

@@ -14,9 +14,6 @@ Topology replica_topology(const StrategyContext& ctx) {
   return t;
 }
 
-namespace {
-
-// make_adamw's two groups over the masters, split by their parameters' names.
 std::unique_ptr<torch::optim::AdamW> adamw_of_masters(torch::nn::Module& model, const MasterWeights& masters,
                                                       const train::OptimizerConfig& cfg) {
   std::vector<at::Tensor> decay, no_decay;
@@ -27,8 +24,6 @@ std::unique_ptr<torch::optim::AdamW> adamw_of_masters(torch::nn::Module& model, 
   }
   return train::make_adamw(std::move(decay), std::move(no_decay), cfg);
 }
-
-}  // namespace
 
 ReplicatedUpdater::ReplicatedUpdater(model::BertForQuestionAnswering model, const train::OptimizerConfig& cfg,
                                      std::function<std::vector<at::Tensor>()> held,

@@ -50,6 +50,11 @@ class Updater {
 // zero_grad zeroes in place instead of releasing the gradients. With `masters` (bf16-resident weights), AdamW steps
 // them, clipping reads their fp32 gradients, and the step ends by copying
 // them into the model's parameters; gather_whole puts them in the model.
+// AdamW over `masters` in make_adamw's two groups, split by the names of
+// `model`'s parameters they master.
+std::unique_ptr<torch::optim::AdamW> adamw_of_masters(torch::nn::Module& model, const MasterWeights& masters,
+                                                      const train::OptimizerConfig& cfg);
+
 class ReplicatedUpdater final : public Updater {
  public:
   ReplicatedUpdater(model::BertForQuestionAnswering model, const train::OptimizerConfig& cfg,

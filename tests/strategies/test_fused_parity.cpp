@@ -1,13 +1,17 @@
 // --fused through the binary: the fused model (one QKV projection, the fused
 // kernels' CPU composites) trains as the unfused one under the baseline and
-// ddp (2 Gloo ranks), dropout off; under bf16 (zero and fsdp too) its weights are resident in
+// ddp (2 Gloo ranks), dropout off; under bf16 its weights are resident in
 // bf16 with fp32 masters, which tracks the autocast run and costs the state
-// bytes the memory model says; the strategies that cannot run it refuse it
-// before anything starts, naming the flag and the reason.
+// bytes the memory model says, under every strategy that declares it (on 1
+// and 2 ranks, each against its own autocast run); the strategies that cannot
+// run it refuse it before anything starts, naming the flag and the reason.
 #include "test_catch.h"
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "cli_parity.h"
+#include "specs/registry.h"
 #include "test_env.h"
 
 using namespace hpcbench;
@@ -109,8 +113,70 @@ TEST_CASE("strategies that cannot run --fused refuse it before starting, naming 
     CHECK(r.output.find(reason) != std::string::npos);
     CHECK(test::entries(dir.path / "results") == 0);  // nothing started, nothing written
   };
-  refused("--strategy tensor --tp-size 2 --batch-size 4" + kTwo, "query, key and value");
   refused("--strategy pipeline --stages 2 --batch-size 4" + kTwo, "fp32 master weights");
   refused("--strategy dp --dp-replicas 2 --batch-size 2", "use --strategy ddp");
   refused("--strategy baseline --batch-size 4 --precision fp16", "--precision fp16");
+}
+
+// Every strategy that declares --fused, on 1 and 2 Gloo ranks, against the
+// unfused autocast baseline on the same global batch of 4 rows (a 2-rank
+// data-parallel run reads 2 rows a rank; a tensor group reads the same 4).
+TEST_CASE("--fused bf16 under every strategy that declares it stays within its tolerance of unfused autocast",
+          "[strategies][fused]") {
+  test::TempDir dir;
+  const std::string bf16 = " --precision bf16", steps = " --max-steps 6";
+  const std::vector<std::pair<std::string, std::string>> layouts = {
+      {"ddp", "--strategy ddp"},
+      {"zero1", "--strategy zero --zero-stage 1"},
+      {"zero2", "--strategy zero --zero-stage 2"},
+      {"zero3", "--strategy zero --zero-stage 3"},
+      {"fsdp-full", "--strategy fsdp --sharding full"},
+      {"fsdp-grad-op", "--strategy fsdp --sharding grad-op"},
+      {"fsdp-hybrid", "--strategy fsdp --sharding hybrid --shard-group-size 1"},
+      {"tensor", "--strategy tensor"},  // --tp-size 0: every rank of the node, 1 then 2
+  };
+  std::vector<std::pair<std::string, std::string>> cases = {{"baseline", "--strategy baseline --batch-size 4"}};
+  for (auto& [name, args] : layouts)
+    for (int ranks : {1, 2})
+      cases.emplace_back(name + "-" + std::to_string(ranks),
+                         args + " --nproc-per-node " + std::to_string(ranks) +
+                             (ranks == 1 || name == "tensor" ? " --batch-size 4" : " --batch-size 2"));
+  // Every registered strategy that declares the fused model is run here.
+  for (const auto* s : strategies::specs()) {
+    if (!s->engine(*s->defaults()).fused.supported) continue;
+    INFO(s->name() << " declares --fused but is not run under it here");
+    CHECK(std::any_of(cases.begin(), cases.end(),
+                      [&](const auto& c) { return c.second.find("--strategy " + s->name()) != std::string::npos; }));
+  }
+  auto autocast = run(dir.path, "autocast", "--strategy baseline --batch-size 4" + bf16 + steps);
+  REQUIRE(autocast.losses.size() == 6);
+  for (const auto& [name, args] : cases) {
+    INFO(name);
+    auto fused = run(dir.path, name + "-fused", args + " --fused" + bf16 + steps);
+    REQUIRE(fused.json["result"]["fused"] == 1);
+    double worst = 0;
+    for (size_t i = 0; i < fused.losses.size() && i < autocast.losses.size(); ++i)
+      worst = std::max(worst, std::abs(fused.losses[i] - autocast.losses[i]) / std::abs(autocast.losses[i]));
+    auto d = compare(fused.params, autocast.params);
+    std::printf("%s --fused bf16 vs autocast baseline: loss %.2e, weights %.2e\n", name.c_str(), worst, d.global_rel);
+    // The resident model rounds its activations to bf16 where autocast keeps
+    // the residual stream, LayerNorm and softmax in fp32 (both step fp32
+    // masters, so the difference does not compound through the weights);
+    // on 2 ranks the gradients are also reduced in bf16, and a tensor shard
+    // sums its partial products in bf16. Measured over these 17 cases
+    // (bert-tiny, six steps): at most 3.2e-4 relative on the loss (tensor on
+    // 1 rank) and 2.6e-4 on the weights. The bounds, the baseline case's 3e-3
+    // and 1e-3, leave room for other CPUs' summation orders; a tensor shard
+    // whose masters are not copied back after the step leaves them (measured:
+    // 2.5e-2 on the loss by step five, 2 ranks). What they do not see: a tensor shard cutting the packed QKV in T
+    // row blocks instead of per third. Its load and its gather are then the
+    // same permutation of the rows, a model as valid as the right one from
+    // another random draw, and bert-tiny's logits at initialisation are near
+    // zero whatever the encoder computes (measured with that cut: 4.5e-4 on
+    // the loss, inside the bound). test_tensor_layers.cpp's fused case
+    // catches it, from a reference checkpoint against the unsplit model.
+    check_losses_close(fused, autocast, 3e-3, name + " --fused bf16 against autocast bf16");
+    INFO("global relative difference of the weights " << d.global_rel);
+    CHECK(d.global_rel < 1e-3);
+  }
 }

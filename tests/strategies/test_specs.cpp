@@ -256,7 +256,7 @@ TEST_CASE("each strategy declares the engine settings it runs on, with the reaso
   const std::vector<Row> rows = {
       {"baseline", "", "", ""},
       {"ddp", "", "", ""},
-      {"tensor", "", "query, key and value", "query, key and value"},
+      {"tensor", "", "", ""},
       {"zero", "", "", ""},
       {"fsdp", "", "", ""},
       {"pipeline", "host", "fp32 master weights", "fp32 master weights"},

@@ -3,7 +3,8 @@
 // equal to the unsplit model's and to DTensor's parallelize_module with
 // ColwiseParallel / RowwiseParallel on transformers' model
 // (tests/reference/tensor_parallel_reference.py), from the same weights and
-// batch. Also: activation checkpointing changes no gradient, replicated
+// batch; under the fused engine (a packed QKV projection cut per third, the
+// fused kernels' CPU composites) too. Also: activation checkpointing changes no gradient, replicated
 // parameters get the same gradient on every rank, a shard holds what the
 // memory formula counts, and a model whose heads do not divide is refused.
 #include "test_catch.h"
@@ -32,9 +33,17 @@ namespace {
 
 fs::path ref_dir() { return test::reference_dir() / "tensor_parallel"; }
 
-model::BertForQuestionAnswering whole_model() {
+// --fused's engine in fp32: the packed QKV projection and the fused kernels.
+EnginePolicy fused_engine() {
+  EnginePolicy e;
+  e.kernels = EnginePolicy::Kernels::Fused;
+  e.qkv = EnginePolicy::Qkv::Packed;
+  return e;
+}
+
+model::BertForQuestionAnswering whole_model(const EnginePolicy& engine = {}) {
   auto cfg = model::BertConfig::from_json(ref_dir() / "model" / "config.json");
-  model::BertForQuestionAnswering m(cfg);
+  model::BertForQuestionAnswering m(cfg, engine);
   model::load_hf_checkpoint(*m, ref_dir() / "model");
   m->train();
   return m;
@@ -93,10 +102,10 @@ void require_close(const Tensors& got, const Tensors& want, const std::string& w
   CHECK(grads == 71);  // every parameter of the 4-layer model
 }
 
-Tensors run_tp(const fs::path& dir, int ranks, bool recompute) {
-  auto out = dir / ("tp" + std::to_string(ranks) + (recompute ? "-recompute" : ""));
-  auto r = test::run_ranks(ranks, "[tp_worker]", "HPCBENCH_TP_WORKER", out.string() + " " + (recompute ? "1" : "0"),
-                           out);
+Tensors run_tp(const fs::path& dir, int ranks, bool recompute, bool fused = false) {
+  auto out = dir / ("tp" + std::to_string(ranks) + (recompute ? "-recompute" : "") + (fused ? "-fused" : ""));
+  auto r = test::run_ranks(ranks, "[tp_worker]", "HPCBENCH_TP_WORKER",
+                           out.string() + " " + (recompute ? "1" : "0") + " " + (fused ? "1" : "0"), out);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   auto rank0 = model::read_safetensors(out / "rank0.safetensors");
@@ -121,15 +130,16 @@ Tensors run_tp(const fs::path& dir, int ranks, bool recompute) {
 TEST_CASE("tensor-parallel worker", "[.][tp_worker]") {
   std::istringstream in(std::getenv("HPCBENCH_TP_WORKER"));
   std::string out;
-  int recompute = 0;
-  in >> out >> recompute;
+  int recompute = 0, fused = 0;
+  in >> out >> recompute >> fused;
+  const auto engine = fused ? fused_engine() : EnginePolicy{};
   at::set_num_threads(1);
   auto layout = dist::detect_layout();
   dist::CommOptions opts;
   opts.timeout = std::chrono::seconds(60);
   auto comm = std::make_shared<dist::Comm>(layout, c10::Device(c10::kCPU), opts);
-  auto whole = whole_model();
-  strategies::tensor::TensorParallelBertForQuestionAnswering tp(whole->config(), comm);
+  auto whole = whole_model(engine);
+  strategies::tensor::TensorParallelBertForQuestionAnswering tp(whole->config(), comm, engine);
   strategies::tensor::load_tensor_parallel(*tp, strategies::tensor::named_tensors(*whole));
   tp->set_activation_checkpointing(recompute != 0);
   tp->train();
@@ -139,7 +149,20 @@ TEST_CASE("tensor-parallel worker", "[.][tp_worker]") {
   o.loss.backward();
   Tensors r{{"start_logits", o.start_logits.detach()}, {"end_logits", o.end_logits.detach()},
             {"loss", o.loss.detach().reshape({1})}};
-  for (auto& [k, g] : strategies::tensor::full_state(*tp, /*gradients=*/true)) r["grad." + k] = g;
+  for (auto& [k, g] : strategies::tensor::full_state(*tp, /*gradients=*/true)) {
+    if (!strategies::tensor::packed_qkv(k)) {
+      r["grad." + k] = g;
+      continue;
+    }
+    // The packed gradient in Hugging Face's names, [query; key; value] as the
+    // whole fused model stacks them, to compare with the unsplit model's.
+    const auto stem = k.substr(0, k.rfind("qkv."));
+    const auto leaf = k.ends_with(".bias") ? "bias" : "weight";
+    auto parts = g.chunk(3);
+    r["grad." + stem + "query." + leaf] = parts[0];
+    r["grad." + stem + "key." + leaf] = parts[1];
+    r["grad." + stem + "value." + leaf] = parts[2];
+  }
   int64_t numel = 0;
   for (auto& p : tp->named_parameters()) {
     r["local." + p.key()] = p.value().grad().contiguous();
@@ -172,6 +195,20 @@ TEST_CASE("tensor parallelism over 2 and 4 ranks equals the unsplit model and DT
   // the wrong order (a slice given to the wrong rank) are far outside it.
   auto q = whole.at("grad.bert.encoder.layer.0.attention.self.query.weight");
   CHECK(test::rel_diff(at::cat({q.chunk(2)[1], q.chunk(2)[0]}), q) > 0.1);
+}
+
+TEST_CASE("tensor parallelism under the fused engine over 2 and 4 ranks equals the unsplit model") {
+  at::set_num_threads(1);
+  // The unsplit, unfused model: the fused kernels' composites and the one
+  // QKV GEMM are the same fp32 arithmetic in another order (1e-7 per
+  // operation, as the split's), inside require_close's bounds. Each rank's
+  // packed projection must hold its heads of query, of key and of value; a
+  // naive cut of the packed rows in T blocks gives rank 0 all of query and
+  // half of key at T = 2, which moves every layer's output by O(1).
+  auto whole = whole_result();
+  test::TempDir dir;
+  for (int ranks : {2, 4}) require_close(run_tp(dir.path, ranks, false, true), whole,
+                                         "fused hpcbench vs the unsplit model, T=" + std::to_string(ranks));
 }
 
 TEST_CASE("tensor parallelism with activation checkpointing: the same gradients") {
@@ -231,6 +268,9 @@ TEST_CASE("tensor parallelism: which tensors split, and models that cannot be sp
   CHECK(strategies::tensor::tensor_parallel_dim("bert.encoder.layer.0.output.LayerNorm.weight") == -1);
   CHECK(strategies::tensor::tensor_parallel_dim("bert.embeddings.word_embeddings.weight") == -1);
   CHECK(strategies::tensor::tensor_parallel_dim("qa_outputs.weight") == -1);
+  CHECK(strategies::tensor::tensor_parallel_dim("bert.encoder.layer.0.attention.self.qkv.weight") == 0);
+  CHECK(strategies::tensor::packed_qkv("bert.encoder.layer.0.attention.self.qkv.bias"));
+  CHECK_FALSE(strategies::tensor::packed_qkv("bert.encoder.layer.0.attention.self.query.bias"));
   auto tiny = model::BertConfig::preset("bert-tiny");  // 2 heads
   CHECK_NOTHROW(strategies::tensor::check_tensor_parallel(tiny, 2));
   CHECK_THROWS_WITH(strategies::tensor::check_tensor_parallel(tiny, 4),

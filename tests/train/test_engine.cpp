@@ -43,7 +43,7 @@ TEST_CASE("without the flags every strategy trains on the eager ATen engine with
 }
 
 TEST_CASE("--fused is the packed model and the fused kernels, and resident bf16 weights under bf16 only") {
-  for (const char* label : {"baseline", "ddp", "zero:stage=2", "fsdp"}) {
+  for (const char* label : {"baseline", "ddp", "zero:stage=2", "fsdp", "tensor"}) {
     INFO(label);
     const auto fp32 = choose(label, "fp32", true, false);
     CHECK(fp32.fused_kernels());
@@ -81,7 +81,6 @@ TEST_CASE("a setting the strategy does not declare is refused, naming the flag, 
   const std::vector<std::tuple<const char*, bool, bool, const char*>> refused = {
       {"pipeline", false, true, "--cuda-graph with --strategy pipeline: its stage runner"},
       {"dp", false, true, "--cuda-graph with --strategy dp: one process drives several devices"},
-      {"tensor", true, false, "--fused with --strategy tensor: its shards cut query, key and value"},
       {"pipeline", true, false, "--fused with --strategy pipeline: its stages step their own parameters"},
       {"dp", true, false, "--fused with --strategy dp: one process drives its replicas"},
   };
@@ -152,10 +151,12 @@ TEST_CASE("once shown, --engine auto takes on CUDA what each strategy declares, 
   CHECK(base.name() == "graph+fused");
   CHECK(base.resident());
   CHECK(pick("ddp").name() == "graph+fused");
-  // tensor declares the graph, not the fused model.
+  // tensor declares both since its layers take the fused model's packed
+  // QKV (a rank's heads of each third) and its shard keeps fp32 masters.
   auto tensor = pick("tensor");
-  CHECK(tensor.name() == "graph");
-  CHECK_THAT(tensor.reason, Catch::Contains("auto: not fused, its shards cut query, key and value"));
+  CHECK(tensor.name() == "graph+fused");
+  CHECK(tensor.resident());
+  CHECK_THAT(tensor.reason, Catch::Contains("auto: fused") && Catch::Contains("auto: graph"));
   // zero and fsdp declare both since the sharded engine's storage is static
   // (shard/buffers.h; test_cuda_graph.cpp shows their graph-ready step equal).
   for (const char* label : {"zero:stage=3", "fsdp"}) CHECK(pick(label).name() == "graph+fused");

@@ -55,6 +55,28 @@ bool splits(dist::Comm* group) { return group && group->size() > 1; }
 
 int64_t handle(dist::Comm* group) { return static_cast<int64_t>(reinterpret_cast<intptr_t>(group)); }
 
+// This rank's part of a whole tensor split along `dim`: the packed QKV
+// projection's rows are [query; key; value], so a rank takes its block of
+// each third, in the order the packed forward views them ([3, heads, d]).
+at::Tensor slice_of(const std::string& name, const at::Tensor& src, int dim, int64_t ranks, int64_t rank) {
+  const int64_t thirds = packed_qkv(name) ? 3 : 1;
+  if (src.dim() <= dim || src.size(dim) % (thirds * ranks) != 0)
+    fail("tensor-parallel model: {} of shape {} does not split into {} along dimension {}", name, shape(src),
+         thirds * ranks, dim);
+  const int64_t part = src.size(dim) / (thirds * ranks);
+  if (thirds == 1) return src.narrow(dim, rank * part, part);
+  return src.unflatten(0, {3, src.size(0) / 3}).narrow(1, rank * part, part).flatten(0, 1);
+}
+
+// The whole tensor from the ranks' slices stacked as [ranks, slice...]: the
+// inverse of slice_of.
+at::Tensor whole_of(const std::string& name, const at::Tensor& parts, int dim) {
+  if (dim == 1) return parts.permute({1, 0, 2}).reshape({parts.size(1), -1});
+  if (!packed_qkv(name)) return parts.flatten(0, 1);
+  // [ranks, 3 * part, ...] -> [3, ranks, part, ...] -> [3 * ranks * part, ...]
+  return parts.unflatten(1, {3, parts.size(1) / 3}).transpose(0, 1).flatten(0, 2);
+}
+
 }  // namespace
 
 at::Tensor copy_to_tensor_parallel(const at::Tensor& x, dist::Comm* group) {
@@ -76,9 +98,13 @@ void check_tensor_parallel(const BertConfig& c, int ranks) {
          c.name, c.intermediate_size, ranks);
 }
 
+bool packed_qkv(const std::string& name) {
+  return name.ends_with("attention.self.qkv.weight") || name.ends_with("attention.self.qkv.bias");
+}
+
 int tensor_parallel_dim(const std::string& name) {
   auto ends = [&](const char* s) { return name.ends_with(s); };
-  if (ends("attention.self.query.weight") || ends("attention.self.query.bias") || ends("attention.self.key.weight") ||
+  if (packed_qkv(name) || ends("attention.self.query.weight") || ends("attention.self.query.bias") || ends("attention.self.key.weight") ||
       ends("attention.self.key.bias") || ends("attention.self.value.weight") || ends("attention.self.value.bias") ||
       ends("intermediate.dense.weight") || ends("intermediate.dense.bias"))
     return 0;
@@ -88,8 +114,8 @@ int tensor_parallel_dim(const std::string& name) {
 }
 
 RowParallelResidualOutputImpl::RowParallelResidualOutputImpl(int64_t in_per_rank, const BertConfig& c,
-                                                             dist::Comm* group)
-    : group_(group) {
+                                                             dist::Comm* group, EnginePolicy::Kernels kernels)
+    : group_(group), fused_(kernels == EnginePolicy::Kernels::Fused) {
   dense = register_module("dense", torch::nn::Linear(in_per_rank, c.hidden_size));
   LayerNorm = register_module("LayerNorm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.hidden_size})
                                                                      .eps(c.layer_norm_eps)));
@@ -98,14 +124,15 @@ RowParallelResidualOutputImpl::RowParallelResidualOutputImpl(int64_t in_per_rank
 
 at::Tensor RowParallelResidualOutputImpl::forward(const at::Tensor& x, const at::Tensor& residual) {
   // The bias is added once, after the partial products are summed.
-  auto y = reduce_from_tensor_parallel(at::linear(x, dense->weight), group_) + dense->bias;
-  return LayerNorm(dropout(y) + residual);
+  auto product = reduce_from_tensor_parallel(at::linear(x, dense->weight), group_);
+  return bias_dropout_residual_layernorm(*this, product, dense, dropout, LayerNorm, residual, fused_);
 }
 
-TensorParallelAttentionImpl::TensorParallelAttentionImpl(const BertConfig& c, dist::Comm* group, int ranks)
+TensorParallelAttentionImpl::TensorParallelAttentionImpl(const BertConfig& c, dist::Comm* group, int ranks,
+                                                         const EnginePolicy& engine)
     : group_(group) {
-  self = register_module("self", BertSelfAttention(c, ranks));
-  output = register_module("output", RowParallelResidualOutput(c.hidden_size / ranks, c, group));
+  self = register_module("self", BertSelfAttention(c, ranks, engine.qkv));
+  output = register_module("output", RowParallelResidualOutput(c.hidden_size / ranks, c, group, engine.kernels));
 }
 
 at::Tensor TensorParallelAttentionImpl::forward(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive) {
@@ -114,11 +141,12 @@ at::Tensor TensorParallelAttentionImpl::forward(const at::Tensor& x, const at::T
   return output(self->forward(copy_to_tensor_parallel(x, group_), key_mask, additive), x);
 }
 
-TensorParallelBertLayerImpl::TensorParallelBertLayerImpl(const BertConfig& c, dist::Comm* group, int ranks)
+TensorParallelBertLayerImpl::TensorParallelBertLayerImpl(const BertConfig& c, dist::Comm* group, int ranks,
+                                                         const EnginePolicy& engine)
     : group_(group) {
-  attention = register_module("attention", TensorParallelAttention(c, group, ranks));
-  intermediate = register_module("intermediate", BertIntermediate(c, ranks));
-  output = register_module("output", RowParallelResidualOutput(c.intermediate_size / ranks, c, group));
+  attention = register_module("attention", TensorParallelAttention(c, group, ranks, engine));
+  intermediate = register_module("intermediate", BertIntermediate(c, ranks, engine.kernels));
+  output = register_module("output", RowParallelResidualOutput(c.intermediate_size / ranks, c, group, engine.kernels));
 }
 
 at::Tensor TensorParallelBertLayerImpl::forward(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive) {
@@ -127,20 +155,20 @@ at::Tensor TensorParallelBertLayerImpl::forward(const at::Tensor& x, const at::T
 }
 
 TensorParallelBertForQuestionAnsweringImpl::TensorParallelBertForQuestionAnsweringImpl(
-    const BertConfig& config, std::shared_ptr<dist::Comm> group)
-    : config_(config), group_(std::move(group)) {
+    const BertConfig& config, std::shared_ptr<dist::Comm> group, const EnginePolicy& engine)
+    : config_(config), engine_(engine), group_(std::move(group)) {
   ranks_ = group_ ? group_->size() : 1;
   rank_ = group_ ? group_->rank() : 0;
   check_tensor_parallel(config_, ranks_);
   // The whole model's draws, so that a seed means the same weights as for
   // every other strategy; its slices are kept and the rest freed.
-  BertForQuestionAnswering whole(config_);
+  BertForQuestionAnswering whole(config_, engine_);
   auto bert = register_module("bert", std::make_shared<torch::nn::Module>("BertModel"));
   embeddings = bert->register_module("embeddings", BertEmbeddings(config_));
   auto encoder = bert->register_module("encoder", std::make_shared<torch::nn::Module>("BertEncoder"));
   layer = encoder->register_module("layer", torch::nn::ModuleList());
   for (int64_t i = 0; i < config_.num_hidden_layers; ++i)
-    layer->push_back(TensorParallelBertLayer(config_, group_.get(), ranks_));
+    layer->push_back(TensorParallelBertLayer(config_, group_.get(), ranks_, engine_));
   qa_outputs = register_module("qa_outputs", torch::nn::Linear(config_.hidden_size, 2));
   load_tensor_parallel(*this, named_tensors(*whole));
 }
@@ -157,7 +185,10 @@ QAOutput TensorParallelBertForQuestionAnsweringImpl::forward(const at::Tensor& i
   at::Tensor additive;
   for (size_t i = 0; i < layer->size(); ++i)
     h = run_layer(layer[i]->as<TensorParallelBertLayer>(), h, key_mask, additive, recompute_);
-  return qa_output(at::linear(h, qa_outputs->weight, qa_outputs->bias), start_positions, end_positions);
+  auto logits = at::linear(h, qa_outputs->weight, qa_outputs->bias);
+  // The loss from fp32 logits, as the whole fused model computes it.
+  if (engine_.fused_model() && at::isReducedFloatingType(logits.scalar_type())) logits = logits.to(at::kFloat);
+  return qa_output(logits, start_positions, end_positions);
 }
 
 std::map<std::string, at::Tensor> named_tensors(const torch::nn::Module& module) {
@@ -175,13 +206,7 @@ void load_tensor_parallel(TensorParallelBertForQuestionAnsweringImpl& model,
     if (it == whole.end()) fail("tensor-parallel model: the whole model has no tensor {}", p.key());
     const int dim = tensor_parallel_dim(p.key());
     at::Tensor src = it->second;
-    if (dim >= 0) {
-      if (src.dim() <= dim || src.size(dim) % ranks != 0)
-        fail("tensor-parallel model: {} of shape {} does not split into {} along dimension {}", p.key(),
-             shape(src), ranks, dim);
-      const int64_t part = src.size(dim) / ranks;
-      src = src.narrow(dim, rank * part, part);
-    }
+    if (dim >= 0) src = slice_of(p.key(), src, dim, ranks, rank);
     if (!src.sizes().equals(p.value().sizes()))
       fail("tensor-parallel model: {} is {} in the whole model, its slice {} but this rank holds {}", p.key(),
            shape(it->second), shape(src),
@@ -209,7 +234,7 @@ std::map<std::string, at::Tensor> full_state(TensorParallelBertForQuestionAnswer
     std::vector<int64_t> shape{ranks};
     shape.insert(shape.end(), local.sizes().begin(), local.sizes().end());
     auto parts = all.view(shape);  // [ranks, slice...]
-    out[p.key()] = dim == 0 ? parts.flatten(0, 1) : parts.permute({1, 0, 2}).reshape({local.size(0), -1});
+    out[p.key()] = whole_of(p.key(), parts, dim);
   }
   return out;
 }

@@ -22,9 +22,17 @@
 // them whole, with the same weights and the same gradients (the input
 // gradient of the first layer is all-reduced by its f).
 //
-// Every parameter keeps its Hugging Face name; split ones hold their slice
-// (load_tensor_parallel cuts it from the whole model's tensors, full_state
-// gathers them back).
+// Every parameter keeps its name in the whole model; split ones hold their
+// slice (load_tensor_parallel cuts it from the whole model's tensors,
+// full_state gathers them back).
+//
+// Under the fused engine (--fused) the layers are the fused model's: one
+// packed QKV projection per rank, holding that rank's heads of query, then
+// of key, then of value (the whole model's [3h, h] cut per third, not in T
+// consecutive row blocks, which would give rank 0 all of query and part of
+// key), and the fused bias-GELU and bias-dropout-residual-LayerNorm kernels;
+// the row-parallel bias still follows g's all-reduce, as the fused kernel
+// takes the GEMM's output and its bias apart.
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
@@ -37,6 +45,7 @@
 #include <memory>
 #include <string>
 
+#include "core/engine_policy.h"
 #include "model/bert.h"
 #include "model/bert_modules.h"
 
@@ -57,11 +66,15 @@ void check_tensor_parallel(const model::BertConfig& config, int ranks);
 // How a parameter is split: along dim 0 (column-parallel: rows of the
 // weight, and the bias), dim 1 (row-parallel weight) or not at all (-1).
 int tensor_parallel_dim(const std::string& name);
+// Whether it is the fused model's packed QKV projection (split along dim 0,
+// a rank's rows of each third).
+bool packed_qkv(const std::string& name);
 
 // dense (a row-parallel slice) -> g -> + bias -> dropout -> LayerNorm(x + residual).
 class RowParallelResidualOutputImpl : public torch::nn::Module {
  public:
-  RowParallelResidualOutputImpl(int64_t in_per_rank, const model::BertConfig& c, dist::Comm* group);
+  RowParallelResidualOutputImpl(int64_t in_per_rank, const model::BertConfig& c, dist::Comm* group,
+                                EnginePolicy::Kernels kernels = EnginePolicy::Kernels::Aten);
   at::Tensor forward(const at::Tensor& x, const at::Tensor& residual);
 
   torch::nn::Linear dense{nullptr};
@@ -70,12 +83,13 @@ class RowParallelResidualOutputImpl : public torch::nn::Module {
 
  private:
   dist::Comm* group_;
+  bool fused_;
 };
 TORCH_MODULE(RowParallelResidualOutput);
 
 class TensorParallelAttentionImpl : public torch::nn::Module {
  public:
-  TensorParallelAttentionImpl(const model::BertConfig& c, dist::Comm* group, int ranks);
+  TensorParallelAttentionImpl(const model::BertConfig& c, dist::Comm* group, int ranks, const EnginePolicy& engine);
   at::Tensor forward(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive);
 
   model::BertSelfAttention self{nullptr};
@@ -88,7 +102,7 @@ TORCH_MODULE(TensorParallelAttention);
 
 class TensorParallelBertLayerImpl : public torch::nn::Module {
  public:
-  TensorParallelBertLayerImpl(const model::BertConfig& c, dist::Comm* group, int ranks);
+  TensorParallelBertLayerImpl(const model::BertConfig& c, dist::Comm* group, int ranks, const EnginePolicy& engine);
   at::Tensor forward(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive);
 
   TensorParallelAttention attention{nullptr};
@@ -105,13 +119,17 @@ class TensorParallelBertForQuestionAnsweringImpl : public torch::nn::Module {
   // `group`: the tensor-parallel ranks (null: one rank, the whole model).
   // Random weights drawn as the whole model draws them, then cut: seed torch
   // first and every rank holds the slices of one and the same model.
-  TensorParallelBertForQuestionAnsweringImpl(const model::BertConfig& config, std::shared_ptr<dist::Comm> group);
+  // `engine`: its QKV layout and kernels, as the whole model's (the
+  // precision and the weights' residency are the strategy's to apply).
+  TensorParallelBertForQuestionAnsweringImpl(const model::BertConfig& config, std::shared_ptr<dist::Comm> group,
+                                             const EnginePolicy& engine = {});
 
   model::QAOutput forward(const at::Tensor& input_ids, const at::Tensor& token_type_ids, const at::Tensor& attention_mask,
                    const std::optional<at::Tensor>& start_positions = std::nullopt,
                    const std::optional<at::Tensor>& end_positions = std::nullopt);
 
   const model::BertConfig& config() const { return config_; }
+  const EnginePolicy& engine() const { return engine_; }
   int ranks() const { return ranks_; }
   int rank() const { return rank_; }
   dist::Comm* group() const { return group_.get(); }
@@ -123,6 +141,7 @@ class TensorParallelBertForQuestionAnsweringImpl : public torch::nn::Module {
 
  private:
   model::BertConfig config_;
+  EnginePolicy engine_;
   std::shared_ptr<dist::Comm> group_;
   int ranks_ = 1, rank_ = 0;
   bool recompute_ = false;

@@ -42,12 +42,11 @@ class TensorSpec final : public Spec {
            "data-parallel across groups (--dp-size)";
   }
   // Its step is graph-ready (tests/strategies/test_cuda_graph.cpp); its
-  // layers are a model tree of their own, without the fused model's layout.
+  // layers take the fused model's packed QKV (a rank's heads of each third)
+  // and kernels, and its shard's weights resident in bf16 with fp32
+  // masters (test_tensor_layers.cpp, test_fused_parity.cpp).
   EngineSupport engine(const Options&) const override {
-    const auto unfused = Capability::no(
-        "its shards cut query, key and value column-wise each (a rank holds its heads of the three), while the "
-        "fused model holds them as one [3h, h] projection");
-    return {Capability::yes(), unfused, unfused};
+    return {Capability::yes(), Capability::yes(), Capability::yes()};
   }
   Traits traits() const override {
     Traits t;
@@ -87,9 +86,12 @@ class TensorSpec final : public Spec {
     return "";
   }
   int data_parallel_size(const Options& opts, const Shape& shape) const override { return mesh_of(opts, shape).dp(); }
-  // Each rank steps its shard: 16 bytes a parameter it holds.
+  // Each rank steps its shard: 16 bytes a parameter it holds, 20 with
+  // bf16-resident weights (replicated_state's count over the shard).
   StateBytes memory(const Options& opts, const MemoryInputs& in) const override {
-    return {16.0 * static_cast<double>(shard_params(in.units, mesh_of(opts, in.shape).tp())), 0};
+    return {replicated_state_bytes(shard_params(in.units, mesh_of(opts, in.shape).tp()), in.resident,
+                                   in.compute_bytes),
+            0};
   }
   // Per micro-batch and layer, Megatron's g all-reduces the attention's and
   // the MLP's partial outputs forward, f their inputs' gradients backward;

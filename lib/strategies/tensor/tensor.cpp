@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "distributed/process_group.h"
 #include "model/bert_modules.h"
+#include "strategies/master_weights.h"
 #include "strategies/strategy.h"
 #include "strategies/support.h"
 #include "strategies/tensor/layers.h"
@@ -29,29 +30,40 @@ namespace {
 
 // The shard's optimizer, the global gradient norm over the group's slices,
 // and the whole model gathered back into the trainer's (whose own weights
-// are released while the shard trains).
+// are released while the shard trains). With `masters` (bf16-resident
+// weights) AdamW steps the shard's fp32 masters, as the replicated
+// strategies' updater does (master_weights.h): clipping reads their fp32
+// gradients and the step ends by copying them into the bf16 shard.
 class ShardUpdater final : public Updater {
  public:
   ShardUpdater(TensorParallelBertForQuestionAnswering shard, model::BertForQuestionAnswering whole,
-               const train::OptimizerConfig& cfg, dist::Comm* job)
+               const train::OptimizerConfig& cfg, dist::Comm* job, std::shared_ptr<MasterWeights> masters)
       : shard_(std::move(shard)),
         whole_(std::move(whole)),
         params_(shard_->parameters()),
-        optimizer_(train::make_adamw(*shard_, cfg)),
-        job_(job) {}
+        optimizer_(masters ? adamw_of_masters(*shard_, *masters, cfg) : train::make_adamw(*shard_, cfg)),
+        job_(job),
+        masters_(std::move(masters)) {}
   torch::optim::Optimizer& optimizer() override { return *optimizer_; }
   std::vector<at::Tensor> params() const override { return params_; }
 
   // clip_grad_norm_ over the whole model: the split tensors' squares summed
   // over the group, the replicated ones (equal on every rank) counted once.
   at::Tensor clip(double max_norm) override {
+    if (masters_) {
+      masters_->gradients_in();
+      masters_have_grads_ = true;
+    }
     std::vector<at::Tensor> split, replicated;
-    for (const auto& p : shard_->named_parameters())
-      if (p.value().grad().defined())
-        (tensor_parallel_dim(p.key()) >= 0 ? split : replicated).push_back(p.value().grad());
+    size_t k = 0;  // the masters follow the parameters' order
+    for (const auto& p : shard_->named_parameters()) {
+      if (!p.value().requires_grad()) continue;
+      const auto& g = masters_ ? masters_->masters().at(k++).grad() : p.value().grad();
+      if (g.defined()) (tensor_parallel_dim(p.key()) >= 0 ? split : replicated).push_back(g);
+    }
     at::NoGradGuard no_grad;
     auto squares = [&](const std::vector<at::Tensor>& g) {
-      if (g.empty()) return at::zeros({1}, params_.front().options().requires_grad(false));
+      if (g.empty()) return at::zeros({1}, params_.front().options().dtype(at::kFloat).requires_grad(false));
       return at::stack(at::_foreach_norm(g, 2)).pow(2).sum().reshape({1});
     };
     auto split_sq = squares(split);
@@ -71,10 +83,22 @@ class ShardUpdater final : public Updater {
     job_->allreduce(bad, /*average=*/false, "fp16 overflow verdict");
     return bad.item<float>() == 0.0f;
   }
-  void step() override { optimizer_->step(); }
-  void zero_grad() override { optimizer_->zero_grad(/*set_to_none=*/true); }
+  void step() override {
+    if (masters_ && !masters_have_grads_) masters_->gradients_in();
+    optimizer_->step();
+    if (masters_) masters_->copy_out();
+    masters_have_grads_ = false;
+  }
+  void zero_grad() override {
+    optimizer_->zero_grad(/*set_to_none=*/true);
+    if (masters_)
+      for (auto& p : params_) p.mutable_grad() = at::Tensor();
+  }
 
+  // With masters the fp32 weights are gathered (the shard computes on
+  // their bf16 copies again from the next forward on).
   void gather_whole() override {
+    if (masters_) masters_->use_masters();
     auto full = full_state(*shard_);  // collective over the group
     at::NoGradGuard no_grad;
     for (auto& p : whole_->named_parameters()) p.value().set_data(full.at(p.key()));
@@ -85,6 +109,8 @@ class ShardUpdater final : public Updater {
     std::vector<at::Tensor> held;
     for (auto& p : whole_->parameters())
       if (p.numel() > 0) held.push_back(p);
+    if (masters_)
+      for (auto& t : masters_->held()) held.push_back(t);
     return train::model_state_bytes(params_, *optimizer_, held);
   }
 
@@ -94,6 +120,8 @@ class ShardUpdater final : public Updater {
   std::vector<at::Tensor> params_;
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   dist::Comm* job_;
+  std::shared_ptr<MasterWeights> masters_;
+  bool masters_have_grads_ = false;  // gradients_in() ran since the last step
 };
 
 // Ranks on each node (0: every rank on one), and a clear error when a
@@ -130,9 +158,10 @@ void broadcast_whole(model::BertForQuestionAnswering& m, dist::Comm& comm) {
   }
 }
 
-// The shard, its weights cut from `whole`. Building it draws a whole model's
-// weights (then discarded): the CPU generator is put back so that dropout
-// draws what it draws under every other strategy.
+// The shard, its weights cut from `whole` and its layers in whole's QKV
+// layout and kernels. Building it draws a whole model's weights (then
+// discarded): the CPU generator is put back so that dropout draws what it
+// draws under every other strategy.
 TensorParallelBertForQuestionAnswering make_shard(model::BertForQuestionAnswering& whole,
                                                   std::shared_ptr<dist::Comm> group, c10::Device device) {
   auto gen = at::detail::getDefaultCPUGenerator();
@@ -141,7 +170,7 @@ TensorParallelBertForQuestionAnswering make_shard(model::BertForQuestionAnswerin
     std::lock_guard<std::mutex> lock(gen.mutex());
     rng = gen.get_state();
   }
-  TensorParallelBertForQuestionAnswering shard(whole->config(), std::move(group));
+  TensorParallelBertForQuestionAnswering shard(whole->config(), std::move(group), whole->engine());
   {
     std::lock_guard<std::mutex> lock(gen.mutex());
     gen.set_state(rng);
@@ -177,6 +206,8 @@ class TensorParallel final : public Strategy {
     if (mesh.dp() > 1) dp_group_ = comm.subgroup(fmt::format("data.{}", me.tp), mesh.dp_group(ctx.rank));
 
     shard_ = make_shard(whole, tp_group, ctx.device);
+    // After the cut from rank 0's fp32 weights: the masters are those slices.
+    if (ctx.engine.resident()) masters_ = std::make_shared<MasterWeights>(*shard_, at::kBFloat16);
     // The shard is what trains: the whole model's weights are released
     // until gather_whole brings them back for checkpoints and evaluation.
     {
@@ -195,15 +226,18 @@ class TensorParallel final : public Strategy {
     t.options = fmt::format("{},layout={}", resolved.options_text(), mesh.label());
     MemoryInputs in;
     in.units = whole->config().unit_parameters();
+    in.resident = masters_ != nullptr;
+    in.compute_bytes = ctx.precision == "bf16" || ctx.precision == "fp16" ? 2 : 4;
     in.shape = per_node > 0 ? Shape{ctx.world_size / per_node, per_node} : Shape{1, ctx.world_size};
     t.state_theory_bytes = choice_.memory(in).total();
-    std::unique_ptr<Updater> updater = std::make_unique<ShardUpdater>(shard_, whole, ctx.optimizer, ctx.comm.get());
+    std::unique_ptr<Updater> updater = std::make_unique<ShardUpdater>(shard_, whole, ctx.optimizer, ctx.comm.get(), masters_);
     return {std::move(t), std::move(updater)};
   }
 
   at::Tensor forward_backward(model::BertForQuestionAnswering&, const train::Batch& b, double scale, bool,
                               train::StepTimer& timer) override {
-    return forward_backward_of(shard_, b, scale, ctx_.device.type(), ctx_.precision, timer);
+    if (masters_) masters_->use_compute();
+    return forward_backward_of(shard_, b, scale, ctx_.device.type(), ctx_.engine.autocast(), timer);
   }
 
   void finish_gradients(train::StepTimer& timer) override {
@@ -217,6 +251,7 @@ class TensorParallel final : public Strategy {
   Choice choice_;
   StrategyContext ctx_;
   TensorParallelBertForQuestionAnswering shard_{nullptr};
+  std::shared_ptr<MasterWeights> masters_;  // --fused under bf16
   std::unique_ptr<dist::Comm> dp_group_;
 };
 

@@ -252,7 +252,7 @@ double model_state_per_rank(const train::TrainConfig& cfg, const strategies::Cho
   const bool mixed = cfg.precision == "bf16" || cfg.precision == "fp16";
   in.compute_bytes = mixed ? dtype_bytes(cfg.precision) : 4;
   in.reduce_bytes = in.compute_bytes;
-  in.resident = train::choose_engine(cfg, strategy).resident();
+  in.resident = train::choose_engine(cfg, strategy, {}, in.shape).resident();
   return strategy.memory(in).total();
 }
 
@@ -301,10 +301,10 @@ void check_device_memory(const train::TrainConfig& cfg, const strategies::Choice
                          int ranks_per_node, size_t device_bytes, const std::string& device_name) {
   if (device_bytes == 0) return;
   const double state = model_state_per_rank(cfg, strategy, world_size, ranks_per_node);
-  const bool graph = train::choose_engine(cfg, strategy, {true}).graph();
   // Ranks that hold parts of one model split the heads and the MLP at most
   // over every rank: a lower bound for any split.
   const strategies::Shape shape{1, world_size};
+  const bool graph = train::choose_engine(cfg, strategy, {true}, shape).graph();
   const bool replica = strategy.spec().data_parallel_size(strategy.options(), shape) == world_size;
   const double pool = graph ? graph_pool_bytes(cfg, replica ? 1 : world_size) : 0;
   if (state + pool > static_cast<double>(device_bytes))

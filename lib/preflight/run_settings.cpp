@@ -38,8 +38,8 @@ void check_run_settings(const train::TrainConfig& cfg, const strategies::Choice&
   train::validate(cfg);
   choice.validate(cfg.precision);
   // The engine is decided in one place, which refuses what the strategy
-  // does not declare (train/engine.h).
-  train::choose_engine(cfg, choice);
+  // does not declare on this job (train/engine.h).
+  train::choose_engine(cfg, choice, {}, devices);
   const auto mcfg = train::model_config(cfg);
   check_strategy_fits(choice, devices, cfg.batch_size, train::model_shape(mcfg), mcfg.name);
   // Real SQuAD data has as many samples as its windows, known once it is

@@ -4,6 +4,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/hostinfo.h"
@@ -118,8 +119,10 @@ Run build(const train::TrainConfig& cfg, const strategies::Choice& choice, const
   const int64_t n = r.data->size();
   r.data_identity = train::data_identity(cfg, n);
 
+  const int nodes = static_cast<int>(std::max<int64_t>(ctx.nodes, 1));
   r.engine = train::choose_engine(
-      cfg, choice, {r.device.is_cuda(), ctx.comm && ctx.comm->wait_mode() == dist::WaitMode::HostBlocking});
+      cfg, choice, {r.device.is_cuda(), ctx.comm && ctx.comm->wait_mode() == dist::WaitMode::HostBlocking},
+      strategies::Shape{nodes, ctx.world_size / nodes});
   r.model = initial_model(r);
   set_up_strategy(r, choice, ctx);
   r.batch = plan_batches(cfg, r.topology, n);

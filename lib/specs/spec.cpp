@@ -27,6 +27,10 @@ EngineSupport EngineSupport::undeclared(const std::string& strategy) {
   return {none, none, none};
 }
 
+EngineSupport EngineSupport::unfused(Capability capture, const std::string& why) {
+  return {std::move(capture), Capability::no(why), Capability::no(why)};
+}
+
 Choice::Choice(const Spec& spec) : spec_(&spec), options_(spec.defaults()) {}
 Choice::Choice(const Choice& other) : spec_(other.spec_), options_(other.options_->clone()) {}
 Choice& Choice::operator=(const Choice& other) {

@@ -101,6 +101,9 @@ struct EngineSupport {
   Capability resident;
   // Every setting refused because `strategy` declared none.
   static EngineSupport undeclared(const std::string& strategy);
+  // `capture` as declared; the fused model and its resident weights both
+  // refused for one reason (a strategy whose step keeps a model of its own).
+  static EngineSupport unfused(Capability capture, const std::string& why);
 };
 
 class Spec {
@@ -132,6 +135,10 @@ class Spec {
   // What this strategy runs on the fast engine (EngineSupport): nothing
   // unless it says so, each refusal with its reason.
   virtual EngineSupport engine(const Options& options) const { return EngineSupport::undeclared(name()); }
+  // engine() on a job of `shape`, for a strategy whose support depends on
+  // the job (pipeline's capture holds at one stage only); engine() itself is
+  // then what holds on any job. The run asks this one: it knows its shape.
+  virtual EngineSupport engine_on(const Options& options, const Shape& shape) const { return engine(options); }
   // Data-parallel replicas in a job of `shape` (every device, unless devices
   // hold parts of one model).
   virtual int data_parallel_size(const Options& options, const Shape& shape) const { return shape.world(); }
@@ -186,6 +193,7 @@ class Choice {
   }
   std::string unsupported_batch(int64_t batch_size) const { return spec_->unsupported_batch(*options_, batch_size); }
   EngineSupport engine() const { return spec_->engine(*options_); }
+  EngineSupport engine(const Shape& shape) const { return spec_->engine_on(*options_, shape); }
   StateBytes memory(const MemoryInputs& in) const { return spec_->memory(*options_, in); }
 
   // Sets option `key` from text; UserError naming `what` and the keys known.

@@ -84,10 +84,11 @@ void choose_auto(const TrainConfig& cfg, const strategies::Choice& choice, const
 
 }  // namespace
 
-EnginePolicy choose_engine(const TrainConfig& cfg, const strategies::Choice& choice, const EngineDevice& device) {
+EnginePolicy choose_engine(const TrainConfig& cfg, const strategies::Choice& choice, const EngineDevice& device,
+                           const std::optional<strategies::Shape>& job) {
   EnginePolicy e;
   e.precision = cfg.precision;
-  const auto support = choice.engine();
+  const auto support = job ? choice.engine(*job) : choice.engine();
   std::vector<std::string> why;
   if (cfg.fused) {
     choose_fused(cfg, choice, support, e);

@@ -3,6 +3,8 @@
 // settings ask for (--precision, --fused, --cuda-graph, --engine), what its
 // strategy declares it runs on (Spec::engine), what the device and the other
 // settings allow.
+#include <optional>
+
 #include "core/engine_policy.h"
 #include "specs/spec.h"
 #include "train/config.h"
@@ -30,7 +32,11 @@ struct EngineDevice {
 // kAutoEngineShown, on CUDA. A setting asked for that the strategy does not
 // declare, or that the precision or activation checkpointing rule out, is a
 // UserError naming the flag, the strategy and the reason, raised before
-// anything starts. The policy's `reason` says how it was chosen.
-EnginePolicy choose_engine(const TrainConfig& cfg, const strategies::Choice& choice, const EngineDevice& device = {});
+// anything starts. The policy's `reason` says how it was chosen. `job`: the
+// job's shape where it is known (every run knows it before launch), for a
+// strategy whose declarations depend on it (Spec::engine_on); without it,
+// what the strategy declares for any job.
+EnginePolicy choose_engine(const TrainConfig& cfg, const strategies::Choice& choice, const EngineDevice& device = {},
+                           const std::optional<strategies::Shape>& job = std::nullopt);
 
 }  // namespace hpcbench::train

@@ -259,7 +259,7 @@ TEST_CASE("each strategy declares the engine settings it runs on, with the reaso
       {"tensor", "", "", ""},
       {"zero", "", "", ""},
       {"fsdp", "", "", ""},
-      {"pipeline", "host", "fp32 master weights", "fp32 master weights"},
+      {"pipeline", "a pipeline of more than one stage passes", "fp32 master weights", "fp32 master weights"},
       {"dp", "several devices", "use --strategy ddp", "use --strategy ddp"},
   };
   auto check = [](const Capability& c, const std::string& why) {
@@ -283,6 +283,29 @@ TEST_CASE("each strategy declares the engine settings it runs on, with the reaso
   // A strategy the registry gains later is declared knowingly: every
   // registered one is named above.
   CHECK(specs().size() == rows.size());
+}
+
+// On a job of a known shape: pipeline's capture where it has one stage, the
+// others' declarations whatever the job (engine_on defaults to engine).
+TEST_CASE("a spec's engine settings on a job: pipeline captured at one stage only") {
+  auto on = [](const std::string& label, int ranks) { return parse_label(label, "s").engine(Shape{1, ranks}); };
+  CHECK(on("pipeline", 1).capture.supported);
+  CHECK(on("pipeline:stages=1", 4).capture.supported);
+  CHECK(on("pipeline:stages=1", 4).fused.why_not == on("pipeline", 1).fused.why_not);
+  CHECK_FALSE(on("pipeline:stages=1", 4).fused.supported);
+  const auto two = on("pipeline", 2).capture;
+  CHECK_FALSE(two.supported);
+  CHECK_THAT(two.why_not, Catch::Contains("its 2 stages pass") && Catch::Contains("point-to-point"));
+  // A layout the job cannot take falls back to what holds on any job.
+  CHECK_FALSE(on("pipeline:stages=3", 4).capture.supported);
+  for (const char* label : {"baseline", "ddp", "zero:stage=3", "fsdp", "tensor", "dp"})
+    for (int ranks : {1, 2}) {
+      INFO(label << " on " << ranks);
+      const auto any = parse_label(label, "s").engine(), job = on(label, ranks);
+      CHECK(any.capture.supported == job.capture.supported);
+      CHECK(any.fused.supported == job.fused.supported);
+      CHECK(any.resident.supported == job.resident.supported);
+    }
 }
 
 TEST_CASE("a spec that declares no engine settings is refused each, naming itself") {

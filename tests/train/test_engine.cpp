@@ -79,7 +79,8 @@ TEST_CASE("--cuda-graph is the graph-ready step where the strategy declares it, 
 
 TEST_CASE("a setting the strategy does not declare is refused, naming the flag, the strategy and the reason") {
   const std::vector<std::tuple<const char*, bool, bool, const char*>> refused = {
-      {"pipeline", false, true, "--cuda-graph with --strategy pipeline: its stage runner"},
+      // Its job unknown, its stages are too: only a pipeline of one stage is captured.
+      {"pipeline", false, true, "--cuda-graph with --strategy pipeline: a pipeline of more than one stage passes"},
       {"dp", false, true, "--cuda-graph with --strategy dp: one process drives several devices"},
       {"pipeline", true, false, "--fused with --strategy pipeline: its stages step their own parameters"},
       {"dp", true, false, "--fused with --strategy dp: one process drives its replicas"},
@@ -88,6 +89,43 @@ TEST_CASE("a setting the strategy does not declare is refused, naming the flag, 
     INFO(label);
     CHECK_THROWS_WITH(choose(label, "bf16", fused, graph), Catch::Contains(why));
   }
+}
+
+// Pipeline declares the capture on a job where it has one stage: no
+// point-to-point in the step then. More stages are refused with the reason,
+// the stage count named; an explicit --stages 1 is known without the job.
+TEST_CASE("pipeline is captured at one stage and refused at more, naming the strategy and why") {
+  train::TrainConfig cfg;
+  cfg.precision = "bf16";
+  cfg.cuda_graph = true;
+  auto on = [&](const std::string& label, int ranks) {
+    return train::choose_engine(cfg, strategies::parse_label(label, "--strategy"), {}, strategies::Shape{1, ranks});
+  };
+  CHECK(on("pipeline", 1).name() == "graph");
+  CHECK(on("pipeline:stages=1", 2).name() == "graph");  // one stage, two data-parallel replicas
+  CHECK(on("pipeline:dp-size=2", 2).name() == "graph");
+  CHECK(choose("pipeline:stages=1", "bf16", false, true).name() == "graph");
+  for (const auto& [label, ranks, stages] : std::vector<std::tuple<const char*, int, int>>{
+           {"pipeline", 2, 2}, {"pipeline", 4, 4}, {"pipeline:stages=2", 4, 2}, {"pipeline:dp-size=2", 4, 2}}) {
+    INFO(label << " on " << ranks);
+    CHECK_THROWS_WITH(on(label, ranks),
+                      Catch::Contains("--cuda-graph with --strategy " + std::string(label) + ": its " +
+                                      std::to_string(stages) + " stages pass activations and gradients") &&
+                          Catch::Contains("point-to-point") && Catch::Contains("Gloo") &&
+                          Catch::Contains("NCCL's send and recv inside a CUDA graph"));
+  }
+  // --fused stays refused at one stage: no master weights in its updater.
+  cfg.fused = true;
+  CHECK_THROWS_WITH(on("pipeline", 1), Catch::Contains("--fused with --strategy pipeline: its stages step"));
+  // --engine auto on CUDA, once shown: the graph at one stage, eager at two.
+  cfg.fused = false;
+  cfg.cuda_graph = false;
+  const train::EngineDevice shown{true, false, true};
+  auto one = train::choose_engine(cfg, strategies::parse_label("pipeline", "s"), shown, strategies::Shape{1, 1});
+  CHECK(one.name() == "graph");
+  auto two = train::choose_engine(cfg, strategies::parse_label("pipeline", "s"), shown, strategies::Shape{1, 2});
+  CHECK(two.name() == "eager");
+  CHECK_THAT(two.reason, Catch::Contains("auto: no graph, its 2 stages pass"));
 }
 
 TEST_CASE("a strategy that declares no engine settings is refused each of them") {

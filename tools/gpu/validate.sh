@@ -452,19 +452,25 @@ phase_strategies() {
 # Every strategy that declares --cuda-graph, graphed at world size 1 on NCCL with
 # --keep-collectives, interleaved with the graphed baseline (B, S..., B, S..., B: each
 # strategy twice, the baseline three times, in one call), bf16, dropout off, at the big
-# batch; two eager baselines of the same batches give the loss envelope.
-# tools/gpu/strategies_graph.py holds the bounds (issue 40).
+# batch; each strategy (the baseline too) run eagerly twice on the same batches, its own
+# loss envelope. tools/gpu/strategies_graph.py holds the bounds (issue 40).
 phase_strategies_graph() {
   ensure_bin
   local common=(--precision bf16 --batch-size "$big" --dropout 0)
-  local names=(ddp zero1 zero2 zero3 fsdp-full fsdp-grad-op tensor) repeats=2 i n
+  local names=(ddp zero1 zero2 zero3 fsdp-full fsdp-grad-op tensor pipeline) repeats=2 i n
   declare -A flags=([ddp]="--strategy ddp" [zero1]="--strategy zero --zero-stage 1"
     [zero2]="--strategy zero --zero-stage 2" [zero3]="--strategy zero --zero-stage 3"
     [fsdp-full]="--strategy fsdp --sharding full" [fsdp-grad-op]="--strategy fsdp --sharding grad-op"
-    [tensor]="--strategy tensor")
-  say "strategies-graph: two eager baselines (the loss envelope)"
+    [tensor]="--strategy tensor" [pipeline]="--strategy pipeline --micro-batches 4")
+  say "strategies-graph: each strategy's two eager runs (its loss envelope)"
   hb_run sg-eager-0 "${common[@]}" --dump-data "$work/data-sg.safetensors"
   hb_run sg-eager-1 "${common[@]}"
+  for n in "${names[@]}"; do
+    for i in 0 1; do
+      # shellcheck disable=SC2086 # the strategy's flags are words
+      hb_run "sg-$n-eager-$i" "${common[@]}" ${flags[$n]} --keep-collectives
+    done
+  done
   for ((i = 0; i <= repeats; i++)); do
     say "strategies-graph: round $i"
     hb_run "sg-baseline-$i" "${common[@]}" --cuda-graph

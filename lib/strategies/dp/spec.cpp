@@ -21,13 +21,11 @@ class DpSpec final : public Spec {
     return t;
   }
   EngineSupport engine(const Options&) const override {
-    const auto unfused = Capability::no(
+    return EngineSupport::unfused(
+        Capability::no("one process drives several devices (--replicas), while a CUDA graph captures the work of one "
+                       "device, and dp's copies between the replicas are timed on host clocks inside the step"),
         "one process drives its replicas from copies of the model that it makes itself, which are neither fused "
         "nor bf16-resident; use --strategy ddp");
-    return {Capability::no("one process drives several devices (--replicas), while a CUDA graph captures the work "
-                           "of one device, and dp's copies between the replicas are timed on host clocks inside "
-                           "the step"),
-            unfused, unfused};
   }
   std::unique_ptr<Options> defaults() const override { return std::make_unique<DpOptions>(); }
   std::vector<std::string> always_shown() const override { return {"replicas"}; }

@@ -145,6 +145,7 @@ SetUp Pipeline::setup(model::BertForQuestionAnswering& model, const StrategyCont
   pipeline::RunnerOptions ro;
   ro.schedule = pipeline::parse_schedule(opts_.schedule);
   ro.precision = ctx.precision;
+  ro.graph_events = ctx.engine.graph();
   runner_ = std::make_unique<pipeline::StageRunner>(stage, links, ro, ctx.device);
   params_ = stage->parameters();
 
@@ -171,7 +172,7 @@ SetUp Pipeline::setup(model::BertForQuestionAnswering& model, const StrategyCont
 }
 
 at::Tensor Pipeline::forward_backward(model::BertForQuestionAnswering&, const train::Batch& batch, double scale,
-                                      bool, train::StepTimer& timer) {
+                                      bool last_micro, train::StepTimer& timer) {
   // Rows cut as torch.tensor_split cuts them (the first rows % M one more);
   // a last batch of an epoch shorter than M rows runs as fewer micro-batches.
   const int64_t rows = batch.size();
@@ -182,7 +183,8 @@ at::Tensor Pipeline::forward_backward(model::BertForQuestionAnswering&, const tr
     micro.push_back(batch.slice(begin, begin + n));
     begin += n;
   }
-  return runner_->step(micro, scale, &timer);
+  ran_on_host_ = true;
+  return runner_->step(micro, scale, &timer, last_micro);
 }
 
 void Pipeline::finish_gradients(train::StepTimer& timer) {
@@ -191,6 +193,10 @@ void Pipeline::finish_gradients(train::StepTimer& timer) {
 }
 
 StepFacts Pipeline::step_facts() {
+  // A replay of the captured step runs no host code of the strategy's: no
+  // forward_backward since the last step's facts means one ran.
+  if (!ran_on_host_) runner_->replayed();
+  ran_on_host_ = false;
   auto b = runner_->bubble();
   return {b.idle(), b.window};
 }

@@ -43,6 +43,7 @@ class Pipeline final : public Strategy {
   dist::Comm* dp_comm_ = nullptr;  // this stage's replicas; null without data parallelism
   std::unique_ptr<pipeline::StageRunner> runner_;
   std::vector<at::Tensor> params_;  // the stage's
+  bool ran_on_host_ = false;  // forward_backward ran since the last step_facts
 };
 
 }  // namespace hpcbench::strategies

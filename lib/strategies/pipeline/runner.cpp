@@ -1,7 +1,6 @@
 #include "strategies/pipeline/runner.h"
 
 #include <ATen/ATen.h>
-#include <ATen/DeviceAccelerator.h>
 #include <torch/csrc/autograd/autograd.h>
 
 #include <fmt/format.h>
@@ -24,7 +23,11 @@ int gradient_tag(int m) { return 2 * m + 1; }
 }  // namespace
 
 StageRunner::StageRunner(PipelineStage stage, StageLinks links, RunnerOptions options, c10::Device device)
-    : stage_(std::move(stage)), links_(links), opts_(std::move(options)), device_(device) {
+    : stage_(std::move(stage)),
+      links_(links),
+      opts_(std::move(options)),
+      device_(device),
+      stamps_(device, opts_.graph_events) {
   if (!stage_->first() && links_.prev < 0) fail("internal: stage {} has no previous rank", stage_->stage());
   if (!stage_->last() && links_.next < 0) fail("internal: stage {} has no next rank", stage_->stage());
   if ((links_.prev >= 0 || links_.next >= 0) && !links_.comm)
@@ -40,31 +43,14 @@ StageRunner::~StageRunner() {
   }
 }
 
-StageRunner::Stamp StageRunner::stamp() {
-  Stamp s;
-  s.t = std::chrono::steady_clock::now();
-  if (!device_.is_cpu()) {
-    s.event = std::make_unique<c10::Event>(device_.type(), c10::EventFlag::BACKEND_DEFAULT);
-    s.event->record(at::accelerator::getCurrentStream(device_.index()));
-  }
-  return s;
-}
-
-double StageRunner::ms_between(const Stamp& from, const Stamp& to) {
-  if (from.event && to.event) {
-    to.event->synchronize();
-    return from.event->elapsedTime(*to.event);
-  }
-  return std::chrono::duration<double, std::milli>(to.t - from.t).count();
-}
-
 void StageRunner::wait_sends() {
   for (auto& p : sends_) links_.comm->wait(p);
   sends_.clear();
   send_buffers_.clear();
 }
 
-at::Tensor StageRunner::step(const std::vector<train::Batch>& micro, double scale, train::StepTimer* timer) {
+at::Tensor StageRunner::step(const std::vector<train::Batch>& micro, double scale, train::StepTimer* timer,
+                             bool timed) {
   const int m_count = static_cast<int>(micro.size());
   if (m_count < 1) fail("internal: a pipeline step without micro-batches");
   int64_t rows = 0;
@@ -77,8 +63,8 @@ at::Tensor StageRunner::step(const std::vector<train::Batch>& micro, double scal
   outputs_.assign(size_t(m_count), at::Tensor());
   losses_.assign(size_t(m_count), at::Tensor());
   ran_.clear();
-  busy_.clear();
-  begin_ = stamp();
+  timed_ = timed;
+  if (timed_) stamps_.begin(m_count);
   for (const auto& a : stage_order(opts_.schedule, stage_->stage(), stage_->stages(), m_count)) {
     if (a.type == Action::Forward) {
       forward(a.micro, micro[size_t(a.micro)]);
@@ -92,14 +78,26 @@ at::Tensor StageRunner::step(const std::vector<train::Batch>& micro, double scal
   // A send's buffer is reused by nothing, but the step is not over until the
   // neighbour has it: waiting here is part of this stage's bubble.
   wait_sends();
-  end_ = stamp();
+  if (timed_) stamps_.end();
   if (!stage_->last()) return {};
+  // The losses leave the step in storage made once (written in place, as a
+  // replay writes it), not in tensors the next step would free.
+  if (!micro_loss_.defined() || micro_loss_.size(0) < m_count)
+    micro_loss_ = at::empty({m_count}, losses_.front().options());
+  micro_count_ = m_count;
   at::Tensor mean;
   for (size_t m = 0; m < losses_.size(); ++m) {
+    micro_loss_.select(0, static_cast<int64_t>(m)).copy_(losses_[m]);
     auto l = losses_[m] * share[m];
     mean = mean.defined() ? mean + l : l;
   }
+  losses_.assign(losses_.size(), at::Tensor());
   return mean;
+}
+
+std::vector<at::Tensor> StageRunner::micro_losses() const {
+  if (!micro_loss_.defined()) return {};
+  return micro_loss_.narrow(0, 0, micro_count_).unbind(0);
 }
 
 void StageRunner::forward(int m, const train::Batch& b) {
@@ -115,7 +113,7 @@ void StageRunner::forward(int m, const train::Batch& b) {
     links_.comm->wait(recv);
     input.requires_grad_(true);
   }
-  auto t0 = stamp();
+  const size_t t0 = timed_ ? stamps_.record() : 0;
   at::Tensor out;
   {
     train::AutocastGuard autocast(device_.type(), opts_.precision);
@@ -130,7 +128,7 @@ void StageRunner::forward(int m, const train::Batch& b) {
                                              fmt::format("pipeline send activations {}", m)));
     send_buffers_.push_back(buffer);
   }
-  busy_.emplace_back(std::move(t0), stamp());
+  if (timed_) stamps_.busy(t0, stamps_.record());
   inputs_[size_t(m)] = stage.first() ? at::Tensor() : input;
   outputs_[size_t(m)] = stage.last() ? at::Tensor() : out;
 }
@@ -144,7 +142,7 @@ void StageRunner::backward(int m, double loss_scale) {
                                         fmt::format("pipeline recv gradients {}", m));
     links_.comm->wait(recv);
   }
-  auto t0 = stamp();
+  const size_t t0 = timed_ ? stamps_.record() : 0;
   if (stage.last()) {
     (losses_[size_t(m)] * loss_scale).backward();
     losses_[size_t(m)] = losses_[size_t(m)].detach();
@@ -159,17 +157,11 @@ void StageRunner::backward(int m, double loss_scale) {
                                              fmt::format("pipeline send gradients {}", m)));
     send_buffers_.push_back(buffer);
   }
-  busy_.emplace_back(std::move(t0), stamp());
+  if (timed_) stamps_.busy(t0, stamps_.record());
   inputs_[size_t(m)] = at::Tensor();
   outputs_[size_t(m)] = at::Tensor();
 }
 
-StageTimeline StageRunner::timeline() {
-  StageTimeline t;
-  t.begin = 0;
-  t.end = ms_between(begin_, end_);
-  for (auto& [a, b] : busy_) t.busy.push_back({ms_between(begin_, a), ms_between(begin_, b)});
-  return t;
-}
+StageTimeline StageRunner::timeline() { return stamps_.timeline(); }
 
 }  // namespace hpcbench::strategies::pipeline

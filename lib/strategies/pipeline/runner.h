@@ -8,9 +8,7 @@
 // (timeline.h).
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
-#include <c10/core/Event.h>
 
-#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +16,7 @@
 #include "distributed/process_group.h"
 #include "strategies/pipeline/schedule.h"
 #include "strategies/pipeline/stages.h"
+#include "strategies/pipeline/stamps.h"
 #include "strategies/pipeline/timeline.h"
 #include "train/batch.h"
 
@@ -38,6 +37,9 @@ struct RunnerOptions {
   // What crosses between stages. Activations leave a stage in this dtype
   // (the cast is part of the graph, so their gradients come back in it).
   at::ScalarType wire = at::kFloat;
+  // --cuda-graph: the stage's instants are events a capture records as the
+  // graph's own nodes (stamps.h).
+  bool graph_events = false;
 };
 
 class StageRunner {
@@ -55,26 +57,27 @@ class StageRunner {
   // over all the rows times `scale`, equal micro-batches or not. Returns that
   // mean loss on the last stage (a tensor on the device; nothing waits for
   // it), undefined on the others. `timer` (may be null) gets a Forward /
-  // Backward mark after each action.
-  at::Tensor step(const std::vector<train::Batch>& micro, double scale, train::StepTimer* timer = nullptr);
+  // Backward mark after each action. `timed`: the step's busy spans are
+  // recorded (the last micro-step of an accumulation alone is measured).
+  // At one stage nothing in it reads the host or keeps storage it made past
+  // its end, so that it can be captured in a CUDA graph.
+  at::Tensor step(const std::vector<train::Batch>& micro, double scale, train::StepTimer* timer = nullptr,
+                  bool timed = true);
+  // The last step was a replay of the captured graph (stamps.h).
+  void replayed() { stamps_.replayed(); }
 
   // The last step's busy spans and window, in ms from its start (waits for
   // the device on accelerators).
   StageTimeline timeline();
   Bubble bubble() { return measure_bubble(timeline()); }
-  // The last step's loss of each micro-batch (the last stage; detached).
-  const std::vector<at::Tensor>& micro_losses() const { return losses_; }
+  // The last step's loss of each micro-batch (the last stage): views of a
+  // buffer made once, which every step writes in place.
+  std::vector<at::Tensor> micro_losses() const;
   // What the stage ran last step, in order (the schedule's order).
   const std::vector<Action>& ran() const { return ran_; }
   PipelineStage& stage() { return stage_; }
 
  private:
-  struct Stamp {
-    std::unique_ptr<c10::Event> event;
-    std::chrono::steady_clock::time_point t;
-  };
-  Stamp stamp();
-  double ms_between(const Stamp& from, const Stamp& to);
   void forward(int m, const train::Batch& b);
   void backward(int m, double loss_scale);
   void wait_sends();
@@ -83,12 +86,14 @@ class StageRunner {
   StageLinks links_;
   RunnerOptions opts_;
   c10::Device device_;
-  std::vector<at::Tensor> inputs_, outputs_, losses_;  // per micro-batch, until its backward
+  std::vector<at::Tensor> inputs_, outputs_, losses_;  // per micro-batch, within the step
+  at::Tensor micro_loss_;  // the last step's losses, [micro-batches]
+  int micro_count_ = 0;
   std::vector<dist::Pending> sends_;
   std::vector<at::Tensor> send_buffers_;  // alive until their sends complete
   std::vector<Action> ran_;
-  Stamp begin_, end_;
-  std::vector<std::pair<Stamp, Stamp>> busy_;
+  StepStamps stamps_;
+  bool timed_ = true;  // this step's spans are recorded
 };
 
 }  // namespace hpcbench::strategies::pipeline

@@ -71,6 +71,24 @@ std::vector<int64_t> cut_of(const PipelineOptions& o, const Layout& l, size_t un
   return stage_layer_counts(static_cast<int64_t>(units) - 2, l.stages, parse_stage_layers(o.stage_layers));
 }
 
+// What a pipeline of `stages` stages runs on (0: not known).
+EngineSupport support(int stages) {
+  const auto capture =
+      stages == 1 ? Capability::yes()
+                  : Capability::no(fmt::format(
+                        "{} activations and gradients between ranks by point-to-point send and receive, which a "
+                        "capture would have to hold on every stage's rank in the same order: NCCL's send and recv "
+                        "inside a CUDA graph, which no run has shown yet; ranks that share one GPU talk over Gloo, "
+                        "whose transfers block the host and cannot be captured. A pipeline of one stage is captured "
+                        "(a one-rank job, or --stages 1 with --dp-size)",
+                        stages > 1 ? fmt::format("its {} stages pass", stages)
+                                   : std::string("a pipeline of more than one stage passes")));
+  return EngineSupport::unfused(
+      capture,
+      "its stages step their own parameters with an updater that keeps no fp32 master weights, which --fused's "
+      "bf16-resident weights need; use baseline, ddp, zero or fsdp");
+}
+
 class PipelineSpec final : public Spec {
  public:
   std::string name() const override { return "pipeline"; }
@@ -83,16 +101,23 @@ class PipelineSpec final : public Spec {
     t.needs_comm = true;
     return t;
   }
-  // Its engine settings, all refused for now (the capture at one stage is
-  // the next to be shown equal).
-  EngineSupport engine(const Options&) const override {
-    const auto unfused = Capability::no(
-        "its stages step their own parameters with an updater that keeps no fp32 master weights, which --fused's "
-        "bf16-resident weights need; use baseline, ddp, zero or fsdp");
-    return {Capability::no("its stage runner reads events and host clocks inside the step to measure each stage's "
-                           "idle time (its bubble), and runs its point-to-point sends and receives on a host-side "
-                           "schedule"),
-            unfused, unfused};
+  // Its engine settings on any job: the capture only where the options fix
+  // one stage, the job's size being unknown here (engine_on knows it).
+  EngineSupport engine(const Options& opts) const override {
+    const auto& o = options_as<PipelineOptions>(opts);
+    const int64_t stages = stages_given(o);
+    return support(static_cast<int>(stages > 0 ? stages : static_cast<int64_t>(parse_stage_layers(o.stage_layers).size())));
+  }
+  // At one stage (a one-rank job, or --stages 1 with data parallelism) the
+  // stage is the whole model: the step issues no point-to-point, and its
+  // stage timings are events that a graph records as its own nodes
+  // (runner.h), so it is captured; at more stages it is refused.
+  EngineSupport engine_on(const Options& opts, const Shape& shape) const override {
+    try {
+      return support(layout_of(options_as<PipelineOptions>(opts), shape.world()).stages);
+    } catch (const UserError&) {
+      return engine(opts);  // a layout the job cannot take: unsupported() names it
+    }
   }
   std::unique_ptr<Options> defaults() const override { return std::make_unique<PipelineOptions>(); }
   std::vector<std::string> always_shown() const override { return {"stages", "micro-batches", "schedule"}; }

@@ -51,6 +51,9 @@ std::vector<Setting> settings_of(TrainConfig& c) {
        "auto: on a CUDA device, the graph and the fused model wherever the strategy declares them, once a GPU "
        "run has shown them equal to eager (until then eager; the choice and why are in run.json); eager: only "
        "what --cuda-graph and --fused ask for", &c.engine},
+      {"train.batch_prefetch", "--no-batch-prefetch",
+       "Gather and send each step's batches after the previous step's synchronisation instead of while the "
+       "previous step runs (double-buffered, on a side stream on a GPU)", &c.batch_prefetch},
       {"train.dropout", "--dropout", "Dropout probability (< 0: the model configuration's)", &c.dropout},
       {"timing.warmup_steps", "--timing-warmup-steps", "Steps excluded from the timing figures", &c.timing_warmup_steps},
       {"timing.log_every", "--log-every", "Log a line every N optimizer steps", &c.log_every},

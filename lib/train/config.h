@@ -52,6 +52,10 @@ struct TrainConfig {
   bool cuda_graph = false;
   bool fused = false;
   std::string engine = "auto";
+  // The next step's batches gathered and sent to the device while the
+  // current step runs (train/batch_ring.h); off: each step gathers and
+  // sends its own after the previous step's synchronisation.
+  bool batch_prefetch = true;
   // [timing]
   int64_t timing_warmup_steps = 3;  // excluded from the figures
   int64_t log_every = 10;

@@ -18,6 +18,7 @@
 #include "train/alloc_count.h"
 #include "train/amp.h"
 #include "train/batch.h"
+#include "train/batch_ring.h"
 #include "train/cuda_graph.h"
 #include "train/op_count.h"
 #include "train/optimizer.h"
@@ -86,6 +87,13 @@ struct StepOutcome {
   bool finite = true;
 };
 
+// Where an optimizer step's rows come from: the epoch, its order of the
+// samples and the step's first micro-batch in it.
+struct StepPos {
+  int64_t epoch = 0, m = 0;
+  at::Tensor order;
+};
+
 // The loop's state, from the schedule to the progress bar, in the order it
 // is made (and unmade in reverse, however the loop ends).
 class StepLoop {
@@ -95,10 +103,13 @@ class StepLoop {
 
  private:
   void set_up_graph();
-  std::vector<train::Batch> step_batches(const at::Tensor& order, int64_t m, bool& fixed);
-  StepOutcome device_step(const at::Tensor& order, int64_t m);
+  StepPos epoch_start(int64_t epoch) const;
+  StepPos following(const StepPos& p) const;
+  std::vector<at::Tensor> step_rows(const StepPos& p) const;
+  std::vector<train::Batch> step_batches(const StepPos& p, bool& fixed);
+  StepOutcome device_step(const StepPos& p);
   StepOutcome step_body(const std::vector<train::Batch>& batches);
-  void one_step(const at::Tensor& order, int64_t epoch, int64_t m);
+  void one_step(const StepPos& p, const StepPos& next);
   void report(const results::StepRecord& r, double lr, const std::vector<std::string>& synced,
               const train::AllocWindow& allocs);
   std::string step_kind(bool was_captured, int64_t short_before) const;
@@ -135,6 +146,9 @@ class StepLoop {
   std::unique_ptr<train::StaticBatches> statics_;
   std::unique_ptr<train::StepGraph> graph_;
   train::FusedAdamW* fused_adamw_ = nullptr;
+  // The next step's batches staged while this one runs (--no-batch-prefetch:
+  // none); made after the graph's stream is current, and gone before it.
+  std::unique_ptr<train::BatchRing> ring_;
   StepOutcome captured_;  // the graph's loss and norm, refreshed by each replay
   int64_t step_ = 0;
   StepProfiler profiler_;  // --profile
@@ -165,6 +179,8 @@ StepLoop::StepLoop(Run& run, const RunContext& ctx, const LoopObservers& obs)
       profiler_(cfg_.profile, run.device, leader_) {
   out_.records.reserve(static_cast<size_t>(b_.total_steps));
   if (run_.engine.graph()) set_up_graph();
+  if (cfg_.batch_prefetch && topo_.reads_batches)
+    ring_ = std::make_unique<train::BatchRing>(b_.grad_accum, b_.micro_rows, run_.data->seq_len(), run.device);
   profiler_.check(b_.total_steps, graph_ ? kGraphWarmupSteps + 1 : 0);
 }
 
@@ -189,20 +205,51 @@ void StepLoop::set_up_graph() {
   out_.cuda_graph = "captured";
 }
 
+StepPos StepLoop::epoch_start(int64_t epoch) const {
+  return {epoch, 0, train::epoch_indices(run_.data->size(), epoch, cfg_.seed, topo_.data_rank, topo_.data_ranks)};
+}
+
+// The step after `p`: the next micro-batches of its epoch, else the next
+// epoch's first.
+StepPos StepLoop::following(const StepPos& p) const {
+  if (p.m + 2 * b_.grad_accum <= b_.micro_per_epoch) return {p.epoch, p.m + b_.grad_accum, p.order};
+  return epoch_start(p.epoch + 1);
+}
+
+std::vector<at::Tensor> StepLoop::step_rows(const StepPos& p) const {
+  std::vector<at::Tensor> out;
+  for (int64_t a = 0; a < b_.grad_accum; ++a) {
+    auto [begin, end] = rows_of(p.order, p.m, a);
+    out.push_back(p.order.slice(0, begin, end).contiguous());
+  }
+  return out;
+}
+
 // The step's micro-batches on the device: under a graph into its fixed
 // buffers (`fixed`), except a short one (an epoch's last), which does not
 // fit them and runs the same body on batches of its own, outside the graph.
-std::vector<train::Batch> StepLoop::step_batches(const at::Tensor& order, int64_t m, bool& fixed) {
+// With the ring they were staged while the previous step ran (the first
+// step stages its own now); the graph's buffers are then filled from the
+// ring's by one device copy each.
+std::vector<train::Batch> StepLoop::step_batches(const StepPos& p, bool& fixed) {
   fixed = statics_ != nullptr;
   for (int64_t a = 0; a < b_.grad_accum && fixed; ++a) {
-    auto [begin, end] = rows_of(order, m, a);
+    auto [begin, end] = rows_of(p.order, p.m, a);
     fixed = end - begin == b_.micro_rows;
   }
   std::vector<train::Batch> out(static_cast<size_t>(b_.grad_accum));
-  for (int64_t a = 0; a < b_.grad_accum && topo_.reads_batches; ++a) {
-    auto [begin, end] = rows_of(order, m, a);
-    auto rows = order.slice(0, begin, end).contiguous();
-    out[static_cast<size_t>(a)] = fixed ? statics_->load(*run_.data, rows, a) : run_.data->gather_to(rows, run_.device);
+  if (!topo_.reads_batches) return out;
+  if (ring_) {
+    if (!ring_->staged()) ring_->stage(*run_.data, step_rows(p));
+    auto taken = ring_->take();
+    for (int64_t a = 0; a < b_.grad_accum; ++a)
+      out[static_cast<size_t>(a)] = fixed ? statics_->assign(a, ring_->taken_flat(a)) : taken[static_cast<size_t>(a)];
+    return out;
+  }
+  const auto rows = step_rows(p);
+  for (int64_t a = 0; a < b_.grad_accum; ++a) {
+    const auto& r = rows[static_cast<size_t>(a)];
+    out[static_cast<size_t>(a)] = fixed ? statics_->load(*run_.data, r, a) : run_.data->gather_to(r, run_.device);
   }
   return out;
 }
@@ -240,9 +287,11 @@ StepOutcome StepLoop::step_body(const std::vector<train::Batch>& batches) {
 
 // The step as the device runs it: the body, captured once after the eager
 // warm-up and replayed from then on where a graph runs.
-StepOutcome StepLoop::device_step(const at::Tensor& order, int64_t m) {
+StepOutcome StepLoop::device_step(const StepPos& p) {
   bool fixed = false;
-  const auto batches = step_batches(order, m, fixed);
+  const auto batches = step_batches(p, fixed);
+  if (obs_.hooks.batch_seen)
+    for (size_t a = 0; a < batches.size(); ++a) obs_.hooks.batch_seen(step_ + 1, static_cast<int64_t>(a), batches[a]);
   // This step's rates into the optimizer's tensors, before the graph reads them.
   if (fused_adamw_) fused_adamw_->load_lr();
   timer_.mark(Phase::Data);
@@ -276,7 +325,7 @@ std::string StepLoop::step_kind(bool was_captured, int64_t short_before) const {
   return "eager warm-up before the capture";
 }
 
-void StepLoop::one_step(const at::Tensor& order, int64_t epoch, int64_t m) {
+void StepLoop::one_step(const StepPos& p, const StepPos& next) {
   profiler_.begin_step(step_ + 1);
   const bool was_captured = graph_ && graph_->captured();
   const int64_t short_before = out_.short_steps;
@@ -284,25 +333,32 @@ void StepLoop::one_step(const at::Tensor& order, int64_t epoch, int64_t m) {
   // The timed window's first boundary, read exactly (energy counters).
   if (step_ == cfg_.timing_warmup_steps) obs_.sampling.sample_now();
   timer_.begin();
-  out_.origin.emplace_back(epoch, m);
-  const auto o = device_step(order, m);
+  out_.origin.emplace_back(p.epoch, p.m);
+  const auto o = device_step(p);
   const double lr = schedule_.lr();  // the rate this step used
   if (scaler_.enabled()) scaler_.update(!o.finite);
   schedule_.step();  // under a graph the host's rates only: the next step loads them
   const auto synced = syncs_.disarm();
   const auto allocs = allocs_.disarm();
+  // The next step's rows, gathered and sent while the device runs this one;
+  // its own data phase, so that where the host works alone (a CPU) the time
+  // stays in the step.
+  if (ring_ && step_ + 1 < b_.total_steps) {
+    ring_->stage(*run_.data, step_rows(next));
+    timer_.mark(Phase::Data);
+  }
   results::StepRecord r;
   r.times = timer_.end();  // the step's one synchronisation
   profiler_.end_step(step_ + 1, step_kind(was_captured, short_before));
   if (auto f = run_.strategy->step_facts(); f.window_ms > 0) r.bubble = f.idle_ms / f.window_ms;
   r.step = ++step_;
-  r.epoch = epoch;
+  r.epoch = p.epoch;
   // Read after the step's synchronisation: these cost no extra wait.
   r.loss = o.loss_sum.defined() ? o.loss_sum.item<double>() / static_cast<double>(b_.grad_accum) : 0.0;
   r.lr = lr;
   r.grad_norm = o.norm.defined() ? o.norm.item<double>() : 0.0;
   r.skipped = !o.finite;
-  r.samples = train::step_samples(run_.data->size(), topo_.data_ranks, b_.micro_rows, m, b_.grad_accum);
+  r.samples = train::step_samples(run_.data->size(), topo_.data_ranks, b_.micro_rows, p.m, b_.grad_accum);
   out_.records.push_back(r);
   report(r, lr, synced, allocs);
 }
@@ -345,13 +401,11 @@ void StepLoop::report(const results::StepRecord& r, double lr, const std::vector
 }
 
 Steps StepLoop::run() {
-  const int64_t n = run_.data->size();
-  for (int64_t epoch = 0; step_ < b_.total_steps && !out_.stopped; ++epoch) {
-    auto order = train::epoch_indices(n, epoch, cfg_.seed, topo_.data_rank, topo_.data_ranks);
-    for (int64_t m = 0; m + b_.grad_accum <= b_.micro_per_epoch && step_ < b_.total_steps; m += b_.grad_accum) {
-      if (obs_.hooks.stop_before && (out_.stopped = obs_.hooks.stop_before(step_))) break;
-      one_step(order, epoch, m);
-    }
+  for (auto p = epoch_start(0); step_ < b_.total_steps; ) {
+    if (obs_.hooks.stop_before && (out_.stopped = obs_.hooks.stop_before(step_))) break;
+    auto next = following(p);
+    one_step(p, next);
+    p = std::move(next);
   }
   progress_.finish();
   out_.profile = profiler_.take();

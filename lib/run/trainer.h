@@ -45,6 +45,10 @@ struct TrainHooks {
   // dist::StepStop does). The result is then "interrupted", without
   // evaluation, its figures over the steps done.
   std::function<bool(int64_t done)> stop_before;
+  // Each micro-batch as the step hands it to the strategy (1-based step,
+  // 0-based micro-step), before the step runs: the tests see which rows a
+  // step trained on. It reads the batch, so on a GPU it synchronises.
+  std::function<void(int64_t step, int64_t micro, const train::Batch&)> batch_seen;
   std::function<void(const SampleOrder&)> after_training;  // rank 0, after the last step (the data dump)
 };
 

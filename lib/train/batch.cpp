@@ -43,9 +43,7 @@ Batch FeatureTensors::gather_staged(const at::Tensor& idx, c10::Device device, b
   TORCH_CHECK(idx.scalar_type() == at::kLong && idx.is_contiguous() && idx.is_cpu(),
               "gather_staged: the indices must be a contiguous CPU int64 tensor");
   // Decided on the host, where it costs no operation (see Batch::to).
-  bool padded = false;
-  const auto* ix = idx.const_data_ptr<int64_t>();
-  for (int64_t i = 0; i < b && !padded; ++i) padded = row_padded_[static_cast<size_t>(ix[i])] != 0;
+  const bool padded = any_padded(idx);
   std::vector<const at::Tensor*> fields{&ids_, &types_, &mask_, &start_, &end_};
   if (!padded) fields.erase(fields.begin() + 2);
   std::vector<int64_t> sizes;
@@ -68,6 +66,13 @@ Batch FeatureTensors::gather_staged(const at::Tensor& idx, c10::Device device, b
   return out;
 }
 
+bool FeatureTensors::any_padded(const at::Tensor& idx) const {
+  const auto* ix = idx.const_data_ptr<int64_t>();
+  for (int64_t i = 0; i < idx.numel(); ++i)
+    if (row_padded_[static_cast<size_t>(ix[i])] != 0) return true;
+  return false;
+}
+
 void FeatureTensors::gather_into(const at::Tensor& idx, const Batch& out) const {
   at::index_select_out(const_cast<at::Tensor&>(out.input_ids), ids_, 0, idx);
   at::index_select_out(const_cast<at::Tensor&>(out.token_type_ids), types_, 0, idx);
@@ -76,20 +81,18 @@ void FeatureTensors::gather_into(const at::Tensor& idx, const Batch& out) const 
   at::index_select_out(const_cast<at::Tensor&>(out.end_positions), end_, 0, idx);
 }
 
-namespace {
-// One flat int64 buffer cut into a batch's five fields.
 Batch cut_fields(const at::Tensor& flat, int64_t b, int64_t seq) {
   auto parts = at::split_with_sizes(flat, {b * seq, b * seq, b * seq, b, b});
   return Batch{parts[0].view({b, seq}), parts[1].view({b, seq}), parts[2].view({b, seq}), parts[3], parts[4]};
 }
-}  // namespace
 
 StaticBatches::StaticBatches(int64_t slots, int64_t rows, int64_t seq, c10::Device device) : rows_(rows) {
-  const int64_t numel = 3 * rows * seq + 2 * rows;
+  const int64_t numel = flat_batch_numel(rows, seq);
   for (int64_t k = 0; k < slots; ++k) {
     auto host = at::zeros({numel}, at::TensorOptions().dtype(at::kLong).pinned_memory(!device.is_cpu()));
     host_.push_back(cut_fields(host, rows, seq));
     if (device.is_cpu()) {
+      flat_.push_back(host);
       device_.push_back(host_.back());
       continue;
     }
@@ -104,7 +107,15 @@ const Batch& StaticBatches::load(const FeatureTensors& features, const at::Tenso
   TORCH_CHECK(indices.numel() == rows_, "StaticBatches: ", indices.numel(), " rows for slots of ", rows_);
   const auto i = static_cast<size_t>(k);
   features.gather_into(indices, host_[i]);
-  if (!flat_.empty()) flat_[i].copy_(staging_[i], /*non_blocking=*/true);
+  if (!staging_.empty()) flat_[i].copy_(staging_[i], /*non_blocking=*/true);
+  return device_[i];
+}
+
+const Batch& StaticBatches::assign(int64_t k, const at::Tensor& flat) {
+  const auto i = static_cast<size_t>(k);
+  TORCH_CHECK(flat.sizes() == flat_[i].sizes(), "StaticBatches: a flat batch of ", flat.numel(), " for slots of ",
+              flat_[i].numel());
+  flat_[i].copy_(flat, /*non_blocking=*/true);
   return device_[i];
 }
 

@@ -18,6 +18,12 @@ struct Batch {
   Batch slice(int64_t begin, int64_t end) const;
 };
 
+// A batch of `rows` rows as one flat int64 buffer (one copy sends it): the
+// token ids, token types and mask [rows, seq] each, then the start and end
+// positions [rows]; cut_fields gives the five fields as views of it.
+inline int64_t flat_batch_numel(int64_t rows, int64_t seq) { return 3 * rows * seq + 2 * rows; }
+Batch cut_fields(const at::Tensor& flat, int64_t rows, int64_t seq);
+
 // The features held once as CPU tensors; batches are index_select'ed rows.
 class FeatureTensors {
  public:
@@ -35,6 +41,9 @@ class FeatureTensors {
   Batch gather_staged(const at::Tensor& indices, c10::Device device, bool pin) const;
   // The rows into `out`'s tensors (every field, sized for them), in place.
   void gather_into(const at::Tensor& indices, const Batch& out) const;
+  // Whether any of the rows has padding, read from the host copy (no
+  // tensor operation): a batch without any may leave its mask out.
+  bool any_padded(const at::Tensor& indices) const;
 
  private:
   at::Tensor ids_, types_, mask_, start_, end_;
@@ -53,12 +62,16 @@ class StaticBatches {
   StaticBatches(int64_t slots, int64_t rows, int64_t seq, c10::Device device);
   // Rows `indices` (exactly rows() of them) into slot `k`.
   const Batch& load(const FeatureTensors& features, const at::Tensor& indices, int64_t k);
+  // Slot `k` filled from a flat batch laid out as these slots are (a
+  // BatchRing entry's, train/batch_ring.h) by one copy on the current
+  // stream, which the caller has made wait for `flat`'s own copy.
+  const Batch& assign(int64_t k, const at::Tensor& flat);
   const Batch& slot(int64_t k) const { return device_[static_cast<size_t>(k)]; }
   int64_t rows() const { return rows_; }
 
  private:
   int64_t rows_;
-  std::vector<at::Tensor> staging_, flat_;  // accelerator: pinned host, device
+  std::vector<at::Tensor> staging_, flat_;  // accelerator: pinned host, device; CPU: flat_ is the host buffer
   std::vector<Batch> host_, device_;        // on a CPU the same tensors
 };
 

@@ -55,6 +55,9 @@ std::vector<Setting> settings_of(TrainConfig& c) {
        "Deterministic kernels (torch.use_deterministic_algorithms(True), CUBLAS_WORKSPACE_CONFIG=:4096:8, cuDNN "
        "deterministic, no benchmarking): the same losses bit for bit on every run and between the graph and eager "
        "where the kernels allow; slower on a GPU, so a mode to check with, not to time", &c.deterministic},
+      {"train.batch_prefetch", "--no-batch-prefetch",
+       "Gather and send each step's batches after the previous step's synchronisation instead of while the "
+       "previous step runs (double-buffered, on a side stream on a GPU)", &c.batch_prefetch},
       {"train.dropout", "--dropout", "Dropout probability (< 0: the model configuration's)", &c.dropout},
       {"timing.warmup_steps", "--timing-warmup-steps", "Steps excluded from the timing figures", &c.timing_warmup_steps},
       {"timing.log_every", "--log-every", "Log a line every N optimizer steps", &c.log_every},

@@ -55,6 +55,10 @@ struct TrainConfig {
   // Deterministic kernels (train/determinism.h): the same bits on every run,
   // so that the graph is checked against eager exactly.
   bool deterministic = false;
+  // The next step's batches gathered and sent to the device while the
+  // current step runs (train/batch_ring.h); off: each step gathers and
+  // sends its own after the previous step's synchronisation.
+  bool batch_prefetch = true;
   // [timing]
   int64_t timing_warmup_steps = 3;  // excluded from the figures
   int64_t log_every = 10;

@@ -22,6 +22,8 @@ import sys
 PROFILED = "profile-graph-fused"
 LEVERS = {  # lever: (A, B, A again)
     "qkv_packed_grad": ("lever-base", "lever-qkv-packed", "lever-base-repeat"),
+    # On by default: the runs without it are A.
+    "batch_prefetch": ("lever-no-prefetch", "lever-base", "lever-no-prefetch-repeat"),
 }
 DROPOUT = {"0": "lever-base", "0.1": "dropout-0.1"}
 

@@ -45,7 +45,7 @@
 #               bubble beside (P-1)/(M+P-1); HPCBENCH_SHARED_SCOPE=model-parallel runs only those
 #   profile     bert-base seq 384 bf16 batch 32, --cuda-graph --fused, dropout 0: the kernel table
 #               of three replays (--profile 4-6; kernel_table.csv, the trace in
-#               profile-trace.tar.gz); each lever's step A/B/A (HPCBENCH_QKV_GRAD=packed);
+#               profile-trace.tar.gz); each lever's step A/B/A (HPCBENCH_QKV_GRAD=packed; --no-batch-prefetch);
 #               dropout 0.1 timed beside 0 (not in all: run it by name)
 #   fp8         bench_kernels --fp8: the 12 GEMMs of a bert-base layer at M = 12,288, bf16
 #               against _scaled_mm (per-tensor, row-wise), casts, SQNR, the 1.3x rule's verdict
@@ -566,6 +566,10 @@ phase_profile() {
   hb_run lever-base "${common[@]}" --dropout 0
   HPCBENCH_QKV_GRAD=packed hb_run lever-qkv-packed "${common[@]}" --dropout 0
   hb_run lever-base-repeat "${common[@]}" --dropout 0
+  # Double-buffered batches (on by default): the run without them is A, lever-base is B.
+  say "profile: levers A/B/A: --no-batch-prefetch against lever-base"
+  hb_run lever-no-prefetch "${common[@]}" --dropout 0 --no-batch-prefetch
+  hb_run lever-no-prefetch-repeat "${common[@]}" --dropout 0 --no-batch-prefetch
   say "profile: dropout 0.1 beside 0 (lever-base)"
   hb_run dropout-0.1 "${common[@]}" --dropout 0.1
   run "$PY" "$root/tools/gpu/levers_report.py" profile "$work" "$OUTDIR/profile.json" $( ((dry)) && echo --dry)

@@ -53,17 +53,11 @@ TEST_CASE("memory per rank: the model state by hand and the paper's activations"
 }
 
 TEST_CASE("the search prunes by memory first, counting each refusal; a limit below every need is refused") {
-  const auto m = test::tiny_shape();
-  const auto l = test::tiny_layout(m, 16);
-  test::FreeNetwork net;
-  plan::Request r;
+  test::PlanSetup setup;
+  auto& r = setup.r;
+  const auto& m = setup.m;
+  const auto& l = setup.l;
   r.base = test::tiny_baseline(8, 0.5, "bf16");
-  r.layout = &l;
-  r.model = m;
-  r.comm = &net;
-  r.shape = {1, 2};
-  r.global_batch = 8;
-  r.device_kind = "cuda";
   const double psi = static_cast<double>(m.parameters());
   const double s = 16, h = 32, L = 4;
   const double layer4 = s * 4 * h * (10 + 24 + 5 * 2 * s / h);

@@ -50,6 +50,16 @@ void require_identical(const Run& graph, const Run& eager) {
   CHECK(d.global_rel == 0.0);
 }
 
+// `args` run eagerly and graph-ready, 20 steps each: they train identically,
+// and the graph-ready run says that a CPU did not capture it.
+Run graph_equals_eager(const test::TempDir& dir, const std::string& name, const std::string& args) {
+  auto eager = run20(dir, name + "-eager", args);
+  auto graph = run20(dir, name + "-graph", args + " --cuda-graph");
+  require_identical(graph, eager);
+  CHECK(graph.json["result"]["cuda_graph"].get<std::string>().starts_with("not captured: cpu"));
+  return graph;
+}
+
 }  // namespace
 
 TEST_CASE("the graph-ready step trains exactly as the eager step") {
@@ -103,10 +113,7 @@ TEST_CASE("the graph-ready step of every capturable strategy trains exactly as i
   cases.emplace_back("zero3-accum-2", "--strategy zero --zero-stage 3 --nproc-per-node 2 --batch-size 1 --grad-accum 2");
   for (const auto& [name, args] : cases) {
     INFO(name);
-    auto eager = run20(dir, name + "-eager", args);
-    auto graph = run20(dir, name + "-graph", args + " --cuda-graph");
-    require_identical(graph, eager);
-    CHECK(graph.json["result"]["cuda_graph"].get<std::string>().starts_with("not captured: cpu"));
+    graph_equals_eager(dir, name, args);
   }
 }
 
@@ -273,10 +280,7 @@ TEST_CASE("pipeline at one stage: the graph-ready step trains exactly as eager, 
   };
   for (const auto& [name, args] : cases) {
     INFO(name);
-    auto eager = run20(dir, name + "-eager", args);
-    auto graph = run20(dir, name + "-graph", args + " --cuda-graph");
-    require_identical(graph, eager);
-    CHECK(graph.json["result"]["cuda_graph"].get<std::string>().starts_with("not captured: cpu"));
+    auto graph = graph_equals_eager(dir, name, args);
     // The stage's instants were recorded on the graph-ready path too: every
     // step has a measured bubble, a share of its window.
     for (auto& s : graph.json["steps"]) {

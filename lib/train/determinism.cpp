@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "core/printable.h"
 
 namespace hpcbench::train {
 
@@ -27,7 +28,7 @@ void use_deterministic_kernels(bool on) {
   } else if (given != kCublasWorkspaceConfig && given != ":16:8") {
     fail("--deterministic with CUBLAS_WORKSPACE_CONFIG={}: cuBLAS's GEMMs are reproducible only with {} or :16:8; "
          "unset it (--deterministic sets {}) or give one of those",
-         given, kCublasWorkspaceConfig, kCublasWorkspaceConfig);
+         printable(given, 64), kCublasWorkspaceConfig, kCublasWorkspaceConfig);
   }
   auto& ctx = at::globalContext();
   ctx.setDeterministicAlgorithms(true, /*warn_only=*/false);

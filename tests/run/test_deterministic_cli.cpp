@@ -93,4 +93,13 @@ TEST_CASE("--deterministic with a cuBLAS workspace setting that is not reproduci
                              Catch::Contains(":4096:8"));
     CHECK_FALSE(fs::exists(results / "bad"));
   }
+  // A value that is not text is named printably, not echoed as raw bytes.
+  auto r = test::run_command("CUBLAS_WORKSPACE_CONFIG=$(printf '\\377\\033[2J') " + bin() + kTiny +
+                             " --deterministic --run-name bad --results-dir " + results.string());
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("--deterministic with CUBLAS_WORKSPACE_CONFIG="));
+  CHECK(r.output.find('\xff') == std::string::npos);
+  CHECK(r.output.find('\x1b') == std::string::npos);
+  CHECK_FALSE(fs::exists(results / "bad"));
 }

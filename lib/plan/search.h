@@ -3,7 +3,8 @@
 // pruned by memory first (memory.h), the survivors' steps predicted from the
 // one-device baseline (lib/predict: each spec's schedule replayed on the
 // network model), ranked by step time, with the calibration's interval and
-// its ties (calibration.h). Torch-free: the model's layout comes in built.
+// its ties (calibration.h). Torch-free: the model's layout comes in worked out
+// (predict::model_layout).
 #include <chrono>
 #include <cstdint>
 #include <functional>

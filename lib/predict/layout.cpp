@@ -1,21 +1,18 @@
 #include "predict/layout.h"
 
-#include <torch/csrc/autograd/grad_mode.h>
-
-#include "core/error.h"
 #include "model/bert.h"
+#include "model/parameter_shapes.h"
 #include "model/sharding_units.h"
 
 namespace hpcbench::predict {
 
 Layout model_layout(const model::BertConfig& config, int64_t seq) {
-  at::NoGradGuard no_grad;
-  model::BertForQuestionAnswering m(config);
+  const auto params = model::parameter_shapes(config);
+  const auto units = model::sharding_unit_names(config.num_hidden_layers);
   Layout l;
   l.model = config.name;
   l.hidden = config.hidden_size;
   l.seq = seq;
-  auto units = model::sharding_units(*m);
   const double h = static_cast<double>(config.hidden_size), i = static_cast<double>(config.intermediate_size);
   const double s = static_cast<double>(seq);
   double total = 0;
@@ -33,16 +30,11 @@ Layout model_layout(const model::BertConfig& config, int64_t seq) {
   }
   for (auto& x : l.unit_share) x /= total;
 
-  for (auto& item : m->named_parameters()) {
-    if (!item.value().requires_grad()) continue;
-    size_t unit = units.size();
-    for (size_t k = 0; k < units.size(); ++k)
-      if (item.key().starts_with(units[k].prefix)) unit = k;
-    if (unit == units.size()) fail("model {}: parameter {} is in no sharding unit", config.name, item.key());
-    l.param_numel.push_back(item.value().numel());
-    l.param_unit.push_back(unit);
-    l.unit_numel[unit] += item.value().numel();
-    l.parameters += item.value().numel();
+  for (auto& p : params) {
+    l.param_numel.push_back(p.numel());
+    l.param_unit.push_back(p.unit);
+    l.unit_numel[p.unit] += p.numel();
+    l.parameters += p.numel();
   }
   return l;
 }

@@ -1,7 +1,8 @@
 #pragma once
-// A layout's memory per rank, as `plan` prunes by it: the model state the
-// strategy's spec counts (Spec::memory, docs/memory.md: what the run's
-// preflight checks and the run measures) plus the activations one
+// A layout's memory per rank, as `plan` prunes by it: the model state
+// predict reports (predict::model_state, the strategy's Spec::memory on the
+// baseline's engine, docs/memory.md: what the run's preflight checks and the
+// run measures) plus the activations one
 // micro-step keeps for backward, an estimate: Korthikanti et al.'s count per
 // encoder layer (specs/model_shape.h) for the replica's micro-batch, spread evenly
 // over the ranks that hold one replica (tensor and pipeline ranks), or with
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "plan/space.h"
+#include "predict/step_model.h"
 
 namespace hpcbench::plan {
 
@@ -20,11 +22,14 @@ struct MemoryUse {
 };
 
 struct MemoryInputs {
-  std::vector<int64_t> units;  // the model's sharding units (ModelLayout::unit_numel)
+  const strategies::ModelLayout* layout = nullptr;  // the model's sharding units
   strategies::ModelShape model;
   strategies::Shape shape;
   int64_t seq = 128;
-  int compute_bytes = 4;  // bytes an activation and a gathered parameter take: 2 under bf16/fp16
+  // The engine's bytes (predict::engine_step_options): an activation and a
+  // gathered parameter take compute_bytes (2 under bf16/fp16); with resident
+  // weights a replica holds 20 bytes a parameter.
+  predict::StepOptions options;
 };
 
 MemoryUse memory_per_rank(const Candidate& c, const MemoryInputs& in);

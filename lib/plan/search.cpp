@@ -48,7 +48,7 @@ std::string size_text(double bytes) {
 
 // Refused by memory, counted; the survivors kept with their figures.
 std::vector<std::pair<Candidate, MemoryUse>> fit(const Request& r, Result& out) {
-  MemoryInputs mi{r.layout->unit_numel, r.model, r.shape, r.base.seq, predict::compute_bytes(r.base.precision)};
+  MemoryInputs mi{r.layout, r.model, r.shape, r.base.seq, predict::engine_step_options(r.base.precision, r.base.engine)};
   std::vector<std::pair<Candidate, MemoryUse>> kept;
   out.least_memory = std::numeric_limits<double>::infinity();
   for (auto& c : out.space.candidates) {
@@ -104,9 +104,7 @@ Result search(const Request& r, const std::function<void(int64_t, int64_t)>& pro
   out.calibration = calibration_for(r.device_kind);
   out.tie_threshold = tie_threshold(out.calibration, r.baseline_noise);
   const auto one_device = scaled_baseline(r.base, r.global_batch, false);
-  predict::StepOptions so;
-  so.compute_bytes = predict::compute_bytes(r.base.precision);
-  so.reduce_bytes = so.compute_bytes;
+  auto so = predict::engine_step_options(r.base.precision, r.base.engine);
   const int64_t total = static_cast<int64_t>(kept.size());
   for (int64_t k = 0; k < total; ++k) {
     auto& [c, m] = kept[static_cast<size_t>(k)];

@@ -143,14 +143,18 @@ Shape shape_of(const results::RunResult& row) {
   return shape;
 }
 
-StepOptions step_options_of(const results::RunResult& row, const Baseline& base) {
+StepOptions engine_step_options(const std::string& precision, const EnginePolicy& engine) {
   StepOptions so;
-  so.compute_bytes = compute_bytes(base.precision);
+  so.compute_bytes = compute_bytes(precision);
   so.reduce_bytes = so.compute_bytes;
-  so.grad_accum = static_cast<int>(std::max<int64_t>(1, row.grad_accum));
-  // Resident weights have compute-dtype gradients, which ddp's buckets take.
-  so.resident = recorded_engine(row).resident();
+  so.resident = engine.resident();
   if (so.resident) so.param_grad_bytes = so.compute_bytes;
+  return so;
+}
+
+StepOptions step_options_of(const results::RunResult& row, const Baseline& base) {
+  auto so = engine_step_options(base.precision, recorded_engine(row));
+  so.grad_accum = static_cast<int>(std::max<int64_t>(1, row.grad_accum));
   return so;
 }
 

@@ -29,6 +29,11 @@ std::vector<Task> step_schedule(const Baseline& base, const Layout& l, const str
   return tasks;
 }
 
+strategies::StateBytes model_state(const strategies::Choice& s, const Layout& l, const Shape& shape,
+                                   const StepOptions& o) {
+  return s.memory({l.unit_numel, shape, o.compute_bytes, o.reduce_bytes, o.resident});
+}
+
 Prediction predict_step(const Baseline& base, const Layout& l, const strategies::Choice& s, const Shape& shape,
                         const CommModel& comm, const StepOptions& o) {
   auto tasks = step_schedule(base, l, s, shape, comm, o);
@@ -53,7 +58,7 @@ Prediction predict_step(const Baseline& base, const Layout& l, const strategies:
   p.speedup = p.samples_per_s / base.samples_per_s();
   p.efficiency = p.speedup / world;
 
-  auto mem = s.memory({l.unit_numel, shape, o.compute_bytes, o.reduce_bytes, o.resident});
+  const auto mem = model_state(s, l, shape, o);
   p.memory_persistent = mem.persistent;
   p.memory_working = mem.working_set;
   p.memory_bytes = mem.total();

@@ -63,6 +63,11 @@ struct Prediction {
 std::vector<Task> step_schedule(const Baseline& b, const Layout& l, const strategies::Choice& s, const Shape& shape,
                                 const CommModel& comm, const StepOptions& o);
 
+// The model state a rank holds under `o` (the spec's memory formula,
+// docs/memory.md): what predict_step reports and `plan` prunes by.
+strategies::StateBytes model_state(const strategies::Choice& s, const Layout& l, const Shape& shape,
+                                   const StepOptions& o);
+
 Prediction predict_step(const Baseline& b, const Layout& l, const strategies::Choice& s, const Shape& shape,
                         const CommModel& comm, const StepOptions& o);
 

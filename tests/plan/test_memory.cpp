@@ -7,6 +7,7 @@
 #include "fixture.h"
 #include "plan/memory.h"
 #include "plan/search.h"
+#include "predict/baseline.h"
 #include "specs/label.h"
 
 using namespace hpcbench;
@@ -27,7 +28,7 @@ TEST_CASE("memory per rank: the model state by hand and the paper's activations"
   const double s = 16, h = 32, a = 2, L = 4;
   // bf16 (e = 2), i = 4h, dropout: s·b·h·(10 + 24/t + 5·a·s/(h·t)) a layer (t = 1).
   auto layer = [&](double b) { return s * b * h * (10 + 24 + 5 * a * s / h); };
-  plan::MemoryInputs in{l.unit_numel, m, {1, 2}, 16, 2};
+  plan::MemoryInputs in{&l, m, {1, 2}, 16, predict::engine_step_options("bf16", {})};
 
   SECTION("ddp at 2 ranks: 16 bytes a parameter, each rank the activations of its 4 rows") {
     auto u = plan::memory_per_rank(candidate("ddp", false, 2, 4), in);
@@ -67,7 +68,7 @@ TEST_CASE("the search prunes by memory first, counting each refusal; a limit bel
   r.memory_limit = ddp - 1;
   auto res = plan::search(r);
   auto all = plan::enumerate({{r.shape, m, "bf16"}, 8});
-  plan::MemoryInputs in{l.unit_numel, m, r.shape, 16, 2};
+  plan::MemoryInputs in{&l, m, r.shape, 16, predict::engine_step_options("bf16", {})};
   int64_t over = 0;
   for (auto& c : all.candidates) over += plan::memory_per_rank(c, in).total() > r.memory_limit;
   CHECK(res.space.refused.by_reason.at("memory") == over);
@@ -85,4 +86,49 @@ TEST_CASE("the search prunes by memory first, counting each refusal; a limit bel
   r.memory_limit = 1024;
   CHECK_THROWS_WITH(plan::search(r), Catch::Contains("--memory-limit") &&
                                          Catch::Contains("the least is"));
+}
+
+// The baseline's engine decides the model state as in predict (the `# memory
+// model:` line): under --fused bf16 a replica holds its weights and
+// gradients in bf16 beside fp32 masters, their gradients and Adam's moments,
+// 20 bytes a parameter against 16. A limit of exactly ddp's unfused need
+// (16Ψ + the activations of its 4 rows) keeps ddp from the unfused baseline
+// and refuses it from the fused one.
+TEST_CASE("pruning follows the baseline's engine: the fused bf16 baseline refuses a ddp the unfused one keeps") {
+  test::PlanSetup setup;
+  auto& r = setup.r;
+  const auto& m = setup.m;
+  const double psi = static_cast<double>(m.parameters());
+  const double s = 16, h = 32, L = 4;
+  const double layer4 = s * 4 * h * (10 + 24 + 5 * 2 * s / h);
+  r.memory_limit = 16 * psi + L * layer4;
+  auto ddp_plain = [](const plan::Result& res) {
+    for (auto& x : res.ranked)
+      if (x.candidate.choice.name() == "ddp" && x.candidate.accum == 1 && !x.candidate.recompute) return &x;
+    return static_cast<const plan::Ranked*>(nullptr);
+  };
+
+  r.base = test::tiny_baseline(8, 0.5, "bf16");
+  auto unfused = plan::search(r);
+  const auto* kept = ddp_plain(unfused);
+  REQUIRE(kept);
+  CHECK(kept->memory.state == Approx(16 * psi));
+  CHECK(kept->memory.total() == Approx(r.memory_limit));
+  // predict's own figure for the same layout is the one plan pruned by.
+  CHECK(kept->prediction.memory_bytes == Approx(kept->memory.state));
+
+  r.base.engine = EnginePolicy::recorded("bf16", true, "fused");
+  REQUIRE(r.base.engine.resident());
+  auto fused = plan::search(r);
+  CHECK(ddp_plain(fused) == nullptr);
+  CHECK(fused.space.refused.by_reason.at("memory") > unfused.space.refused.by_reason["memory"]);
+  // What survives holds 20 bytes a parameter as a ddp replica: with
+  // recomputation its activations shrink to fit.
+  for (auto& x : fused.ranked) {
+    CHECK(x.memory.total() <= r.memory_limit);
+    if (x.candidate.choice.name() == "ddp") {
+      CHECK(x.memory.state == Approx(20 * psi));
+      CHECK(x.prediction.memory_bytes == Approx(20 * psi));
+    }
+  }
 }

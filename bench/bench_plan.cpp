@@ -1,7 +1,7 @@
 // `hpcbench plan`'s search over the whole space, timed at 1, 8, 64 and 512
 // nodes of a system (lib/plan, the code the command runs): layouts
 // enumerated, refused, predicted, the search's wall time; and the top N of
-// each search. BERT's layout is built once, as the command builds it.
+// each search. BERT's layout is worked out once, as the command does it.
 //
 //   build/bench/bench_plan --row dgxa100-fp16-1 --system configs/systems/dgx-a100.toml
 //     --baseline results/reference/nvidia_dle_bert_large_squad11_a100.csv --per-gpu 32 --nodes 1,8,64,512
@@ -19,6 +19,7 @@
 #include "predict/baseline.h"
 #include "predict/layout.h"
 #include "predict/system_toml.h"
+#include "train/flops.h"
 
 using namespace hpcbench;
 
@@ -55,8 +56,10 @@ int main(int argc, char** argv) {
                cfg.intermediate_size, cfg.max_position_embeddings, cfg.type_vocab_size};
     r.memory_limit = sys.memory_bytes;
     r.device_kind = sys.device;
+    r.device_name = sys.device_name;
+    for (std::string p : {"fp32", "tf32", "bf16", "fp16"}) r.peak_tflops[p] = train::peak_tflops(sys.device_name, p);
     r.baseline_noise = r.base.step_noise;
-    fmt::print("# {} on {}; the model's layout built once in {:.2f} s\n", r.base.source, sys.name, layout_s);
+    fmt::print("# {} on {}; the model's layout worked out once in {:.2f} s\n", r.base.source, sys.name, layout_s);
     std::string table = fmt::format("{:>6} {:>6} {:>12} {:>10} {:>9} {:>10}\n", "nodes", "ranks", "global batch",
                                     "enumerated", "predicted", "search s");
     for (auto& n : split(nodes)) {

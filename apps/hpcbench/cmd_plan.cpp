@@ -25,6 +25,7 @@
 #include "predict/system_toml.h"
 #include "sweep/submit.h"
 #include "sweep_checks.h"
+#include "train/flops.h"
 #include "train/setup.h"
 
 namespace hpcbench::cli {
@@ -101,6 +102,8 @@ plan::Request make_request(const PlanArgs& a, predict::System& sys, strategies::
   r.global_batch = a.global_batch;
   r.memory_limit = a.memory_limit.empty() ? sys.memory_bytes : parse_bytes(a.memory_limit);
   r.device_kind = sys.device;
+  r.device_name = sys.device_name;
+  for (std::string p : {"fp32", "tf32", "bf16", "fp16"}) r.peak_tflops[p] = train::peak_tflops(sys.device_name, p);
   r.baseline_noise = r.base.step_noise;
   const bool is_file = model_path.ends_with(".json") || std::filesystem::is_regular_file(model_path);
   auto mcfg = is_file ? model::BertConfig::from_json(model_path) : model::BertConfig::preset(model_path);
@@ -109,8 +112,9 @@ plan::Request make_request(const PlanArgs& a, predict::System& sys, strategies::
   return r;
 }
 
-// The sweep's options beside the flags: the baseline's model, precision and
-// sequence length unless the run flags after '--' say otherwise.
+// The sweep's options beside the flags: the baseline's model and sequence
+// length unless the run flags after '--' say otherwise (each job's precision
+// is its layout's: plan/verify.cpp).
 void complete_sweep_options(PlanArgs& a, const plan::Request& r, const predict::System& sys,
                             const std::string& model_path) {
   auto& o = a.opts;
@@ -123,7 +127,6 @@ void complete_sweep_options(PlanArgs& a, const plan::Request& r, const predict::
   o.cpu = sys.device == "cpu";
   std::vector<std::string> add;
   if (!given(o.run_args, "--model")) add.insert(add.end(), {"--model", model_path});
-  if (!given(o.run_args, "--precision")) add.insert(add.end(), {"--precision", r.base.precision});
   if (!given(o.run_args, "--max-seq-length")) add.insert(add.end(), {"--max-seq-length", std::to_string(r.base.seq)});
   o.run_args.insert(o.run_args.begin(), add.begin(), add.end());
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <map>
 
 #include "core/error.h"
 #include "predict/baseline.h"
@@ -23,6 +24,43 @@ predict::Baseline scaled_baseline(const predict::Baseline& b, int64_t rows, bool
   s.grad_accum = 1;
   s.step_s = s.forward_s + s.backward_s + s.other_s + s.optimizer_s;
   return s;
+}
+
+std::vector<std::pair<std::string, std::string>> precision_choices(const Request& r) {
+  const auto& base = r.base.precision;
+  auto rate = [&](const std::string& p) {
+    auto it = r.peak_tflops.find(p);
+    return it == r.peak_tflops.end() ? 0.0 : it->second;
+  };
+  std::vector<std::pair<std::string, std::string>> out{{base, ""}};
+  for (std::string p : {"fp32", "tf32", "bf16", "fp16"}) {
+    if (p == base) continue;
+    std::string why;
+    if (!(rate(p) > 0) || !(rate(base) > 0))
+      why = fmt::format("the device ({}) has no known peak rate for {}{} (train/flops.cpp), so the baseline's "
+                        "compute cannot be scaled to it", r.device_name.empty() ? r.device_kind : r.device_name,
+                        p, rate(base) > 0 ? "" : " or " + base);
+    else if (r.base.engine.fused_model() &&
+             EnginePolicy::fused_weights(p) != EnginePolicy::fused_weights(base))
+      why = fmt::format("the baseline's --fused engine holds its weights {} under {} and {} under {}, a change the "
+                        "model has no cost for", r.base.engine.resident() ? "resident in bf16" : "in fp32", base,
+                        EnginePolicy::fused_weights(p) == EnginePolicy::Weights::Resident ? "resident in bf16" : "in fp32",
+                        p);
+    out.push_back({p, why});
+  }
+  return out;
+}
+
+predict::Baseline baseline_at(const Request& r, const std::string& precision) {
+  auto b = r.base;
+  if (precision == b.precision) return b;
+  const double f = r.peak_tflops.at(b.precision) / r.peak_tflops.at(precision);
+  b.forward_s *= f;
+  b.backward_s *= f;
+  b.step_s = (b.forward_s + b.backward_s + b.other_s) * static_cast<double>(b.grad_accum) + b.optimizer_s;
+  b.precision = precision;
+  b.engine.precision = precision;
+  return b;
 }
 
 namespace {
@@ -46,13 +84,22 @@ std::string size_text(double bytes) {
   return bytes >= gib ? fmt::format("{:.2f} GiB", bytes / gib) : fmt::format("{:.2f} MiB", bytes / (1024.0 * 1024));
 }
 
-// Refused by memory, counted; the survivors kept with their figures.
+// Refused by the baseline's engine and then by memory, counted; the
+// survivors kept with their figures.
 std::vector<std::pair<Candidate, MemoryUse>> fit(const Request& r, Result& out) {
-  MemoryInputs mi{r.layout, r.model, r.shape, r.base.seq, predict::engine_step_options(r.base.precision, r.base.engine)};
+  std::map<std::string, MemoryInputs> at;
+  for (auto& [p, why] : precision_choices(r))
+    if (why.empty())
+      at[p] = {r.layout, r.model, r.shape, r.base.seq, predict::engine_step_options(p, baseline_at(r, p).engine)};
   std::vector<std::pair<Candidate, MemoryUse>> kept;
   out.least_memory = std::numeric_limits<double>::infinity();
   for (auto& c : out.space.candidates) {
-    auto m = memory_per_rank(c, mi);
+    // Its compute times are the baseline's engine's: a strategy that cannot run it is not predicted.
+    if (!predict::engine_refusal(r.base, c.choice).empty()) {
+      out.space.refused.add("the engine");
+      continue;
+    }
+    auto m = memory_per_rank(c, at.at(c.precision));
     if (r.memory_limit > 0 && m.total() > r.memory_limit) {
       out.space.refused.add("memory");
       out.least_memory = std::min(out.least_memory, m.total());
@@ -88,7 +135,7 @@ Result search(const Request& r, const std::function<void(int64_t, int64_t)>& pro
   if (!r.layout || !r.comm) fail("plan: no model layout or network given");
   if (r.base.batch < 1 || r.base.seq < 1) fail("--baseline {}: batch and sequence length must be known", r.base.source);
   Result out;
-  out.space = enumerate({{r.shape, r.model, r.base.precision}, r.global_batch});
+  out.space = enumerate({{r.shape, r.model, r.base.precision}, r.global_batch, precision_choices(r)});
   if (out.space.candidates.empty())
     fail("--global-batch {}: no layout on {} node(s) x {} can take it (of {} enumerated: {} refused by the global "
          "batch's split among the data-parallel replicas, {} by the micro-batches, {} by the strategies' own "
@@ -98,28 +145,36 @@ Result search(const Request& r, const std::function<void(int64_t, int64_t)>& pro
          out.space.refused.total() - out.space.refused.by_reason["the global batch"] -
              out.space.refused.by_reason["the micro-batches"]);
   auto kept = fit(r, out);
+  if (kept.empty() && out.space.refused.by_reason["memory"] == 0)
+    fail("--baseline {}: no strategy searched can run its engine ({}); measure a baseline without it",
+         r.base.source, r.base.engine.name());
   if (kept.empty())
     fail("--memory-limit {}: below what every layout needs a rank; the least is {} (model state and activations, "
          "with recomputation)", size_text(r.memory_limit), size_text(out.least_memory));
   out.calibration = calibration_for(r.device_kind);
   out.tie_threshold = tie_threshold(out.calibration, r.baseline_noise);
-  const auto one_device = scaled_baseline(r.base, r.global_batch, false);
-  auto so = predict::engine_step_options(r.base.precision, r.base.engine);
+  std::map<std::string, std::pair<predict::Baseline, predict::StepOptions>> at;
+  for (auto& [p, why] : precision_choices(r))
+    if (why.empty()) {
+      auto b = baseline_at(r, p);
+      at[p] = {b, predict::engine_step_options(p, b.engine)};
+    }
   const int64_t total = static_cast<int64_t>(kept.size());
   for (int64_t k = 0; k < total; ++k) {
     auto& [c, m] = kept[static_cast<size_t>(k)];
     Ranked x{c, {}, m, {}, {}, 0, 0};
     // What only the replay can rule out is refused with the strategies' checks.
+    auto [base, so] = at.at(c.precision);
     try {
       so.grad_accum = c.accum;
-      x.prediction = predict::predict_step(scaled_baseline(r.base, c.micro(), c.recompute), *r.layout, c.choice,
+      x.prediction = predict::predict_step(scaled_baseline(base, c.micro(), c.recompute), *r.layout, c.choice,
                                            r.shape, *r.comm, so);
     } catch (const UserError&) {
       out.space.refused.add("the model");
       continue;
     }
     x.step = measured_step_interval(out.calibration, x.prediction.step_s);
-    x.parts = parts_of(x.prediction, one_device, r.shape.world());
+    x.parts = parts_of(x.prediction, scaled_baseline(base, r.global_batch, false), r.shape.world());
     out.ranked.push_back(std::move(x));
     if (progress) progress(k + 1, total);
   }

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,14 +29,30 @@ struct Request {
   int64_t global_batch = 0;
   double memory_limit = 0;     // bytes a rank may hold; 0: no limit
   std::string device_kind;     // "cuda" or "cpu": which calibration applies
+  std::string device_name;     // the system file's device ("" when it does not say)
   double baseline_noise = 0;   // the baseline's step stddev / mean (0: not recorded)
+  // The device's dense peak TFLOP/s by precision (train::peak_tflops; 0 or
+  // absent: not known). Another precision than the baseline's is searched
+  // where both rates are known, its compute scaled by their ratio.
+  std::map<std::string, double> peak_tflops;
 };
+
+// The precisions a search tries, each with "" or why it cannot: the
+// baseline's always; fp32, tf32, bf16, fp16 where the device's peak rates
+// for it and the baseline's are known and the baseline's engine keeps its
+// weights as it did (--fused: bf16-resident under bf16 alone).
+std::vector<std::pair<std::string, std::string>> precision_choices(const Request& r);
+
+// The baseline at `precision`: forward and backward scaled by the peak
+// rates' ratio (the optimizer and the rest as measured: fp32 masters and
+// host work do not change), its engine's precision set.
+predict::Baseline baseline_at(const Request& r, const std::string& precision);
 
 // Where a layout's step goes beyond the ideal (the baseline's step for the
 // global batch divided among the ranks), in seconds: these parts add up to
 // the predicted step.
 struct Parts {
-  double ideal = 0;      // one device's step for the global batch / ranks
+  double ideal = 0;      // one device's step for the global batch / ranks, at the layout's precision
   double compute = 0;    // compute beyond its ideal share: model-parallel splits, recomputation, pipeline bubbles
   double optimizer = 0;  // optimizer beyond its share (replicated optimizers do not shrink)
   double data = 0;       // data and the rest of the step beyond their share

@@ -10,7 +10,8 @@
 namespace hpcbench::plan {
 
 std::string Candidate::name() const {
-  return choice.label() + (accum > 1 ? fmt::format(" x{}", accum) : "") + (recompute ? " +recompute" : "");
+  return choice.label() + (accum > 1 ? fmt::format(" x{}", accum) : "") + (recompute ? " +recompute" : "") +
+         (precision.empty() ? "" : " " + precision);
 }
 
 int64_t Refusals::total() const {
@@ -38,40 +39,55 @@ std::string check(const strategies::Spec& spec, const strategies::OptionSet& set
   return "";
 }
 
+// Every layout of `spec` at one precision into `s`; `refusal` ("" or why the
+// precision cannot be searched) refuses them all.
+void enumerate_spec(const strategies::Spec& spec, const SpaceInputs& in, const std::string& refusal, Space& s) {
+  for (const auto& set : strategies::search_space(spec, in.job))
+    for (bool recompute : {false, true}) {
+      ++s.enumerated;
+      if (!refusal.empty()) {
+        s.refused.add("the precision");
+        continue;
+      }
+      std::optional<strategies::Choice> c;
+      if (auto why = check(spec, set, in, c); !why.empty()) {
+        s.refused.add(why);
+        continue;
+      }
+      const int replicas = c->spec().data_parallel_size(c->options(), in.job.shape);
+      if (replicas < 1 || in.global_batch % replicas != 0) {
+        s.refused.add("the global batch");
+        continue;
+      }
+      const int64_t rows = in.global_batch / replicas;
+      for (int64_t accum = 1; accum <= rows; accum *= 2) {
+        if (rows % accum != 0) break;
+        if (accum > 1) ++s.enumerated;
+        if (!c->unsupported_batch(rows / accum).empty()) {
+          s.refused.add("the micro-batches");
+          continue;
+        }
+        s.candidates.push_back(Candidate{*c, in.job.precision, recompute, replicas, rows, static_cast<int>(accum)});
+      }
+    }
+}
+
 }  // namespace
 
 Space enumerate(const SpaceInputs& in) {
   if (in.global_batch < 1) fail("--global-batch {}: must be at least 1", in.global_batch);
   Space s;
-  for (const auto* spec : strategies::specs()) {
-    if (!spec->traits().devices_option.empty()) {
+  auto precisions = in.precisions;
+  if (precisions.empty()) precisions.push_back({in.job.precision, ""});
+  for (const auto* spec : strategies::specs())
+    if (!spec->traits().devices_option.empty())
       s.not_searched.push_back(fmt::format("{} (one process drives several devices)", spec->name()));
-      continue;
-    }
-    for (const auto& set : strategies::search_space(*spec, in.job))
-      for (bool recompute : {false, true}) {
-        ++s.enumerated;
-        std::optional<strategies::Choice> c;
-        if (auto why = check(*spec, set, in, c); !why.empty()) {
-          s.refused.add(why);
-          continue;
-        }
-        const int replicas = c->spec().data_parallel_size(c->options(), in.job.shape);
-        if (replicas < 1 || in.global_batch % replicas != 0) {
-          s.refused.add("the global batch");
-          continue;
-        }
-        const int64_t rows = in.global_batch / replicas;
-        for (int64_t accum = 1; accum <= rows; accum *= 2) {
-          if (rows % accum != 0) break;
-          if (accum > 1) ++s.enumerated;
-          if (!c->unsupported_batch(rows / accum).empty()) {
-            s.refused.add("the micro-batches");
-            continue;
-          }
-          s.candidates.push_back(Candidate{*c, recompute, replicas, rows, static_cast<int>(accum)});
-        }
-      }
+  for (const auto& [precision, refusal] : precisions) {
+    if (!refusal.empty()) s.precisions_refused.push_back(precision + ": " + refusal);
+    auto at = in;
+    at.job.precision = precision;
+    for (const auto* spec : strategies::specs())
+      if (spec->traits().devices_option.empty()) enumerate_spec(*spec, at, refusal, s);
   }
   return s;
 }

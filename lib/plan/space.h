@@ -16,17 +16,20 @@ namespace hpcbench::plan {
 
 struct Candidate {
   strategies::Choice choice;
+  std::string precision;   // --precision: fp32, tf32, bf16 or fp16
   bool recompute = false;  // --activation-checkpointing
   int replicas = 1;        // data-parallel replicas the global batch splits over
   int64_t rows = 0;        // sequences a replica takes per optimizer step (global batch / replicas)
   int accum = 1;           // micro-steps they are cut into (--grad-accum)
   int64_t micro() const { return rows / accum; }  // --batch-size
-  // "zero:stage=3 x4 +recompute": the label, the accumulation, recomputation
+  // "zero:stage=3 x4 +recompute bf16": the label, the accumulation,
+  // recomputation, the precision
   std::string name() const;
 };
 
-// Layouts refused, by reason ("the strategy's options", "the job's shape",
-// "the model", "the global batch", "the micro-batches", "memory").
+// Layouts refused, by reason ("the precision", "the strategy's options",
+// "the job's shape", "the model", "the global batch", "the micro-batches",
+// "the engine", "memory").
 struct Refusals {
   std::map<std::string, int64_t> by_reason;
   void add(const std::string& reason) { ++by_reason[reason]; }
@@ -34,8 +37,12 @@ struct Refusals {
 };
 
 struct SpaceInputs {
-  strategies::SearchInputs job;  // shape, model, precision
+  strategies::SearchInputs job;  // shape, model, the baseline's precision
   int64_t global_batch = 0;      // sequences per optimizer step
+  // The precisions searched beside job.precision, each with "" or why it
+  // cannot be (its layouts enumerated and refused by "the precision").
+  // Empty: job.precision alone.
+  std::vector<std::pair<std::string, std::string>> precisions;
 };
 
 struct Space {
@@ -45,6 +52,8 @@ struct Space {
   // Strategies not searched, each with why (one process drives several
   // devices: `sweep` leaves those out by default too).
   std::vector<std::string> not_searched;
+  // Precisions refused, each with why ("tf32: ...").
+  std::vector<std::string> precisions_refused;
 };
 
 // Throws UserError naming --global-batch when it is not positive.

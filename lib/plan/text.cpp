@@ -14,6 +14,20 @@ std::string refusals_text(const Refusals& r) {
   return s.empty() ? "none" : s;
 }
 
+// ", bf16 and tf32 (compute scaled by the device's peak rates: ...)", or "".
+std::string searched_precisions(const Result& res, const Request& req) {
+  std::string names, rates;
+  for (auto& [p, why] : precision_choices(req)) {
+    if (!why.empty() || p == req.base.precision) continue;
+    names += (names.empty() ? "" : ", ") + p;
+    rates += fmt::format(", {} {:g}", p, req.peak_tflops.at(p));
+  }
+  if (names.empty()) return "";
+  return fmt::format("; also {} (forward and backward scaled by the device's dense peak TFLOP/s: {} {:g}{}; the "
+                     "optimizer and the rest as measured)", names, req.base.precision,
+                     req.peak_tflops.at(req.base.precision), rates);
+}
+
 std::string header(const Result& res, const Request& req) {
   const auto& b = req.base;
   std::string s = fmt::format(
@@ -28,9 +42,11 @@ std::string header(const Result& res, const Request& req) {
   s += fmt::format("# searched {} layouts in {:.2f} s: {} predicted, {} refused ({})\n", res.space.enumerated,
                    res.seconds, res.ranked.size(), res.space.refused.total(), refusals_text(res.space.refused));
   for (auto& n : res.space.not_searched) s += fmt::format("# not searched: {}\n", n);
-  s += fmt::format("# precision {} (the baseline's: its compute was measured in it); engine settings the "
-                   "baseline's (the model has no cost for changing them); micro-batch = global batch / "
-                   "data-parallel replicas, compute taken as linear in it\n", b.precision);
+  s += fmt::format("# precisions: {} (the baseline's, its compute as measured){}; engine {} as the baseline's (the "
+                   "model has no cost for changing it; the strategies that cannot run it refused by the engine); "
+                   "micro-batch = global batch / data-parallel replicas, compute taken as linear in it\n",
+                   b.precision, searched_precisions(res, req), b.engine.name());
+  for (auto& n : res.space.precisions_refused) s += fmt::format("# precision not searched: {}\n", n);
   s += fmt::format("# calibration: predicted / measured step {:+.1f} % to {:+.1f} % ({}); layouts closer than "
                    "{:.1f} % cannot be separated by it and are ties (=)\n",
                    100 * res.calibration.low, 100 * res.calibration.high, res.calibration.source,

@@ -11,7 +11,7 @@ namespace {
 
 constexpr const char* kRecomputeFlag = "--activation-checkpointing";
 // What plan sets for each job itself.
-constexpr const char* kOwnFlags[] = {kRecomputeFlag, "--batch-size", "--grad-accum"};
+constexpr const char* kOwnFlags[] = {kRecomputeFlag, "--batch-size", "--grad-accum", "--precision"};
 
 void rename(sweep::SweepJob& j, const std::string& name) {
   j.name = name;
@@ -28,7 +28,8 @@ std::vector<sweep::SweepJob> verify_jobs(const Result& result, const Request& re
   for (auto& a : opts.run_args)
     for (std::string flag : kOwnFlags)
       if (a == flag || a.starts_with(flag + "="))
-        fail("'{}' after '--': plan sets {} for each layout it verifies (--global-batch gives the batch)", a, flag);
+        fail("'{}' after '--': plan sets {} for each layout it verifies (--global-batch gives the batch, the "
+             "baseline and the search the precision)", a, flag);
   const size_t n = std::min<size_t>(static_cast<size_t>(k), result.ranked.size());
   opts.strategies.clear();
   for (size_t i = 0; i < n; ++i) {
@@ -50,13 +51,15 @@ std::vector<sweep::SweepJob> verify_jobs(const Result& result, const Request& re
   const int64_t b = request.base.batch, g = request.global_batch;
   const bool in_baseline_batches = b > 0 && g % b == 0;
   jobs.front().extra_args = {"--batch-size", std::to_string(in_baseline_batches ? b : g), "--grad-accum",
-                             std::to_string(in_baseline_batches ? g / b : 1)};
+                             std::to_string(in_baseline_batches ? g / b : 1), "--precision", request.base.precision};
   for (size_t i = 0; i < n; ++i) {
     const auto& c = result.ranked[i].candidate;
     auto j = by_label.at(c.choice.label());
-    j.extra_args = {"--batch-size", std::to_string(c.micro()), "--grad-accum", std::to_string(c.accum)};
+    j.extra_args = {"--batch-size", std::to_string(c.micro()), "--grad-accum", std::to_string(c.accum),
+                    "--precision", c.precision};
     std::string name = j.name;
     if (c.accum > 1) name += "-accum" + std::to_string(c.accum);
+    if (c.precision != request.base.precision) name += "-" + c.precision;
     if (c.recompute) {
       name += "-recompute";
       j.extra_args.push_back(kRecomputeFlag);

@@ -15,7 +15,7 @@ using namespace hpcbench;
 namespace {
 
 plan::Candidate candidate(const std::string& label, bool recompute, int replicas, int64_t rows) {
-  return {strategies::parse_label(label, "test"), recompute, replicas, rows};
+  return {strategies::parse_label(label, "test"), "bf16", recompute, replicas, rows};
 }
 
 }  // namespace
@@ -67,7 +67,7 @@ TEST_CASE("the search prunes by memory first, counting each refusal; a limit bel
   const double ddp = 16 * psi + L * layer4;
   r.memory_limit = ddp - 1;
   auto res = plan::search(r);
-  auto all = plan::enumerate({{r.shape, m, "bf16"}, 8});
+  auto all = plan::enumerate({{r.shape, m, "bf16"}, 8, {}});
   plan::MemoryInputs in{&l, m, r.shape, 16, predict::engine_step_options("bf16", {})};
   int64_t over = 0;
   for (auto& c : all.candidates) over += plan::memory_per_rank(c, in).total() > r.memory_limit;

@@ -125,7 +125,7 @@ TEST_CASE("the search ranks as every layout's schedule replayed by its definitio
 
   // The ranking again from the enumeration, each layout's step the reference replay's
   // makespan, in the search's order for equal steps (a stable sort).
-  auto space = plan::enumerate({{s.r.shape, s.m, s.r.base.precision}, s.r.global_batch});
+  auto space = plan::enumerate({{s.r.shape, s.m, s.r.base.precision}, s.r.global_batch, {}});
   predict::StepOptions so;
   so.compute_bytes = so.reduce_bytes = predict::compute_bytes(s.r.base.precision);
   struct Reference {
@@ -157,4 +157,50 @@ TEST_CASE("the search ranks as every layout's schedule replayed by its definitio
   }
   // The network mattered: many steps waited on more than one kind of collective.
   CHECK(exposed > 10);
+}
+
+// The precision's cost in closed form: with the device's peak at 1 TFLOP/s in
+// fp32 and 2 in bf16, a bf16 layout's forward and backward take half the
+// fp32 one's (the optimizer as measured), fp16 (no rate) is refused by its
+// reason. ddp at 2 ranks: fp32 C + O = 1.5 + 1.5 = 3 s; bf16 0.75 + 1.5.
+TEST_CASE("precision searched: compute scaled by the peak rates' ratio, a precision without a rate refused") {
+  test::PlanSetup s;
+  s.r.peak_tflops = {{"fp32", 1}, {"bf16", 2}};
+  auto choices = plan::precision_choices(s.r);
+  REQUIRE(choices.size() == 4);
+  CHECK(choices[0] == std::pair<std::string, std::string>{"fp32", ""});
+  auto res = plan::search(s.r);
+  CHECK(res.space.refused.by_reason.at("the precision") > 0);
+  CHECK(res.space.precisions_refused.size() == 2);  // tf32 and fp16: no rate
+  int ddp32 = 0, ddp16 = 0;
+  for (auto& x : res.ranked) {
+    CHECK((x.candidate.precision == "fp32" || x.candidate.precision == "bf16"));
+    if (x.candidate.choice.name() != "ddp" || x.candidate.recompute) continue;
+    if (x.candidate.precision == "fp32") {
+      ++ddp32;
+      CHECK(x.prediction.step_s == Approx(3.0));
+    } else {
+      ++ddp16;
+      CHECK(x.prediction.step_s == Approx(0.75 + 1.5));
+      // Its ideal is the one-device step at bf16 over 2 ranks: (1.5 + 1.5) / 2.
+      CHECK(x.parts.ideal == Approx(3.0 / 2));
+      CHECK(x.parts.ideal + x.parts.compute + x.parts.optimizer + x.parts.data + x.parts.exposed ==
+            Approx(x.prediction.step_s));
+    }
+  }
+  CHECK(ddp32 > 0);
+  CHECK(ddp32 == ddp16);
+  // The fastest layouts are the sharded ones in bf16: C/2 + O/2 = 0.75 + 0.75.
+  CHECK(res.ranked.front().candidate.precision == "bf16");
+  CHECK(res.ranked.front().prediction.step_s == Approx(1.5));
+}
+
+TEST_CASE("a strategy that cannot run the baseline's engine is refused by it, counted") {
+  test::PlanSetup s;
+  s.r.base = test::tiny_baseline(8, 1.5, "bf16");
+  s.r.base.engine = EnginePolicy::recorded("bf16", true, "fused");
+  auto res = plan::search(s.r);
+  // pipeline declares no bf16-resident weights (lib/strategies/pipeline/spec.cpp).
+  CHECK(res.space.refused.by_reason.at("the engine") > 0);
+  for (auto& x : res.ranked) CHECK(predict::engine_refusal(s.r.base, x.candidate.choice).empty());
 }

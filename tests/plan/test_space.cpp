@@ -14,7 +14,7 @@ using namespace hpcbench;
 namespace {
 
 plan::Space space(strategies::Shape shape, const std::string& precision, int64_t global_batch) {
-  return plan::enumerate({{shape, test::tiny_shape(), precision}, global_batch});
+  return plan::enumerate({{shape, test::tiny_shape(), precision}, global_batch, {}});
 }
 
 int64_t count(const plan::Space& s, const std::string& prefix) {
@@ -86,4 +86,29 @@ TEST_CASE("a global batch the replicas cannot split is refused by reason") {
   for (auto& c : s.candidates) CHECK(c.rows * c.replicas == 6);
   for (auto& c : s.candidates) CHECK(c.micro() * c.accum == c.rows);
   CHECK_THROWS_WITH(space({1, 2}, "fp32", 0), Catch::Contains("--global-batch 0"));
+}
+
+TEST_CASE("precisions: bf16 searched beside fp32, fp16 refused by its reason, every layout counted") {
+  auto s = plan::enumerate({{{1, 2}, test::tiny_shape(), "fp32"},
+                            8,
+                            {{"fp32", ""}, {"bf16", ""}, {"fp16", "no peak rate"}}});
+  // fp32 as in the first case: 2 x 91 layouts, 58 refused.
+  // bf16: fsdp and zero each offer their reduction in bf16 or fp32 (8 sets each, 3 accumulations);
+  //   the rest as in fp32: 2 x (1 + 6·3 + 8·3 + 8·3 + 11·4 + 1·4) = 230, 2 + 56 refused.
+  // fp16: refused before its rows, each option set twice: 2 x (1 + 6 + 8 + 8 + 11 + 1) = 70.
+  CHECK(s.enumerated == 182 + 230 + 70);
+  CHECK(s.refused.by_reason.at("the precision") == 70);
+  CHECK(s.refused.by_reason.at("the job's shape") == 2 + 2);
+  CHECK(s.refused.by_reason.at("the micro-batches") == 56 + 56);
+  int64_t fp32 = 0, bf16 = 0;
+  for (auto& c : s.candidates) (c.precision == "fp32" ? fp32 : bf16) += 1;
+  CHECK(fp32 == 182 - 58);
+  CHECK(bf16 == 230 - 58);
+  for (auto& c : s.candidates) CHECK(c.precision != "fp16");
+  REQUIRE(s.precisions_refused.size() == 1);
+  CHECK(s.precisions_refused[0] == "fp16: no peak rate");
+  // A layout at two precisions is two candidates.
+  std::set<std::string> names;
+  for (auto& c : s.candidates) names.insert(c.name());
+  CHECK(names.size() == s.candidates.size());
 }

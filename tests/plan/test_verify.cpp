@@ -101,6 +101,33 @@ TEST_CASE("a recomputing layout is its own job with --activation-checkpointing")
   CHECK_THROWS_WITH(plan::verify_jobs(res, s.r, 0, o), Catch::Contains("--verify 0"));
 }
 
+TEST_CASE("each job runs its layout's precision; a layout at another precision than the baseline's is named by it") {
+  test::PlanSetup s;
+  s.r.peak_tflops = {{"fp32", 1}, {"bf16", 2}};
+  auto res = plan::search(s.r);
+  REQUIRE(res.ranked.front().candidate.precision == "bf16");
+  test::TempDir dir;
+  sweep::SweepOptions o;
+  o.out_dir = dir.path / "sweep";
+  o.hpcbench = "/opt/hpcbench";
+  auto jobs = plan::verify_jobs(res, s.r, 1, o);
+  REQUIRE(jobs.size() == 2);
+  auto has = [](const sweep::SweepJob& j, const std::string& p) {
+    for (size_t k = 0; k + 1 < j.extra_args.size(); ++k)
+      if (j.extra_args[k] == "--precision" && j.extra_args[k + 1] == p) return true;
+    return false;
+  };
+  CHECK(has(jobs[0], "fp32"));  // the reference: the baseline's
+  CHECK(has(jobs[1], "bf16"));
+  CHECK(jobs[1].name.ends_with("-bf16"));
+  plan::write_verify_sweep(o, jobs, plan::plan_record(res, s.r, jobs, "sys.toml"));
+  CHECK(test::slurp(o.out_dir / jobs[1].script).find("--precision bf16") != std::string::npos);
+  // The precision is plan's to set.
+  sweep::SweepOptions bad = o;
+  bad.run_args = {"--precision", "fp16"};
+  CHECK_THROWS_WITH(plan::verify_jobs(res, s.r, 1, bad), Catch::Contains("plan sets --precision"));
+}
+
 TEST_CASE("plan.json and sweep.json that are not what they say are refused naming the file, through one reader") {
   test::PlanSetup s;
   auto res = plan::search(s.r);

@@ -618,7 +618,11 @@ def summary(a):
     L.append("| " + " | ".join(str(v.get(k, "?")) for k in ("device", "driver", "cuda", "nccl", "torch", "transformers",
                                                                 "lightning")) + " |")
     L.append("")
-    for name in ("build", "engine", "engine-protocol", "squad-eval", "strategies", "shared-gpu", "baseline", "precision"):
+    # The third table's order, then the first run's phases; a phase this list does not know is
+    # still summarised (after them), so that no phase's result is dropped from the summary.
+    order = ["build", "engine", "engine-protocol", "profile", "squad-eval", "strategies", "strategies-graph", "fp8",
+             "deterministic", "shared-gpu", "baseline", "precision"]
+    for name in order + sorted(set(phases) - set(order)):
         j = phases.get(name)
         if not j:
             continue
@@ -699,6 +703,10 @@ def summary(a):
             hdr = j["bench_comm"]["header"]
             L += ["bench-comm at world size 1:", "", "```"] + hdr[:2] + [h for h in hdr if "op " in h] + \
                 j["bench_comm"]["rows"] + hdr[-2:] + ["```", ""]
+        if name == "deterministic":
+            L.append(f"--deterministic: every group's losses equal bit for bit at every step: {j.get('status', 'no result')}"
+                     + (" (--dry: a CPU, nothing captured)" if j.get("dry") else "") + ".")
+            L.append("")
         if name == "shared-gpu" and j.get("model_parallel"):
             L.append("| ranks on the GPU (Gloo) | strategy | loss max rel diff to the baseline | tolerance | step ms | "
                      "bubble % (theory (P-1)/(M+P-1)) |")

@@ -443,15 +443,22 @@ phase_strategies() {
   # drift apart; ddp's and tensor's losses are read against that drift (validate_report.py).
   hb_run strat-baseline-repeat "${common[@]}"
   # PyTorch's own overhead at world size 1, the reference for the sharded rows: FSDP2 against
-  # Hugging Face eager on the same batches, dropout off as here.
-  say "strategies: Hugging Face eager and FSDP2 (fully_shard, world size 1), the same batches"
+  # Hugging Face eager on the same batches, dropout off as here, configured as zero 3 and fsdp
+  # full run below (the same units, resharding, compute copies, reduce dtype and autocast), so
+  # that its overhead and theirs are the same work's (validate_report.py checks the record).
+  local reduce=bf16
+  say "strategies: Hugging Face eager and FSDP2 (fully_shard, world size 1), the same batches; FSDP2 as zero 3 /"
+  say "  fsdp full: units the embeddings, each encoder layer, the QA head, each resharded after forward;"
+  say "  bf16 compute copies of fp32 shards, gradients reduced in $reduce, forward under bf16 autocast"
   ref_run eager bf16 "$big" "$work/data-strat.safetensors" "$work/ref-strat-eager.json" --dropout 0
-  ref_run fsdp2 bf16 "$big" "$work/data-strat.safetensors" "$work/ref-strat-fsdp2.json" --dropout 0
+  ref_run fsdp2 bf16 "$big" "$work/data-strat.safetensors" "$work/ref-strat-fsdp2.json" --dropout 0 \
+    --reduce-dtype "$reduce"
   say "strategies: each with --keep-collectives at world size 1"
   hb_run strat-ddp "${common[@]}" --strategy ddp --keep-collectives
   local z
-  for z in 1 2 3; do hb_run "strat-zero$z" "${common[@]}" --strategy zero --zero-stage "$z" --keep-collectives; done
-  hb_run strat-fsdp-full "${common[@]}" --strategy fsdp --sharding full --keep-collectives
+  for z in 1 2; do hb_run "strat-zero$z" "${common[@]}" --strategy zero --zero-stage "$z" --keep-collectives; done
+  hb_run strat-zero3 "${common[@]}" --strategy zero --zero-stage 3 --reduce-dtype "$reduce" --keep-collectives
+  hb_run strat-fsdp-full "${common[@]}" --strategy fsdp --sharding full --reduce-dtype "$reduce" --keep-collectives
   hb_run strat-fsdp-grad-op "${common[@]}" --strategy fsdp --sharding grad-op --keep-collectives
   # One stage of 4 micro-batches, one tensor-parallel rank: at world size 1 their groups hold
   # one rank and run no collective (--keep-collectives keeps what there is: nothing); their

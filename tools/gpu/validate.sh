@@ -484,6 +484,7 @@ phase_strategies_graph() {
   local common=(--precision bf16 --batch-size "$big" --dropout 0)
   # HPCBENCH_SG_STRATEGIES: a subset, so that the phase can be split over two calls (37 runs,
   # about 200 s on an H100, do not fit one call beside the engine protocol: tools/gpu/estimate.py).
+  # shellcheck disable=SC2206 # a list of words
   local names=(${HPCBENCH_SG_STRATEGIES:-ddp zero1 zero2 zero3 fsdp-full fsdp-grad-op tensor pipeline}) repeats=2 i n
   declare -A flags=([ddp]="--strategy ddp" [zero1]="--strategy zero --zero-stage 1"
     [zero2]="--strategy zero --zero-stage 2" [zero3]="--strategy zero --zero-stage 3"

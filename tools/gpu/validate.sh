@@ -3,8 +3,11 @@
 # 10-minute call on a 16-core one-GPU machine with no network (python3 with
 # torch, transformers, lightning; cmake, ninja, nvcc; no Debian -dev packages).
 #
-#   tools/gpu/validate.sh [--dry] PHASE...
-#       PHASE: build engine baseline precision strategies shared-gpu, or all (that order)
+#   tools/gpu/validate.sh [--dry | --plan] PHASE...
+#       PHASE: build engine baseline precision strategies shared-gpu, or all (that order), or one
+#       not in all: engine-protocol squad-eval profile fp8 strategies-graph deterministic
+#   --plan      run nothing: list each phase's commands and estimate its seconds on an H100 from
+#               the recorded runs (tools/gpu/estimate.py; HPCBENCH_PLAN_LIMIT_S: exit 1 past it)
 #
 #   build       configure and build against the machine's torch with the staged
 #               headers (.gpu-deps from tools/gpu/stage-deps.sh; carry it)

@@ -1,23 +1,28 @@
 #!/usr/bin/env bash
-# The third GPU table (issue 43) as one prepared call of about 8 minutes on one H100:
+# The third GPU table (issue 43) as two prepared calls on one H100, about 8 minutes and 3:
 #
 #   tools/gpu/run-second-table.sh --prepare     here, on the CPU machine: the staged-headers
 #                                               binaries in .gpu-run/ (the same binaries)
-#   tools/gpu/run-third-table.sh                there, carrying .gpu-run and .gpu-deps
-#   HPCBENCH_BIN=build/hpcbench tools/gpu/run-third-table.sh --dry
+#   tools/gpu/run-third-table.sh [--second]     there, carrying .gpu-run and .gpu-deps
+#   HPCBENCH_BIN=build/hpcbench tools/gpu/run-third-table.sh --dry [--second]
 #                                               here: the same call rehearsed (validate.sh --dry)
+#   tools/gpu/run-third-table.sh --plan [--second]
+#                                               here: each phase's estimated seconds on the H100
+#                                               (tools/gpu/estimate.py; exit 1 past 480 s / 240 s)
 #
-# Phases in the issue's order of value, each writing its results as it finishes:
+# The first call's phases in the issue's order of value, each writing its results as it finishes:
 #   1-3. engine-protocol: batch 32 dropout 0 (eager and --cuda-graph --fused interleaved,
 #        three graphed runs between four eager, 100 timed steps each; losses against the
 #        eager envelope; NVML against the memory column), batch 32 dropout 0.1, batch 4 and 8
-#        against the eager runs' noise floor, then HF + compile reduce-overhead at 4, 8, 32
-#        while HPCBENCH_ENGINE_PROTOCOL_BUDGET_S (default 300) lasts
+#        against the eager runs' noise floor, then HF + compile reduce-overhead at 32, 4 and 8
+#        while HPCBENCH_ENGINE_PROTOCOL_BUDGET_S (default 240) lasts
 #   4.   [slot] profile: the kernel table of three graphed, fused steps at batch 32
 #   5.   squad-eval: the shipped SQuAD sample with evaluation, eager against graph + fused
-#   6.   [slot] strategies-graph: every strategy graphed at world size 1 on NCCL
+#   6.   [slot] strategies-graph: ddp, zero 1 and zero 3 graphed at world size 1 on NCCL
 #   7.   [slot] fp8: the FP8 GEMM microbenchmark
 #   8.   shared-gpu (pipeline and tensor over Gloo) only with HPCBENCH_THIRD_SHARED=1
+# The second call (--second): strategies-graph for zero 2, fsdp full / grad-op, tensor and
+# pipeline, then shared-gpu's pipeline and tensor ranks.
 # The slots are validate.sh phases that other branches add; each runs here when validate.sh
 # knows it, in this order, and is skipped with a line saying so when it does not.
 #

@@ -7,7 +7,9 @@ H100-80GB-HBM3-20261127), with injected faults that must fail:
 - the same losses twice under a recorded mode pass, the graphed one captured;
 - one step one ULP off fails, naming the step; a mode recorded off, warn-only or under an
   unreproducible cuBLAS setting fails; a graphed run that was not captured fails on a GPU
-  and passes under --dry only where it says why.
+  and passes under --dry only where it says why;
+- validate_report.py summary shows the phase's result (passed, or failed with its checks), and
+  validate.sh's usage and unknown-phase messages list the phase.
 
 Usage: test_deterministic_check.py REPO_ROOT"""
 import copy
@@ -16,6 +18,7 @@ import io
 import json
 import math
 import os
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -114,6 +117,26 @@ with tempfile.TemporaryDirectory() as tmp:
     # 6. A run that is not there is a failure, not a pass.
     rc, res = verdict(runs, ["eager=e0,nowhere"])
     assert rc == 1, res
+
+    # 7. validate_report.py summary shows the phase's result: a pass as passed, the failure above
+    # (a run missing) as failed, with its checks, and the summary's exit status follows it.
+    report = os.path.join(root, "tools", "gpu", "validate_report.py")
+    for groups, status, rc_want in ((["eager=e0,e1,g"], "passed", 0), (["eager=e0,nowhere"], "failed", 1)):
+        call = os.path.join(tmp, f"call-{status}")
+        os.makedirs(call)
+        d.main([runs, os.path.join(call, "deterministic.json")] + [x for g in groups for x in ("--group", g)])
+        out = subprocess.run([sys.executable, report, "summary", call, "--out", os.path.join(call, "summary.md")],
+                             capture_output=True, text=True)
+        text = open(os.path.join(call, "summary.md")).read()
+        assert out.returncode == rc_want, (status, out.returncode, out.stderr)
+        assert "## deterministic" in text and f"bit for bit at every step: {status}" in text, text
+        assert ("FAILED: eager: runs readable" in text) == (status == "failed"), text
+
+# 8. validate.sh names the phase wherever it lists its phases: the usage and an unknown phase.
+script = os.path.join(root, "tools", "gpu", "validate.sh")
+for argv, what in (([], "usage"), (["no-such-phase"], "unknown phase")):
+    out = subprocess.run([script] + argv, capture_output=True, text=True)
+    assert out.returncode == 2 and what in out.stderr and " deterministic " in out.stderr, (argv, out.stderr)
 
 print("deterministic_check: recorded eager runs without the mode refused; identical losses under the mode pass; "
       "one ULP, a mode off or unreproducible, an uncaptured graph fail")

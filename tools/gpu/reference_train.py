@@ -245,12 +245,20 @@ FSDP2_CONFIG = {}
 
 
 def run_fsdp2(a, dev, batches, dtype):
-    """PyTorch's FSDP2 on one rank (NCCL on a GPU, Gloo on CPU), set up as hpcbench's
-    `fsdp --sharding full` is: one unit per encoder layer, the embeddings, then the rest
-    at the root; parameters resharded after forward; under bf16/fp16 the units compute in
-    copies of fp32 parameters and reduce gradients in the compute dtype (MixedPrecisionPolicy),
-    no autocast. At world size 1 its collectives still run, so its step over the eager one is
-    FSDP2's own overhead: the reference for hpcbench's fsdp and zero 3 at --keep-collectives."""
+    """PyTorch's FSDP2 on one rank (NCCL on a GPU, Gloo on CPU), configured as hpcbench's
+    `zero --zero-stage 3` and `fsdp --sharding full` run under --precision bf16/fp16, so that
+    its overhead over eager is theirs to be compared with (docs/gpu.md, "FSDP2 and hpcbench's
+    sharded strategies"):
+    - units: the embeddings, each encoder layer and the QA head, each resharded after forward
+      (hpcbench reshards its last unit too); the root then holds no parameter of its own;
+    - fp32 parameters sharded, gathered as compute-dtype copies (param_dtype), gradients
+      reduced in --reduce-dtype (default the compute dtype, hpcbench's default) and
+      accumulated in fp32 on the shard;
+    - forward under autocast in the compute dtype, as hpcbench's unfused sharded step runs
+      over its compute copies: LayerNorm, softmax and the loss in fp32, as on the eager side;
+    - fused AdamW over the fp32 shards, clipping at 1.0, the same batches.
+    At world size 1 its collectives still run, so its step over the eager one is FSDP2's own
+    overhead: the reference for hpcbench's fsdp full and zero 3 at --keep-collectives."""
     import os
     import socket
 
@@ -270,21 +278,28 @@ def run_fsdp2(a, dev, batches, dtype):
     try:
         cfg, model = make_model(a, dev)
         mesh = init_device_mesh(dev.type, (1,))
-        mp = MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=dtype) if dtype is not None else MixedPrecisionPolicy()
-        for layer in model.bert.encoder.layer:
-            fully_shard(layer, mesh=mesh, mp_policy=mp)
-        fully_shard(model.bert.embeddings, mesh=mesh, mp_policy=mp)
+        reduce = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}.get(a.reduce_dtype, dtype)
+        mp = MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=reduce) if dtype is not None else MixedPrecisionPolicy()
+        units = [model.bert.embeddings, *model.bert.encoder.layer, model.qa_outputs]
+        for unit in units:
+            fully_shard(unit, mesh=mesh, mp_policy=mp, reshard_after_forward=True)
         fully_shard(model, mesh=mesh, mp_policy=mp)
+        root_params = [n for n, p in model.named_parameters()
+                       if not any(p is q for u in units for q in u.parameters())]
         # Stated in the results, so that the overhead it is compared with has its settings beside it.
         FSDP2_CONFIG.update({
-            "units": f"{len(model.bert.encoder.layer)} encoder layers, the embeddings, the root",
-            "reshard_after_forward": True, "world_size": 1, "backend": dist.get_backend(),
+            "units": f"the embeddings, {len(model.bert.encoder.layer)} encoder layers, the QA head; the root holds "
+                     f"{len(root_params)} parameters of its own",
+            "reshard_after_forward": "every unit, the QA head included", "world_size": 1, "backend": dist.get_backend(),
             "mp_policy": {"param_dtype": str(mp.param_dtype), "reduce_dtype": str(mp.reduce_dtype),
                           "output_dtype": str(mp.output_dtype), "cast_forward_inputs": mp.cast_forward_inputs},
-            "autocast": False, "optimizer": "AdamW (fused on CUDA) over the sharded fp32 parameters",
-            "why_overhead_at_world_size_1": "each unit still all-gathers its parameters (a copy at one rank) and "
-            "casts them to the compute dtype before forward and again before backward (resharded after forward), "
-            "and reduce-scatters its gradients: work eager does not do; hpcbench's fsdp full and zero 3 do the same "
+            "autocast": str(dtype) if dtype is not None else False,
+            "optimizer": "AdamW (fused on CUDA) over the sharded fp32 parameters, clipping at 1.0",
+            "as_hpcbench": f"--strategy zero --zero-stage 3 / --strategy fsdp --sharding full, --precision "
+                           f"{a.precision}, --reduce-dtype {a.reduce_dtype or 'the compute dtype'}, --keep-collectives",
+            "why_overhead_at_world_size_1": "each unit still all-gathers its parameters (a copy at one rank) "
+            "as compute-dtype copies before forward and again before backward (resharded after forward), and "
+            "reduce-scatters its gradients: work eager does not do; hpcbench's fsdp full and zero 3 do the same "
             "work under --keep-collectives, which is what makes them comparable"})
         opt = torch.optim.AdamW(param_groups(model), lr=5e-5, fused=dev.type == "cuda")
         scaler = torch.amp.GradScaler(dev.type, enabled=a.precision == "fp16")
@@ -292,7 +307,8 @@ def run_fsdp2(a, dev, batches, dtype):
         for b in batches:
             timer.start()
             x = {n: t.to(dev, non_blocking=True) for n, t in b.items()}
-            out = model(**x)
+            with torch.autocast(dev.type, dtype=dtype, enabled=dtype is not None):
+                out = model(**x)
             scaler.scale(out.loss).backward()
             scaler.unscale_(opt)
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -440,6 +456,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--dropout", type=float, default=0.1, help="BertConfig's hidden and attention dropout")
+    ap.add_argument("--reduce-dtype", default="", choices=["", "fp32", "bf16", "fp16"],
+                    help="fsdp2: the gradient reduction's dtype (default the compute dtype, as hpcbench's --reduce-dtype)")
     ap.add_argument("--json-out", required=True,
                     help="the result's JSON; with several trainers a name holding {trainer}, one file each")
     a = ap.parse_args()

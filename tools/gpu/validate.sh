@@ -3,8 +3,11 @@
 # 10-minute call on a 16-core one-GPU machine with no network (python3 with
 # torch, transformers, lightning; cmake, ninja, nvcc; no Debian -dev packages).
 #
-#   tools/gpu/validate.sh [--dry] PHASE...
-#       PHASE: build engine baseline precision strategies shared-gpu, or all (that order)
+#   tools/gpu/validate.sh [--dry | --plan] PHASE...
+#       PHASE: build engine baseline precision strategies shared-gpu, or all (that order), or one
+#       not in all: engine-protocol squad-eval profile fp8 strategies-graph deterministic
+#   --plan      run nothing: list each phase's commands and estimate its seconds on an H100 from
+#               the recorded runs (tools/gpu/estimate.py; HPCBENCH_PLAN_LIMIT_S: exit 1 past it)
 #
 #   build       configure and build against the machine's torch with the staged
 #               headers (.gpu-deps from tools/gpu/stage-deps.sh; carry it)
@@ -72,37 +75,41 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 
-dry=0
+known_phases="build engine engine-protocol squad-eval baseline precision strategies shared-gpu profile fp8 strategies-graph deterministic all"
+dry=0 plan=0
 phases=()
 for a in "$@"; do
   case "$a" in
     --dry) dry=1 ;;
+    --plan) plan=1 ;;
     # The order of importance of the next GPU run (issue 32): the engine first, then the
     # strategies at world size 1, then ranks sharing the GPU; the first run's phases after.
     all) phases+=(build engine strategies shared-gpu baseline precision) ;;
     build | engine | baseline | precision | strategies | shared-gpu | engine-protocol | squad-eval | profile | fp8 | strategies-graph) phases+=("$a") ;;
     deterministic) phases+=("$a") ;;
-    *) echo "validate.sh: unknown phase or option '$a' (phases: build engine engine-protocol squad-eval baseline precision strategies shared-gpu profile fp8 strategies-graph all; --dry)" >&2
+    *) echo "validate.sh: unknown phase or option '$a' (phases: $known_phases; --dry, --plan)" >&2
        exit 2 ;;
   esac
 done
-((${#phases[@]})) || { echo "usage: tools/gpu/validate.sh [--dry] PHASE... (build engine engine-protocol squad-eval baseline precision strategies shared-gpu profile fp8 strategies-graph all)" >&2; exit 2; }
+((${#phases[@]})) || { echo "usage: tools/gpu/validate.sh [--dry | --plan] PHASE... ($known_phases)" >&2; exit 2; }
 
-# The Python that has torch: $HPCBENCH_PY, else python3, else the GPU image's venv.
+# The Python that has torch: $HPCBENCH_PY, else python3, else the GPU image's venv. A --plan
+# runs nothing and needs none.
 PY=${HPCBENCH_PY:-}
+((plan)) && PY=${PY:-python3}
 if [[ -z $PY ]]; then
   for p in python3 /opt/torch/.venv/bin/python3; do
     if "$p" -c 'import torch' 2>/dev/null; then PY=$p; break; fi
   done
 fi
 [[ -n $PY ]] || { echo "validate.sh: no Python with torch found (set HPCBENCH_PY)" >&2; exit 1; }
-torch_lib=$("$PY" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
+((plan)) || torch_lib=$("$PY" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
 # A binary built elsewhere against the same torch finds this machine's LibTorch, and the CUDA
 # runtime its fused kernels link (libcudart.so.13) from the wheels torch itself loads it from
 # (site-packages/nvidia/*/lib): a toolkit's copy in another folder may be older, or absent.
-wheel_libs=$("$PY" -c 'import glob, os, torch; sp = os.path.dirname(os.path.dirname(torch.__file__))
+((plan)) || wheel_libs=$("$PY" -c 'import glob, os, torch; sp = os.path.dirname(os.path.dirname(torch.__file__))
 print(":".join(sorted(glob.glob(os.path.join(sp, "nvidia", "*", "lib")))))')
-export LD_LIBRARY_PATH="$torch_lib${wheel_libs:+:$wheel_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+((plan)) || export LD_LIBRARY_PATH="$torch_lib${wheel_libs:+:$wheel_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PYTHONUNBUFFERED=1
 
 if ((dry)); then
@@ -122,20 +129,24 @@ else
   eval_seq=128 eval_stride=32 eval_batch=8
   # The users' batch first, then the MFU target's, then the most launch-bound one.
   engine_batches="8 32 4" engine_compile_batches=all
-  proto_big=32 proto_small="4 8" proto_steps=110 proto_warm=10 proto_min=100 proto_compile="4 8 32" proto_pairs=3
+  # Compile at 32 and 4 first: the first table's reduce-overhead failed there; batch 8 was measured
+  # by the second table's call 2, so it is the one the budget leaves out.
+  proto_big=32 proto_small="4 8" proto_steps=110 proto_warm=10 proto_min=100 proto_compile="32 4 8" proto_pairs=3
   proto_precision=bf16
   # compile-default only where its target is (batch 32: "at least the best HF + compile mode");
   # batch 4 and 8 are held to reduce-overhead, and each compile costs ~a minute of device time.
   engine_default_compile_batches=${HPCBENCH_ENGINE_DEFAULT_COMPILE_BATCHES:-32}
   # A bert-base run of 40 steps takes ~15 s there; the references' call with two compiles, ~2 min.
   hb_limit=${HPCBENCH_RUN_TIMEOUT_S:-180} ref_limit=${HPCBENCH_REF_TIMEOUT_S:-360}
-  label=$("$PY" -c 'import torch; print(torch.cuda.get_device_name().replace(" ", "-"))' 2>/dev/null || echo gpu)
+  ((plan)) || label=$("$PY" -c 'import torch; print(torch.cuda.get_device_name().replace(" ", "-"))' 2>/dev/null || echo gpu)
 fi
+work=${HPCBENCH_VALIDATE_WORK:-$(mktemp -d "${TMPDIR:-/tmp}/hpcbench-validate.XXXXXX")}
+mkdir -p "$work"
+# A --plan writes nothing where results go: its listing and estimate stay in the work folder.
+((plan)) && OUT=$work/plan-out
 OUTDIR=${OUT:-results/gpu/$label-$(date +%Y%m%d)}
 mkdir -p "$OUTDIR"
 OUTDIR=$(cd "$OUTDIR" && pwd)
-work=${HPCBENCH_VALIDATE_WORK:-$(mktemp -d "${TMPDIR:-/tmp}/hpcbench-validate.XXXXXX")}
-mkdir -p "$work"
 log="$OUTDIR/validate.log"
 BIN=${HPCBENCH_BIN:-$root/build-gpu/hpcbench}
 report() { "$PY" "$root/tools/gpu/validate_report.py" "$@"; }
@@ -146,6 +157,14 @@ say() { printf '\n=== %s\n' "$*" | tee -a "$log"; }
 # A command given a limit (run_limit=SECONDS run ...) is stopped there: code that never ran on a
 # GPU (a capture, a kernel) could hang, and a hang would spend the whole call's device time.
 run() {
+  if ((plan)); then
+    # The command as the shell would run it; a dump it would write is left behind empty, so
+    # that what reads it is listed too.
+    { printf 'run'; printf ' %q' "$@"; printf '\n'; } >>"$work/plan.txt"
+    local i
+    for ((i = 1; i < $#; i++)); do [[ ${!i} == --dump-data ]] && { local j=$((i + 1)); : >"${!j}"; }; done
+    return 0
+  fi
   printf '$ %s\n' "$*" >>"$log"
   local t=()
   ((${run_limit:-0} > 0)) && t=(timeout -k 10 "$run_limit")
@@ -212,6 +231,8 @@ within_budget() {  # phase, what would run
   local var=HPCBENCH_${1^^}_BUDGET_S
   var=${var//-/_}
   local budget=${!var:-0}
+  # A plan leaves the check to its estimate, which knows what the phase will have spent.
+  ((plan)) && { echo "budget $1 $budget $2" >>"$work/plan.txt"; return 0; }
   if ((budget > 0 && SECONDS - phase_t0 >= budget)); then
     say "$1: $2 not run: the phase's budget of $budget s is spent ($((SECONDS - phase_t0)) s)"
     echo "$2" >>"$work/skipped-$1.txt"
@@ -425,15 +446,22 @@ phase_strategies() {
   # drift apart; ddp's and tensor's losses are read against that drift (validate_report.py).
   hb_run strat-baseline-repeat "${common[@]}"
   # PyTorch's own overhead at world size 1, the reference for the sharded rows: FSDP2 against
-  # Hugging Face eager on the same batches, dropout off as here.
-  say "strategies: Hugging Face eager and FSDP2 (fully_shard, world size 1), the same batches"
+  # Hugging Face eager on the same batches, dropout off as here, configured as zero 3 and fsdp
+  # full run below (the same units, resharding, compute copies, reduce dtype and autocast), so
+  # that its overhead and theirs are the same work's (validate_report.py checks the record).
+  local reduce=bf16
+  say "strategies: Hugging Face eager and FSDP2 (fully_shard, world size 1), the same batches; FSDP2 as zero 3 /"
+  say "  fsdp full: units the embeddings, each encoder layer, the QA head, each resharded after forward;"
+  say "  bf16 compute copies of fp32 shards, gradients reduced in $reduce, forward under bf16 autocast"
   ref_run eager bf16 "$big" "$work/data-strat.safetensors" "$work/ref-strat-eager.json" --dropout 0
-  ref_run fsdp2 bf16 "$big" "$work/data-strat.safetensors" "$work/ref-strat-fsdp2.json" --dropout 0
+  ref_run fsdp2 bf16 "$big" "$work/data-strat.safetensors" "$work/ref-strat-fsdp2.json" --dropout 0 \
+    --reduce-dtype "$reduce"
   say "strategies: each with --keep-collectives at world size 1"
   hb_run strat-ddp "${common[@]}" --strategy ddp --keep-collectives
   local z
-  for z in 1 2 3; do hb_run "strat-zero$z" "${common[@]}" --strategy zero --zero-stage "$z" --keep-collectives; done
-  hb_run strat-fsdp-full "${common[@]}" --strategy fsdp --sharding full --keep-collectives
+  for z in 1 2; do hb_run "strat-zero$z" "${common[@]}" --strategy zero --zero-stage "$z" --keep-collectives; done
+  hb_run strat-zero3 "${common[@]}" --strategy zero --zero-stage 3 --reduce-dtype "$reduce" --keep-collectives
+  hb_run strat-fsdp-full "${common[@]}" --strategy fsdp --sharding full --reduce-dtype "$reduce" --keep-collectives
   hb_run strat-fsdp-grad-op "${common[@]}" --strategy fsdp --sharding grad-op --keep-collectives
   # One stage of 4 micro-batches, one tensor-parallel rank: at world size 1 their groups hold
   # one rank and run no collective (--keep-collectives keeps what there is: nothing); their
@@ -457,11 +485,17 @@ phase_strategies() {
 phase_strategies_graph() {
   ensure_bin
   local common=(--precision bf16 --batch-size "$big" --dropout 0)
-  local names=(ddp zero1 zero2 zero3 fsdp-full fsdp-grad-op tensor pipeline) repeats=2 i n
+  # HPCBENCH_SG_STRATEGIES: a subset, so that the phase can be split over two calls (37 runs,
+  # about 200 s on an H100, do not fit one call beside the engine protocol: tools/gpu/estimate.py).
+  # shellcheck disable=SC2206 # a list of words
+  local names=(${HPCBENCH_SG_STRATEGIES:-ddp zero1 zero2 zero3 fsdp-full fsdp-grad-op tensor pipeline}) repeats=2 i n
   declare -A flags=([ddp]="--strategy ddp" [zero1]="--strategy zero --zero-stage 1"
     [zero2]="--strategy zero --zero-stage 2" [zero3]="--strategy zero --zero-stage 3"
     [fsdp-full]="--strategy fsdp --sharding full" [fsdp-grad-op]="--strategy fsdp --sharding grad-op"
     [tensor]="--strategy tensor" [pipeline]="--strategy pipeline --micro-batches 4")
+  for n in "${names[@]}"; do
+    [[ -n ${flags[$n]:-} ]] || { say "strategies-graph: HPCBENCH_SG_STRATEGIES: unknown strategy '$n' (${!flags[*]})"; return 1; }
+  done
   say "strategies-graph: each strategy's two eager runs (its loss envelope)"
   hb_run sg-eager-0 "${common[@]}" --dump-data "$work/data-sg.safetensors"
   hb_run sg-eager-1 "${common[@]}"
@@ -600,6 +634,25 @@ phase_deterministic() {
   run "$PY" "$root/tools/gpu/deterministic_check.py" "$work/runs" "$OUTDIR/deterministic.json" \
     --group eager=det-eager-0,det-eager-1,det-graph --group fused=det-fused,det-graph-fused $( ((dry)) && echo --dry)
 }
+
+if ((plan)); then
+  # Every phase's commands listed, nothing run, then each phase's estimated seconds from the
+  # recorded H100 runs (tools/gpu/estimate.py; HPCBENCH_PLAN_LIMIT_S: exit 1 past it).
+  ensure_bin() { :; }
+  report() { :; }
+  bench_kernels_bin() { echo "$(dirname "$BIN")/bench_kernels"; }
+  phase_build() { run "$BIN" --version; }  # a carried binary: what the call does with it
+  : >"$work/plan.txt"
+  for ph in "${phases[@]}"; do
+    echo "phase $ph" >>"$work/plan.txt"
+    "phase_${ph//-/_}" >/dev/null 2>"$work/plan-$ph.err" ||
+      { cat "$work/plan-$ph.err" >&2; echo "validate.sh --plan: phase $ph could not be listed" >&2; exit 1; }
+  done
+  refs=()
+  for d in "$root"/results/reference/gpu/*/; do refs+=(--reference "$d"); done
+  exec "$PY" "$root/tools/gpu/estimate.py" "$work/plan.txt" "${refs[@]}" --limit-s "${HPCBENCH_PLAN_LIMIT_S:-0}" \
+    ${HPCBENCH_PLAN_JSON:+--json "$HPCBENCH_PLAN_JSON"} $( [[ ${HPCBENCH_PLAN_COMMANDS:-0} == 1 ]] && echo --commands)
+fi
 
 status=0
 for ph in "${phases[@]}"; do

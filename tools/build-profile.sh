@@ -11,6 +11,8 @@
 #   tools/build-profile.sh --report LOG [LOG2]
 #     the summary of an earlier run's compile-times.log; with LOG2, the two
 #     side by side (per unit: seconds in each, + new, - gone)
+#   tools/build-profile.sh --schedule LOG [CORES]
+#     the wall time those compiles take on CORES (2) as ninja orders them
 #
 # HPCBENCH_PROFILE_LAUNCHER: a command to run each compile through (a
 # throttle, say); it is timed with the compile. HPCBENCH_CMAKE_ARGS: more
@@ -37,6 +39,49 @@ compare() {
               printf "%8.1f %8.1f %+8.1f %s %s\n", a, b, b - a, m, k}}' "$1" "$2" |
     { IFS= read -r head; echo "$head"; echo "  before    after   change   unit (+ new, - gone), by change"; sort -k3,3 -gr; }
 }
+# The wall time the logged compiles take on N cores as ninja 1.11 runs them: a ready
+# compile is started in build.ninja's order (not longest first), and a unit that
+# includes the precompiled header waits for it. Links and code generation left out.
+schedule() {  # log build-folder cores
+  python3 - "$@" <<'PY'
+import re, sys
+log, build, cores = sys.argv[1], sys.argv[2], int(sys.argv[3])
+cpu = {}
+for line in open(log):
+    u, s, obj = line.split()[:3]
+    cpu[obj] = float(u) + float(s)
+order, pch_users, pch = [], set(), None
+text = open(f"{build}/build.ninja").read()
+for m in re.finditer(r"^build (\S+\.(?:o|gch)): \S+.*?(?=^build |\Z)", text, re.M | re.S):
+    obj = m.group(1)
+    if obj not in cpu:
+        continue
+    order.append(obj)
+    if obj.endswith(".gch"):
+        pch = obj
+    elif "cmake_pch.hxx.gch" in m.group(0):
+        pch_users.add(obj)
+free, pch_done, pending = [0.0] * cores, None, list(order)
+while pending:
+    c = min(range(cores), key=free.__getitem__)
+    now = free[c]
+    ready = [o for o in pending if o not in pch_users or (pch_done is not None and pch_done <= now)]
+    if not ready:
+        free[c] = pch_done if pch_done is not None and pch_done > now else min(t for t in free if t > now)
+        continue
+    o = ready[0]
+    pending.remove(o)
+    free[c] = now + cpu[o]
+    if o == pch:
+        pch_done = free[c]
+print(f"expected wall on {cores} cores (ninja's order, compiles only): {max(free):.0f} s")
+PY
+}
+if [[ ${1:-} == --schedule ]]; then
+  [[ -f ${2:-} && -f $(dirname "${2:-}")/build.ninja ]] || { echo "$0: --schedule needs a compile-times.log beside its build.ninja" >&2; exit 2; }
+  schedule "$2" "$(dirname "$2")" "${3:-2}"
+  exit 0
+fi
 if [[ ${1:-} == --report ]]; then
   [[ -f ${2:-} ]] || { echo "$0: --report needs a compile-times.log (got '${2:-}')" >&2; exit 2; }
   if [[ -n ${3:-} ]]; then
@@ -97,3 +142,4 @@ s=$(date +%s)
 cmake --build "$out" -j"$jobs" "${t[@]}" >"$out/build.log" 2>&1 || { tail -40 "$out/build.log" >&2; exit 1; }
 echo "built in $(($(date +%s) - s)) s wall at -j$jobs, load $(cut -d' ' -f1-3 /proc/loadavg) (log: $log)"
 report "$log"
+schedule "$log" "$out" "$jobs"

@@ -4,8 +4,10 @@
 #   tools/gpu/run-second-table.sh --prepare     here, on the CPU machine: the staged-headers
 #                                               binaries in .gpu-run/ (the same binaries)
 #   tools/gpu/run-third-table.sh                there, carrying .gpu-run and .gpu-deps
-#   HPCBENCH_BIN=build/hpcbench tools/gpu/run-third-table.sh --dry
-#                                               here: the same call rehearsed (validate.sh --dry)
+#   HPCBENCH_BIN=build/hpcbench tools/gpu/run-third-table.sh --dry [PHASE...]
+#                                               here: the same call rehearsed (validate.sh --dry);
+#                                               PHASE...: only those of the call (the test suite
+#                                               rehearses one phase a test, side by side)
 #
 # Phases in the order of value, each writing its results as it finishes:
 #   1-3. engine-protocol: batch 32 dropout 0 (eager and --cuda-graph --fused interleaved,
@@ -32,7 +34,15 @@ if [[ ${1:-} == --prepare ]]; then
 fi
 dry=()
 [[ ${1:-} == --dry ]] && { dry=(--dry); shift; }
-[[ $# -eq 0 ]] || { echo "usage: tools/gpu/run-third-table.sh [--prepare | --dry]" >&2; exit 2; }
+call=(engine-protocol profile squad-eval strategies-graph fp8)
+# A subset only in a rehearsal: on the GPU the call is the whole table.
+if (($#)); then
+  [[ ${#dry[@]} -eq 1 ]] || { echo "usage: tools/gpu/run-third-table.sh [--prepare | --dry [PHASE...]]" >&2; exit 2; }
+  for ph in "$@"; do
+    [[ " ${call[*]} " == *" $ph "* ]] || { echo "run-third-table.sh: '$ph' is not a phase of the call (${call[*]})" >&2; exit 2; }
+  done
+  call=("$@")
+fi
 export HPCBENCH_BIN=${HPCBENCH_BIN:-$PWD/.gpu-run/hpcbench}
 [[ -x .gpu-run/bench_kernels && ${#dry[@]} -eq 0 ]] && export HPCBENCH_BENCH_KERNELS=${HPCBENCH_BENCH_KERNELS:-$PWD/.gpu-run/bench_kernels}
 export HPCBENCH_ENGINE_PROTOCOL_BUDGET_S=${HPCBENCH_ENGINE_PROTOCOL_BUDGET_S:-300}
@@ -41,7 +51,7 @@ export HPCBENCH_ONE_ARCHIVE=1
 
 known() { grep -q "^phase_${1//-/_}()" tools/gpu/validate.sh; }
 phases=()
-for ph in engine-protocol profile squad-eval strategies-graph fp8; do
+for ph in "${call[@]}"; do
   if known "$ph"; then phases+=("$ph"); else echo "run-third-table.sh: phase $ph: not in this tree's validate.sh (its slot is kept)"; fi
 done
 [[ ${HPCBENCH_THIRD_SHARED:-0} == 1 ]] && phases+=(shared-gpu)

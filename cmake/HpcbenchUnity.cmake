@@ -50,7 +50,16 @@ function(hpcbench_unity_target target)
   if(n LESS 2)
     return()
   endif()
-  math(EXPR batches "(${n} + ${HPCBENCH_UNITY_BATCH} - 1) / ${HPCBENCH_UNITY_BATCH}")
+  # HPCBENCH_UNITY_SPLIT (a target property, say 3): batches that many times
+  # smaller than HPCBENCH_UNITY_BATCH, for a library whose few files compile
+  # slowly (each includes much) and would otherwise be one long unit that
+  # one core compiles at the end of a build while the other waits.
+  get_target_property(split ${target} HPCBENCH_UNITY_SPLIT)
+  set(batch ${HPCBENCH_UNITY_BATCH})
+  if(split GREATER 1)
+    math(EXPR batch "(${batch} + ${split} - 1) / ${split}")
+  endif()
+  math(EXPR batches "(${n} + ${batch} - 1) / ${batch}")
   set(out_dir ${bin}/unity)
   set(unity_sources)
   math(EXPR last "${batches} - 1")

@@ -4,8 +4,10 @@
 #   tools/gpu/run-second-table.sh --prepare     here, on the CPU machine: the staged-headers
 #                                               binaries in .gpu-run/ (the same binaries)
 #   tools/gpu/run-third-table.sh [--second]     there, carrying .gpu-run and .gpu-deps
-#   HPCBENCH_BIN=build/hpcbench tools/gpu/run-third-table.sh --dry [--second]
-#                                               here: the same call rehearsed (validate.sh --dry)
+#   HPCBENCH_BIN=build/hpcbench tools/gpu/run-third-table.sh --dry [--second] [PHASE...]
+#                                               here: the same call rehearsed (validate.sh --dry);
+#                                               PHASE...: only those of the call (the test suite
+#                                               rehearses one phase a test, side by side)
 #   tools/gpu/run-third-table.sh --plan [--second]
 #                                               here: each phase's estimated seconds on the H100
 #                                               (tools/gpu/estimate.py; exit 1 past 480 s / 240 s)
@@ -35,15 +37,28 @@ cd "$(dirname "$0")/../.."
 if [[ ${1:-} == --prepare ]]; then
   exec tools/gpu/run-second-table.sh --prepare
 fi
-dry=() second=0
+dry=() second=0 only=()
 while (($#)); do
   case "$1" in
     --dry | --plan) dry=("$1") ;;
     --second) second=1 ;;
-    *) echo "usage: tools/gpu/run-third-table.sh [--prepare | [--dry | --plan] [--second]]" >&2; exit 2 ;;
+    -*) echo "usage: tools/gpu/run-third-table.sh [--prepare | [--dry | --plan] [--second] [PHASE...]]" >&2; exit 2 ;;
+    *) only+=("$1") ;;
   esac
   shift
 done
+# The two calls' phases in order of value (tests/gpu/CMakeLists.txt reads these two lines).
+call=(engine-protocol profile squad-eval strategies-graph fp8)
+call2=(strategies-graph shared-gpu)
+((second)) && call=("${call2[@]}")
+# A subset only in a rehearsal: on the GPU the call is the whole table.
+if ((${#only[@]})); then
+  [[ ${dry[*]} == --dry ]] || { echo "run-third-table.sh: phases (${only[*]}) can be named only with --dry" >&2; exit 2; }
+  for ph in "${only[@]}"; do
+    [[ " ${call[*]} " == *" $ph "* ]] || { echo "run-third-table.sh: '$ph' is not a phase of the call (${call[*]})" >&2; exit 2; }
+  done
+  call=("${only[@]}")
+fi
 export HPCBENCH_BIN=${HPCBENCH_BIN:-$PWD/.gpu-run/hpcbench}
 [[ -x .gpu-run/bench_kernels && ${#dry[@]} -eq 0 ]] && export HPCBENCH_BENCH_KERNELS=${HPCBENCH_BENCH_KERNELS:-$PWD/.gpu-run/bench_kernels}
 # 240 s: the three protocol parts (about 140 s) and compile at batch 32 and 4 (about 55 s each);
@@ -61,15 +76,13 @@ known() { grep -q "^phase_${1//-/_}()" tools/gpu/validate.sh; }
 phases=()
 if ((second)); then
   export HPCBENCH_SG_STRATEGIES=${HPCBENCH_SG_STRATEGIES:-$second_half}
-  order=(strategies-graph shared-gpu)
 else
   export HPCBENCH_SG_STRATEGIES=${HPCBENCH_SG_STRATEGIES:-$first_half}
-  order=(engine-protocol profile squad-eval strategies-graph fp8)
 fi
 # A --plan's limit: the first call in 8 minutes of the session's 15, the second in 4 (the machine's
 # start and the transfers take the rest).
 export HPCBENCH_PLAN_LIMIT_S=${HPCBENCH_PLAN_LIMIT_S:-$( ((second)) && echo 240 || echo 480)}
-for ph in "${order[@]}"; do
+for ph in "${call[@]}"; do
   if known "$ph"; then phases+=("$ph"); else echo "run-third-table.sh: phase $ph: not in this tree's validate.sh (its slot is kept)"; fi
 done
 ((second)) || [[ ${HPCBENCH_THIRD_SHARED:-0} != 1 ]] || phases+=(shared-gpu)

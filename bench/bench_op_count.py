@@ -21,6 +21,7 @@ tensors), so a short one keeps the CPU time down.
     $V/bin/python bench/bench_op_count.py --bin build/hpcbench \
         [--model bert-base-uncased] [--seq 64] [--batch 2] [--ranks 1,2] [--no-reference] [--fused]
         [--strategies baseline,ddp,zero-1,zero-2,zero-3,fsdp,fsdp-grad-op,tensor] [--graph] [--time-steps 20]
+        [--hb-flags=--no-residual-fold]
 
 --graph adds each row under --cuda-graph (the graph-ready step, run uncaptured on
 the CPU); --time-steps N adds the median step of an N-step run without the counter.
@@ -29,6 +30,7 @@ import argparse
 import csv
 import os
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -63,7 +65,7 @@ def hpcbench_cmd(args, name, nproc, workdir, fused, graph, steps, tag):
            "--max-seq-length", str(args.seq), "--doc-stride", str(args.seq // 2), "--batch-size", str(args.batch),
            "--max-steps", str(steps + args.warmup), "--timing-warmup-steps", str(args.warmup),
            "--precision", "fp32", "--device", "cpu", "--threads", "1", "--cache-dir", "none", "--log-every", "1000",
-           "--results-dir", workdir, "--run-name", run_name]
+           "--results-dir", workdir, "--run-name", run_name, *shlex.split(args.hb_flags)]
     if STRATEGIES[name]:
         cmd[2:2] = ["--nproc-per-node", str(nproc)]
     return cmd, os.path.join(workdir, run_name)
@@ -177,6 +179,8 @@ def main():
     ap.add_argument("--no-reference", action="store_true", help="hpcbench only")
     ap.add_argument("--fused", action="store_true",
                     help="each hpcbench row also with --fused (on the CPU the fused kernels are their ATen composites)")
+    ap.add_argument("--hb-flags", default="",
+                    help="further flags for every hpcbench run (an A/B of one setting: --hb-flags=--no-residual-fold)")
     args = ap.parse_args()
     for s in args.strategies.split(","):
         if s not in STRATEGIES:
@@ -188,7 +192,8 @@ def main():
                 for fused in [False, True] if args.fused else [False]:
                     for graph in [False, True] if args.graph else [False]:
                         per_rank = hpcbench_counts(args, name, nproc, workdir, fused, graph)
-                        label = f"hpcbench {name}{' --fused' if fused else ''}{' --cuda-graph' if graph else ''}"
+                        label = (f"hpcbench {name}{' --fused' if fused else ''}{' --cuda-graph' if graph else ''}"
+                                 f"{' ' + args.hb_flags if args.hb_flags else ''}")
                         if per_rank is None:
                             rows.append((label, nproc, float("nan"), float("nan"), float("nan"), "refused"))
                             continue

@@ -18,6 +18,11 @@ struct EnginePolicy {
   // Parameters in fp32 (autocast casts them per use under mixed precision),
   // or resident in the compute dtype with fp32 masters the optimizer steps.
   enum class Weights { Fp32, Resident };
+  // A residual join's gradient under the fused model: the branch's first
+  // GEMM (the packed QKV, the FFN's first dense) accumulating its input
+  // gradient into the residual's with beta = 1 (model/residual_fold.h), or
+  // autograd adding the two in a kernel of its own (--no-residual-fold).
+  enum class Residual { Added, Folded };
   // The optimizer step run op by op, or captured once as a CUDA graph and
   // replayed (on a CPU: the same graph-ready step, not captured).
   enum class Step { Eager, Graph };
@@ -29,6 +34,7 @@ struct EnginePolicy {
   Qkv qkv = Qkv::Split;
   Weights weights = Weights::Fp32;
   Step step = Step::Eager;
+  Residual residual = Residual::Folded;
   // How the engine was chosen (run.json's engine_reason): the flags that
   // asked for it, or why --engine auto resolved as it did.
   std::string reason;
@@ -37,6 +43,9 @@ struct EnginePolicy {
   bool packed_qkv() const { return qkv == Qkv::Packed; }
   bool resident() const { return weights == Weights::Resident; }
   bool graph() const { return step == Step::Graph; }
+  // Whether the model folds its residual gradients: the fused model's
+  // layers only (the unfused one stays Hugging Face's operations).
+  bool folds_residual() const { return fused_model() && residual == Residual::Folded; }
   // The fused model as --fused names it: packed QKV and the fused kernels.
   bool fused_model() const { return fused_kernels() && packed_qkv(); }
   // The precision forward runs its autocast under: none (fp32) where the

@@ -3,6 +3,7 @@
 #include <ATen/record_function.h>
 #include "model/activation_checkpoint.h"
 #include "model/qkv_split.h"
+#include "model/residual_fold.h"
 #include "model/sharding_units.h"
 #include "kernels/fused.h"
 
@@ -76,32 +77,40 @@ BertSelfAttentionImpl::BertSelfAttentionImpl(const BertConfig& c, int64_t shards
   value = register_module("value", torch::nn::Linear(c.hidden_size, out));
 }
 
+std::array<at::Tensor, 3> BertSelfAttentionImpl::split_packed(const at::Tensor& packed) const {
+  // [b, s, 3, heads, d] -> three [b, heads, s, d] views of the one GEMM's
+  // output: SDPA takes them strided, as Hugging Face's separate
+  // projections' transposed views, so nothing is copied.
+  // HPCBENCH_QKV_GRAD=packed: the same views, their gradient written
+  // packed in one copy rather than autograd's two (model/qkv_split.h).
+  if (qkv_packed_grad()) return split_qkv_packed_grad(packed, heads_, head_dim_);
+  const int64_t b = packed.size(0), s = packed.size(1);
+  auto split = packed.view({b, s, 3, heads_, head_dim_}).permute({2, 0, 3, 1, 4}).unbind(0);
+  return {split[0], split[1], split[2]};
+}
+
 at::Tensor BertSelfAttentionImpl::forward(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive) {
+  if (qkv) return attend(split_packed(linear(qkv, x)), key_mask, additive);
   const int64_t b = x.size(0), s = x.size(1);
   auto heads = [&](const at::Tensor& t) { return t.view({b, s, heads_, head_dim_}).transpose(1, 2); };
-  at::Tensor q, k, v;
-  if (qkv) {
-    // [b, s, 3, heads, d] -> three [b, heads, s, d] views of the one GEMM's
-    // output: SDPA takes them strided, as Hugging Face's separate
-    // projections' transposed views, so nothing is copied.
-    // HPCBENCH_QKV_GRAD=packed: the same views, their gradient written
-    // packed in one copy rather than autograd's two (model/qkv_split.h).
-    auto packed = linear(qkv, x);
-    std::array<at::Tensor, 3> parts;
-    if (qkv_packed_grad()) {
-      parts = split_qkv_packed_grad(packed, heads_, head_dim_);
-    } else {
-      auto split = packed.view({b, s, 3, heads_, head_dim_}).permute({2, 0, 3, 1, 4}).unbind(0);
-      parts = {split[0], split[1], split[2]};
-    }
-    q = parts[0];
-    k = parts[1];
-    v = parts[2];
-  } else {
-    q = heads(linear(query, x));
-    k = heads(linear(key, x));
-    v = heads(linear(value, x));
+  return attend({heads(linear(query, x)), heads(linear(key, x)), heads(linear(value, x))}, key_mask, additive);
+}
+
+at::Tensor BertSelfAttentionImpl::forward_folding_residual(const at::Tensor& x, const at::Tensor& key_mask,
+                                                           at::Tensor& additive, at::Tensor& residual) {
+  if (!qkv) {
+    residual = x;
+    return forward(x, key_mask, additive);
   }
+  auto folded = linear_folding_residual(x, qkv->weight, qkv->bias);
+  residual = folded.residual;
+  return attend(split_packed(folded.out), key_mask, additive);
+}
+
+at::Tensor BertSelfAttentionImpl::attend(const std::array<at::Tensor, 3>& qkv_heads, const at::Tensor& key_mask,
+                                         at::Tensor& additive) {
+  const auto& [q, k, v] = qkv_heads;
+  const int64_t b = q.size(0), s = q.size(2);
   // Built once per forward in the dtype the projections come out in (the
   // autocast dtype under mixed precision), which SDPA requires of a float mask.
   if (key_mask.defined() && (!additive.defined() || additive.scalar_type() != q.scalar_type()))
@@ -156,13 +165,17 @@ at::Tensor bias_dropout_residual_layernorm(const torch::nn::Module& module, cons
   return norm(dropout(product + dense->bias) + residual);
 }
 
-BertAttentionImpl::BertAttentionImpl(const BertConfig& c, const EnginePolicy& engine) {
+BertAttentionImpl::BertAttentionImpl(const BertConfig& c, const EnginePolicy& engine)
+    : fold_(engine.folds_residual()) {
   self = register_module("self", BertSelfAttention(c, 1, engine.qkv));
   output = register_module("output", BertResidualOutput(c.hidden_size, c, engine.kernels));
 }
 
 at::Tensor BertAttentionImpl::forward(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive) {
-  return output(self->forward(x, key_mask, additive), x);
+  if (!fold_) return output(self->forward(x, key_mask, additive), x);
+  at::Tensor residual;
+  auto o = self->forward_folding_residual(x, key_mask, additive, residual);
+  return output(o, residual);
 }
 
 BertIntermediateImpl::BertIntermediateImpl(const BertConfig& c, int64_t shards, EnginePolicy::Kernels kernels)
@@ -175,7 +188,17 @@ at::Tensor BertIntermediateImpl::forward(const at::Tensor& x) {
   return at::gelu(linear(dense, x), tanh_gelu_ ? "tanh" : "none");
 }
 
-BertLayerImpl::BertLayerImpl(const BertConfig& c, const EnginePolicy& engine) {
+at::Tensor BertIntermediateImpl::forward_folding_residual(const at::Tensor& x, at::Tensor& residual) {
+  if (!fused_) {
+    residual = x;
+    return forward(x);
+  }
+  auto folded = linear_folding_residual(x, dense->weight, {});
+  residual = folded.residual;
+  return kernels::bias_gelu(folded.out, dense->bias);
+}
+
+BertLayerImpl::BertLayerImpl(const BertConfig& c, const EnginePolicy& engine) : fold_(engine.folds_residual()) {
   attention = register_module("attention", BertAttention(c, engine));
   intermediate = register_module("intermediate", BertIntermediate(c, 1, engine.kernels));
   output = register_module("output", BertResidualOutput(c.intermediate_size, c, engine.kernels));
@@ -183,7 +206,10 @@ BertLayerImpl::BertLayerImpl(const BertConfig& c, const EnginePolicy& engine) {
 
 at::Tensor BertLayerImpl::forward(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive) {
   auto a = attention(x, key_mask, additive);
-  return output(intermediate(a), a);
+  if (!fold_) return output(intermediate(a), a);
+  at::Tensor residual;
+  auto h = intermediate->forward_folding_residual(a, residual);
+  return output(h, residual);
 }
 
 at::Tensor key_mask_of(const at::Tensor& attention_mask) {

@@ -3,6 +3,7 @@
 // Hugging Face class and registered under the same attribute names, so that
 // named_parameters() reads like a Hugging Face state_dict.
 #include <ATen/core/Tensor.h>
+#include <array>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/dropout.h>
@@ -39,11 +40,19 @@ class BertSelfAttentionImpl : public torch::nn::Module {
   // key_mask: [batch, 1, 1, seq] bool, true where a token may be attended to
   // (undefined: all). additive caches the additive mask across layers.
   at::Tensor forward(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive);
+  // The same, the packed QKV GEMM accumulating x's gradient into that of the
+  // residual join x feeds (model/residual_fold.h): `residual` receives the x
+  // to join. Split layout: forward's, `residual` is x.
+  at::Tensor forward_folding_residual(const at::Tensor& x, const at::Tensor& key_mask, at::Tensor& additive,
+                                      at::Tensor& residual);
 
   torch::nn::Linear query{nullptr}, key{nullptr}, value{nullptr};
   torch::nn::Linear qkv{nullptr};  // packed only (query, key and value are then null)
 
  private:
+  std::array<at::Tensor, 3> split_packed(const at::Tensor& packed) const;
+  at::Tensor attend(const std::array<at::Tensor, 3>& qkv_heads, const at::Tensor& key_mask, at::Tensor& additive);
+
   int64_t heads_, head_dim_;
   double dropout_p_;
 };
@@ -83,6 +92,9 @@ class BertAttentionImpl : public torch::nn::Module {
 
   BertSelfAttention self{nullptr};
   BertResidualOutput output{nullptr};
+
+ private:
+  bool fold_;  // the residual's gradient folded into the QKV GEMM (EnginePolicy::folds_residual)
 };
 TORCH_MODULE(BertAttention);
 
@@ -94,6 +106,10 @@ class BertIntermediateImpl : public torch::nn::Module {
   explicit BertIntermediateImpl(const BertConfig& c, int64_t shards = 1,
                                 EnginePolicy::Kernels kernels = EnginePolicy::Kernels::Aten);
   at::Tensor forward(const at::Tensor& x);
+  // The same, the GEMM accumulating x's gradient into that of the residual
+  // join x feeds (model/residual_fold.h); `residual` receives the x to join.
+  // Unfused: forward's, `residual` is x.
+  at::Tensor forward_folding_residual(const at::Tensor& x, at::Tensor& residual);
 
   torch::nn::Linear dense{nullptr};
 
@@ -111,6 +127,9 @@ class BertLayerImpl : public torch::nn::Module {
   BertAttention attention{nullptr};
   BertIntermediate intermediate{nullptr};
   BertResidualOutput output{nullptr};
+
+ private:
+  bool fold_;  // the residual's gradient folded into the FFN's first GEMM
 };
 TORCH_MODULE(BertLayer);
 

@@ -64,6 +64,9 @@ struct ObserverScope {
 // allocator's blocks, which must all exist before a capture, as torch's
 // whole-network capture example warms up before capturing.
 constexpr int64_t kGraphWarmupSteps = 2;
+// --tunableop times GEMMs (synchronising, allocating) only in eager steps
+// before the capture: a tuning inside it would break the capture.
+static_assert(train::kTunedSteps <= kGraphWarmupSteps);
 
 // The capture's bracket: the Comm's hang monitors paused and the step timer
 // told, undone however the capture ends.
@@ -152,6 +155,7 @@ class StepLoop {
   StepOutcome captured_;  // the graph's loss and norm, refreshed by each replay
   int64_t step_ = 0;
   StepProfiler profiler_;  // --profile
+  train::GemmTuning tuning_;  // --tunableop: on from here, tuning in step 1
 };
 
 StepLoop::StepLoop(Run& run, const RunContext& ctx, const LoopObservers& obs)
@@ -176,12 +180,14 @@ StepLoop::StepLoop(Run& run, const RunContext& ctx, const LoopObservers& obs)
       syncs_(train::check_syncs_requested()),
       allocs_(train::check_allocs_requested()),
       slow_ms_(test_slow_rank_ms(ctx.rank)),
-      profiler_(cfg_.profile, run.device, leader_) {
+      profiler_(cfg_.profile, run.device, leader_),
+      tuning_(cfg_.tunableop, run.device) {
   out_.records.reserve(static_cast<size_t>(b_.total_steps));
   if (run_.engine.graph()) set_up_graph();
   if (cfg_.batch_prefetch && topo_.reads_batches)
     ring_ = std::make_unique<train::BatchRing>(b_.grad_accum, b_.micro_rows, run_.data->seq_len(), run.device);
   profiler_.check(b_.total_steps, graph_ ? kGraphWarmupSteps + 1 : 0);
+  if (leader_ && cfg_.tunableop && !tuning_.on()) spdlog::warn("--tunableop: {}", tuning_.why_off());
 }
 
 // The engine refused what a graph cannot hold before the run started
@@ -352,6 +358,7 @@ void StepLoop::one_step(const StepPos& p, const StepPos& next) {
   profiler_.end_step(step_ + 1, step_kind(was_captured, short_before));
   if (auto f = run_.strategy->step_facts(); f.window_ms > 0) r.bubble = f.idle_ms / f.window_ms;
   r.step = ++step_;
+  tuning_.after_step(r.step);
   r.epoch = p.epoch;
   // Read after the step's synchronisation: these cost no extra wait.
   r.loss = o.loss_sum.defined() ? o.loss_sum.item<double>() / static_cast<double>(b_.grad_accum) : 0.0;
@@ -409,6 +416,7 @@ Steps StepLoop::run() {
   }
   progress_.finish();
   out_.profile = profiler_.take();
+  out_.tunableop = tuning_.take();
   if (graph_ && !graph_->captured())
     out_.cuda_graph = fmt::format("not captured: the run ended within the {} eager warm-up steps", kGraphWarmupSteps);
   if (out_.short_steps > 0 && leader_)

@@ -12,6 +12,7 @@
 #include "results/steps.h"
 #include "run/build.h"
 #include "run/step_profile.h"
+#include "train/gemm_tuning.h"
 #include "run/trainer.h"
 #include "tensorboard/run_log.h"
 
@@ -28,6 +29,7 @@ struct Steps {
   std::string cuda_graph;
   int64_t short_steps = 0;
   Profile profile;  // --profile's trace and table (rank 0)
+  train::GemmTuningRecord tunableop;  // --tunableop's choices (this rank's)
 };
 
 // What the loop reports to as it goes, besides the steps it returns.

@@ -57,6 +57,22 @@ std::string save_final_checkpoint(const Run& run, const std::filesystem::path& f
   return {};
 }
 
+// --tunableop's record in run.json and, where it tuned, its results file
+// beside it: this rank's choices (the results folder is rank 0's).
+void record_tunableop(const train::GemmTuningRecord& t, TrainOutput& out) {
+  nlohmann::json j = {{"requested", true}, {"on", t.on}};
+  if (t.on) {
+    j["tuned_steps"] = train::kTunedSteps;
+    j["gemms"] = t.gemms;
+    j["chosen"] = t.chosen;
+    j["file"] = train::kTunableOpFile;
+    out.files[train::kTunableOpFile] = t.results;
+  } else {
+    j["reason"] = t.reason;
+  }
+  out.details["tunableop"] = std::move(j);
+}
+
 }  // namespace
 
 TrainOutput train(const train::TrainConfig& cfg, const strategies::Choice& choice, const RunContext& ctx,
@@ -89,6 +105,7 @@ TrainOutput train(const train::TrainConfig& cfg, const strategies::Choice& choic
   }
   if (leader && hooks.after_training) hooks.after_training(sample_order(run, steps));
   auto profile = std::move(steps.profile);
+  auto tunableop = std::move(steps.tunableop);
   auto job = combine_ranks(run, ctx, std::move(steps));
 
   // Whole parameters on every rank before the checkpoint and evaluation.
@@ -109,6 +126,7 @@ TrainOutput train(const train::TrainConfig& cfg, const strategies::Choice& choic
   tb.finish(out.steps, out.result, out.utilisation_csv);
   if (!profile.summary.is_null()) out.details["profile"] = std::move(profile.summary);
   out.files = std::move(profile.files);
+  if (tunableop.requested) record_tunableop(tunableop, out);
   return out;
 }
 

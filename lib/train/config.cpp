@@ -4,10 +4,27 @@
 
 #include "core/error.h"
 #include "specs/registry.h"
+#include "train/gemm_tuning.h"
 #include "train/names.h"
 #include "train/profile_steps.h"
 
 namespace hpcbench::train {
+
+namespace {
+
+// Tuning times every candidate of every GEMM shape in step 1, which must
+// therefore be a step the figures leave out; PyTorch's own variables would
+// override when it tunes and where it writes (gemm_tuning.h).
+void validate_tunableop(const TrainConfig& c) {
+  if (c.timing_warmup_steps < kTunedSteps)
+    fail("--tunableop with --timing-warmup-steps {}: the GEMMs are tuned in step 1, which must not be timed (use "
+         "--timing-warmup-steps 1 or more)", c.timing_warmup_steps);
+  if (auto v = tunableop_override_in_environment(); !v.empty())
+    fail("--tunableop with {} set in the environment: PyTorch reads it over the run's own tuning settings; unset it",
+         v);
+}
+
+}  // namespace
 
 std::vector<Setting> settings_of(TrainConfig& c) {
   return {
@@ -58,6 +75,13 @@ std::vector<Setting> settings_of(TrainConfig& c) {
       {"train.batch_prefetch", "--no-batch-prefetch",
        "Gather and send each step's batches after the previous step's synchronisation instead of while the "
        "previous step runs (double-buffered, on a side stream on a GPU)", &c.batch_prefetch},
+      {"train.residual_fold", "--no-residual-fold",
+       "Under --fused, let autograd add each residual join's two gradients in a kernel of its own instead of the "
+       "branch's GEMM accumulating one into the other (beta = 1)", &c.residual_fold},
+      {"train.tunableop", "--tunableop",
+       "Choose each GEMM shape's implementation by timing in step 1 (ATen's TunableOp; CUDA only, where PyTorch "
+       "2.11 offers one candidate: docs/gpu.md), the choices in tunableop_results.csv in the results folder; on "
+       "another device nothing is tuned and run.json says so", &c.tunableop},
       {"train.dropout", "--dropout", "Dropout probability (< 0: the model configuration's)", &c.dropout},
       {"timing.warmup_steps", "--timing-warmup-steps", "Steps excluded from the timing figures", &c.timing_warmup_steps},
       {"timing.log_every", "--log-every", "Log a line every N optimizer steps", &c.log_every},
@@ -111,6 +135,7 @@ void validate(const TrainConfig& c) {
   if (c.max_query_length < 1) fail("--max-query-length {}: must be at least 1", c.max_query_length);
   if (c.synthetic_samples < 1) fail("--synthetic-samples {}: must be at least 1", c.synthetic_samples);
   if (c.timing_warmup_steps < 0) fail("--timing-warmup-steps {}: must not be negative", c.timing_warmup_steps);
+  if (c.tunableop) validate_tunableop(c);
   if (c.log_every < 1) fail("--log-every {}: must be at least 1", c.log_every);
   if (c.peak_tflops < 0) fail("--peak-tflops {}: must not be negative", c.peak_tflops);
   if (c.sample_ms < 0) fail("--sample-ms {}: must not be negative (0 turns sampling off)", c.sample_ms);

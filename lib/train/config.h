@@ -59,6 +59,11 @@ struct TrainConfig {
   // current step runs (train/batch_ring.h); off: each step gathers and
   // sends its own after the previous step's synchronisation.
   bool batch_prefetch = true;
+  // Under the fused model, each residual join's gradient accumulated by the
+  // branch's GEMM (EnginePolicy::Residual); off: added by autograd.
+  bool residual_fold = true;
+  // GEMM implementations chosen by timing in step 1 (train/gemm_tuning.h).
+  bool tunableop = false;
   // [timing]
   int64_t timing_warmup_steps = 3;  // excluded from the figures
   int64_t log_every = 10;

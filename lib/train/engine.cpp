@@ -100,6 +100,9 @@ EnginePolicy choose_engine(const TrainConfig& cfg, const strategies::Choice& cho
   }
   if (cfg.engine == "auto") choose_auto(cfg, choice, support, device, e, why);
   else why.push_back("--engine eager: only what the flags ask for");
+  e.residual = cfg.residual_fold ? EnginePolicy::Residual::Folded : EnginePolicy::Residual::Added;
+  if (e.fused_model())
+    why.push_back(e.folds_residual() ? "residual gradients folded into the GEMMs" : "--no-residual-fold");
   e.reason = fmt::format("{}", fmt::join(why, "; "));
   return e;
 }

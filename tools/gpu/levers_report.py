@@ -5,7 +5,8 @@
         WORK/runs/<name>/run.json and kernel_table.csv of the profile phase's runs: the
         profiled run's kernel table (top rows, the idle row, its sums and what it profiled),
         each lever's A/B step medians (A, B, A again: the drift between the two A runs is the
-        floor a lever's gain is read against) and dropout 0.1 beside 0.
+        floor a lever's gain is read against), what --tunableop tuned and chose, and dropout 0.1
+        beside 0.
     levers_report.py fp8 BENCH_OUTPUT OUT.json
         bench_kernels --fp8's rows and verdict lines.
 
@@ -24,7 +25,11 @@ LEVERS = {  # lever: (A, B, A again)
     "qkv_packed_grad": ("lever-base", "lever-qkv-packed", "lever-base-repeat"),
     # On by default: the runs without it are A.
     "batch_prefetch": ("lever-no-prefetch", "lever-base", "lever-no-prefetch-repeat"),
+    # On by default too.
+    "residual_fold": ("lever-no-residual-fold", "lever-base", "lever-no-residual-fold-repeat"),
+    "tunableop": ("lever-base", "lever-tunableop", "lever-base-repeat"),
 }
+TUNED = "lever-tunableop"
 DROPOUT = {"0": "lever-base", "0.1": "dropout-0.1"}
 
 
@@ -63,6 +68,7 @@ def profile(work, out, dry):
             levers[lever] = {"a_ms": ms[0], "b_ms": ms[1], "a_repeat_ms": ms[2], "gain_ms": a - ms[1],
                              "a_drift_ms": abs(ms[0] - ms[2]), "speedup": a / ms[1]}
     res["levers"] = levers
+    checks.append(tunableop_check(work, dry, res))
     drop = {p: step_ms(run_json(work, n)) for p, n in DROPOUT.items()}
     checks.append({"name": "dropout 0 and 0.1 finished", "ok": all(v is not None for v in drop.values()),
                    "detail": json.dumps(drop)})
@@ -72,6 +78,23 @@ def profile(work, out, dry):
     for c in checks:
         print(f"{'ok  ' if c['ok'] else 'FAIL'} {c['name']}: {c['detail']}")
     return all(c["ok"] for c in checks)
+
+
+def tunableop_check(work, dry, res):
+    """What --tunableop did, from its run.json: on a GPU it tuned (GEMMs chosen, the results
+    file beside run.json); on the CPU (--dry) nothing, with the reason recorded."""
+    j = run_json(work, TUNED)
+    t = (j or {}).get("tunableop")
+    res["tunableop"] = t
+    if not t:
+        return {"name": "tunableop: recorded", "ok": False, "detail": f"{TUNED}: no tunableop record"}
+    if dry:
+        ok = t.get("on") is False and "nothing was tuned" in t.get("reason", "")
+        return {"name": "tunableop: recorded (CPU: nothing tuned)", "ok": ok, "detail": json.dumps(t)}
+    has_file = os.path.exists(os.path.join(work, "runs", TUNED, t.get("file") or "-"))
+    ok = t.get("on") is True and t.get("gemms", 0) > 0 and has_file
+    return {"name": "tunableop: GEMMs tuned, results file written", "ok": ok,
+            "detail": f"{t.get('gemms')} GEMMs, chosen {json.dumps(t.get('chosen'))}, file {has_file}"}
 
 
 ROW = re.compile(r"^  (tensor|row)\s+(\S+)\s+(fwd|dgrad|wgrad)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)"

@@ -48,7 +48,8 @@
 #               bubble beside (P-1)/(M+P-1); HPCBENCH_SHARED_SCOPE=model-parallel runs only those
 #   profile     bert-base seq 384 bf16 batch 32, --cuda-graph --fused, dropout 0: the kernel table
 #               of three replays (--profile 4-6; kernel_table.csv, the trace in
-#               profile-trace.tar.gz); each lever's step A/B/A (HPCBENCH_QKV_GRAD=packed; --no-batch-prefetch);
+#               profile-trace.tar.gz); each lever's step A/B/A (HPCBENCH_QKV_GRAD=packed; --no-batch-prefetch;
+#               --no-residual-fold; --tunableop, its choices read from run.json);
 #               dropout 0.1 timed beside 0 (not in all: run it by name)
 #   fp8         bench_kernels --fp8: the 12 GEMMs of a bert-base layer at M = 12,288, bf16
 #               against _scaled_mm (per-tensor, row-wise), casts, SQNR, the 1.3x rule's verdict
@@ -604,6 +605,14 @@ phase_profile() {
   say "profile: levers A/B/A: --no-batch-prefetch against lever-base"
   hb_run lever-no-prefetch "${common[@]}" --dropout 0 --no-batch-prefetch
   hb_run lever-no-prefetch-repeat "${common[@]}" --dropout 0 --no-batch-prefetch
+  # The residual gradient folded into the GEMMs (on by default): the runs without it are A.
+  say "profile: levers A/B/A: --no-residual-fold against lever-base"
+  hb_run lever-no-residual-fold "${common[@]}" --dropout 0 --no-residual-fold
+  hb_run lever-no-residual-fold-repeat "${common[@]}" --dropout 0 --no-residual-fold
+  # TunableOp, tuned in step 1 (eager, before the capture at step 3): B against lever-base and
+  # lever-base-repeat; its record (what it tuned, what each GEMM chose) from run.json.
+  say "profile: levers A/B/A: --tunableop against lever-base"
+  hb_run lever-tunableop "${common[@]}" --dropout 0 --tunableop
   say "profile: dropout 0.1 beside 0 (lever-base)"
   hb_run dropout-0.1 "${common[@]}" --dropout 0.1
   run "$PY" "$root/tools/gpu/levers_report.py" profile "$work" "$OUTDIR/profile.json" $( ((dry)) && echo --dry)

@@ -154,6 +154,7 @@ int run_job(const train::TrainConfig& cfg, const strategies::Choice& choice, con
 
   auto layout = dist::detect_layout();
   if (o.dry_run) {
+    check_injection(layout.world_size);
     // The job's nodes are not this one (a sweep checks on the login node):
     // what this command line decides is checked, not this node's resources.
     preflight::check_folder_writable("--results-dir", cfg.results_dir, results_bytes(cfg));

@@ -435,7 +435,14 @@ TEST_CASE("predict refuses a baseline whose precision, fused or engine no run wr
                                  (runs / c.id).string(), sys));
     INFO(c.id << "\n" << p.output);
     CHECK(p.exit_code == 2);
-    CHECK_THAT(p.output, Catch::Contains(c.says));
-    CHECK_THAT(p.output, !Catch::Contains("memory model"));
+    // The terminal's lines are wrapped: compared with the wrap undone.
+    std::string flat;
+    for (size_t i = 0; i < p.output.size(); ++i) {
+      if (p.output[i] != '\n') flat += p.output[i];
+      else if (flat.empty() || flat.back() != ' ') flat += ' ';
+      while (p.output[i] == '\n' && i + 1 < p.output.size() && p.output[i + 1] == ' ') ++i;
+    }
+    CHECK_THAT(flat, Catch::Contains(c.says));
+    CHECK_THAT(p.output, !Catch::Contains("# memory model"));
   }
 }

@@ -105,7 +105,8 @@ plan::Request make_request(const PlanArgs& a, predict::System& sys, strategies::
   r.device_name = sys.device_name;
   for (std::string p : {"fp32", "tf32", "bf16", "fp16"}) r.peak_tflops[p] = train::peak_tflops(sys.device_name, p);
   r.baseline_noise = r.base.step_noise;
-  const bool is_file = model_path.ends_with(".json") || std::filesystem::is_regular_file(model_path);
+  std::error_code ec;
+  const bool is_file = model_path.ends_with(".json") || std::filesystem::is_regular_file(model_path, ec);
   auto mcfg = is_file ? model::BertConfig::from_json(model_path) : model::BertConfig::preset(model_path);
   layout = predict::model_layout(mcfg, r.base.seq);
   r.model = train::model_shape(mcfg);
@@ -123,7 +124,8 @@ void complete_sweep_options(PlanArgs& a, const plan::Request& r, const predict::
   o.hpcbench = a.hpcbench.empty() ? std::filesystem::read_symlink("/proc/self/exe", ec)
                                   : std::filesystem::absolute(a.hpcbench, ec);
   if (ec || o.hpcbench.empty()) fail("--hpcbench: cannot tell where the hpcbench binary is; pass it");
-  if (!std::filesystem::exists(o.hpcbench)) fail("--hpcbench {}: no such file", o.hpcbench.string());
+  if (!std::filesystem::exists(o.hpcbench, ec))
+    fail("--hpcbench {}: {}", o.hpcbench.string(), ec ? ec.message() : "no such file");
   o.cpu = sys.device == "cpu";
   std::vector<std::string> add;
   if (!given(o.run_args, "--model")) add.insert(add.end(), {"--model", model_path});
@@ -177,10 +179,22 @@ Action add_plan(CLI::App& app) {
   cmd->add_option("--baseline-row", a->baseline_row, "run_id of the row to use when the file holds several");
   cmd->add_option("--system", a->system, "System description (configs/systems/*.toml)")->required();
   cmd->add_option("--nodes", a->nodes, "Nodes of the job")->capture_default_str();
-  cmd->add_option("--gpus-per-node", a->gpus_per_node, "GPUs a node (default: the system's)");
+  // Given, a value must be one: 0 or '' would otherwise read as "not given"
+  // and plan the system's default without a word.
+  cmd->add_option("--gpus-per-node", a->gpus_per_node, "GPUs a node (default: the system's)")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            return v.find_first_not_of("0123456789") == std::string::npos && v.find_first_not_of('0') != std::string::npos
+                       ? std::string()
+                       : "'" + v + "' must be a whole number of at least 1";
+          },
+          "INT>=1"));
   cmd->add_option("--global-batch", a->global_batch, "Sequences per optimizer step")->required();
   cmd->add_option("--memory-limit", a->memory_limit,
-                  "Bytes a rank may hold (80GiB, 40GB, ...; default: the system file's memory_GiB)");
+                  "Bytes a rank may hold (80GiB, 40GB, ...; default: the system file's memory_GiB)")
+      ->check(CLI::Validator(
+          [](std::string& v) { return v.empty() ? std::string("empty; give a size such as 40GiB") : std::string(); },
+          "SIZE"));
   cmd->add_option("--top", a->top, "Layouts to print")->capture_default_str();
   cmd->add_option("--verify", a->verify, "Layouts the written sweep runs beside the baseline")->capture_default_str();
   cmd->add_option("--out", a->out, "Sweep folder (default results/sweeps/plan-<time>)");

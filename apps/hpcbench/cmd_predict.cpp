@@ -158,7 +158,8 @@ int run_predict(const PredictOptions& o) {
   std::string model_path;
   auto base = predict::read_baseline(o.baseline, o.baseline_row, &model_path);
   if (!o.model.empty()) model_path = o.model;
-  bool is_file = model_path.ends_with(".json") || std::filesystem::is_regular_file(model_path);
+  std::error_code ec;
+  bool is_file = model_path.ends_with(".json") || std::filesystem::is_regular_file(model_path, ec);
   auto mcfg = is_file ? model::BertConfig::from_json(model_path) : model::BertConfig::preset(model_path);
   if (base.seq <= 0) fail("--baseline {}: seq_length is missing", o.baseline);
   if (o.global_batch < 0) fail("--global-batch {}: must be positive", o.global_batch);

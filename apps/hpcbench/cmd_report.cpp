@@ -158,7 +158,8 @@ void write_out_folder(const ReportOptions& o, const report::Comparison& comparis
     for (auto& row : comparison.rows) {
       if (row.origin.empty()) continue;
       fs::path csv = fs::path(row.origin).parent_path() / "utilisation.csv";
-      if (!fs::exists(csv)) continue;
+      std::error_code ec;
+      if (!fs::exists(csv, ec)) continue;
       auto u = report::write_utilisation_plot(csv, dir, "utilisation-" + row.run.run_id,
                                               row.run.run_id + ": utilisation and power over time", o.gnuplot);
       for (auto& w : u.warnings) spdlog::warn("{}", w);

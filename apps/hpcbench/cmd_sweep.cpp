@@ -50,8 +50,10 @@ int resume_sweep(const SweepArgs& a, const CLI::App& sub) {
     if (sub.count(flag) > 0)
       fail("--resume takes every job and its settings from {}/sweep.json; {} cannot change them (write a new "
            "sweep into another --out)", a.out, std::string(flag) == "run_args" ? "run flags after '--'" : flag);
-  if (!std::filesystem::exists(std::filesystem::path(a.out) / "sweep.json"))
-    fail("--resume --out {}: no sweep.json there (write the sweep first, without --resume)", a.out);
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::path(a.out) / "sweep.json", ec))
+    fail("--resume --out {}: no sweep.json there{} (write the sweep first, without --resume)", a.out,
+         ec ? " (" + ec.message() + ")" : "");
   auto sweep = sweep::read_manifest(a.out);
   auto plan = sweep::prepare_resume(sweep, a.out);
   for (const auto& k : plan.kept) fmt::print("{:<16} {} (left as it is)\n", k.job, k.progress);
@@ -122,7 +124,8 @@ Action add_sweep(CLI::App& app) {
     o.hpcbench = a->hpcbench.empty() ? std::filesystem::read_symlink("/proc/self/exe", ec)
                                      : std::filesystem::absolute(a->hpcbench, ec);
     if (ec || o.hpcbench.empty()) fail("--hpcbench: cannot tell where the hpcbench binary is; pass it");
-    if (!std::filesystem::exists(o.hpcbench)) fail("--hpcbench {}: no such file", o.hpcbench.string());
+    if (!std::filesystem::exists(o.hpcbench, ec))
+      fail("--hpcbench {}: {}", o.hpcbench.string(), ec ? ec.message() : "no such file");
     check_run_flags(o, sweep::plan_jobs(o));
     auto sweep = sweep::write_sweep(o);
     int rc = 0;

@@ -5,10 +5,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "core/error.h"
+#include "core/injection.h"
 #include "core/stop_signal.h"
 
 namespace hpcbench {
@@ -16,8 +21,11 @@ namespace hpcbench {
 namespace {
 
 // Between two polls of the stop signals: a checkpoint on a slow shared file
-// system takes minutes, a chunk a fraction of a second.
-constexpr size_t kChunk = 64 * kMiB;
+// system takes minutes, a chunk a fraction of a second even at 100 MB/s.
+constexpr size_t kChunk = 8 * kMiB;
+
+// How many ReadsRunToTheirEnd live.
+std::atomic<int> g_reads_run_to_end{0};
 
 std::string size_text(uint64_t bytes) {
   if (bytes >= kGiB && bytes % kGiB == 0) return fmt::format("{} GiB", bytes / kGiB);
@@ -48,13 +56,40 @@ void check_kind(const struct stat& st, uint64_t max_bytes) {
 
 }  // namespace
 
+ReadableFile::ReadableFile(int fd, uint64_t size, std::string name)
+    : fd_(fd), size_(size), name_(std::move(name)), stoppable_(size > kChunk && stop_signal() == 0) {}
+
+ReadableFile::ReadableFile(ReadableFile&& o) noexcept
+    : fd_(std::exchange(o.fd_, -1)),
+      size_(o.size_),
+      name_(std::move(o.name_)),
+      stoppable_(o.stoppable_),
+      delay_ms_(o.delay_ms_),
+      delay_said_(o.delay_said_) {}
+
 ReadableFile::~ReadableFile() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+void ReadableFile::before_chunk() {
+  if (delay_ms_) {
+    if (!delay_said_)
+      std::fprintf(stderr, "%s slow_read: %s waits %llu ms before each chunk\n", kInjectVariable, name_.c_str(),
+                   static_cast<unsigned long long>(*delay_ms_));
+    delay_said_ = true;
+    // Not a wait that polls: what ends the read must be the poll below.
+    std::this_thread::sleep_for(std::chrono::milliseconds(*delay_ms_));
+  }
+  if (!stoppable_ || g_reads_run_to_end.load() > 0) return;
+  if (const int sig = stop_signal())
+    throw Interrupted(sig, fmt::format("interrupted by {} while reading {}; not read further", signal_name(sig),
+                                       name_.empty() ? std::string("a file") : name_));
+}
+
 size_t ReadableFile::read_some(char* out, size_t n) {
+  before_chunk();
   for (;;) {
-    const ssize_t got = ::read(fd_, out, n);
+    const ssize_t got = ::read(fd_, out, std::min(n, kChunk));
     if (got >= 0) return static_cast<size_t>(got);
     if (errno != EINTR) fail("read error: {}", std::strerror(errno));
   }
@@ -62,7 +97,8 @@ size_t ReadableFile::read_some(char* out, size_t n) {
 
 bool ReadableFile::read_at(uint64_t offset, char* out, size_t n) {
   while (n > 0) {
-    const ssize_t got = ::pread(fd_, out, n, static_cast<off_t>(offset));
+    before_chunk();
+    const ssize_t got = ::pread(fd_, out, std::min(n, kChunk), static_cast<off_t>(offset));
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) fail("read error: {}", std::strerror(errno));
     if (got == 0) return false;
@@ -72,6 +108,9 @@ bool ReadableFile::read_at(uint64_t offset, char* out, size_t n) {
   }
   return true;
 }
+
+ReadsRunToTheirEnd::ReadsRunToTheirEnd() { g_reads_run_to_end.fetch_add(1); }
+ReadsRunToTheirEnd::~ReadsRunToTheirEnd() { g_reads_run_to_end.fetch_sub(1); }
 
 ReadableFile open_regular_file(const std::filesystem::path& path, size_t max_bytes) {
   // Looked at before it is opened: opening a device can have effects of its
@@ -86,23 +125,19 @@ ReadableFile open_regular_file(const std::filesystem::path& path, size_t max_byt
   if (::fstat(fd, &st) != 0) fail("cannot stat it: {}", std::strerror(errno));
   check_kind(st, max_bytes);
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  return ReadableFile(guard.release(), static_cast<uint64_t>(st.st_size));
+  ReadableFile file(guard.release(), static_cast<uint64_t>(st.st_size), path.string());
+  file.delay_ms_ = injected_read_delay_ms(path.filename().string());
+  return file;
 }
 
 std::string read_file_bounded(const std::filesystem::path& path, size_t max_bytes) {
   ReadableFile file = open_regular_file(path, max_bytes);
   std::string out(static_cast<size_t>(file.size()), '\0');
-  size_t have = 0, next_poll = kChunk;
+  size_t have = 0;
   while (have < out.size()) {
-    const size_t n = file.read_some(out.data() + have, std::min(out.size() - have, kChunk));
+    const size_t n = file.read_some(out.data() + have, out.size() - have);
     if (n == 0) break;  // it shrank
     have += n;
-    // Only a large file polls: a small one is read in an instant, and the
-    // results of a stopped run are still written (with files read for them).
-    if (have >= next_poll) {
-      throw_if_stopped("reading a file of more than 64 MiB");
-      next_poll += kChunk;
-    }
   }
   out.resize(have);
   // What the size did not promise: files of /proc say 0 bytes and have more,

@@ -7,10 +7,13 @@
 // for a FIFO's writer), links are followed and a loop of them is named as
 // one, and never more than a limit that fits the kind of file, so that a
 // hostile or broken file costs an error message, not the memory of the
-// process nor a hang. A long read polls the stop signals between chunks.
+// process nor a hang. A stop signal that comes while a file is read ends
+// the read at the next chunk (a few MiB), so that a time limit during a
+// checkpoint's read on a slow file system ends the process, not the read.
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -36,12 +39,17 @@ inline constexpr size_t kProc = 4 * kMiB;
 }  // namespace file_limit
 
 // A file open for reading that passed the checks: regular, at most the
-// limit. Closes itself.
+// limit. A file of more than one chunk (8 MiB) is read in chunks, and before
+// each a stop signal that came since it was opened throws Interrupted naming
+// the file. One that came before does not (a stopped run still reads what
+// its results need), nor is a smaller file cut short: it is read in an
+// instant, by threads too (the sampler's /proc reads), where an exception
+// would end the process. Closes itself.
 class ReadableFile {
  public:
-  ReadableFile(int fd, uint64_t size) : fd_(fd), size_(size) {}
+  ReadableFile(int fd, uint64_t size, std::string name = {});
   ~ReadableFile();
-  ReadableFile(ReadableFile&& o) noexcept : fd_(o.fd_), size_(o.size_) { o.fd_ = -1; }
+  ReadableFile(ReadableFile&& o) noexcept;
   ReadableFile(const ReadableFile&) = delete;
   ReadableFile& operator=(const ReadableFile&) = delete;
   ReadableFile& operator=(ReadableFile&&) = delete;
@@ -56,8 +64,26 @@ class ReadableFile {
   bool read_at(uint64_t offset, char* out, size_t n);
 
  private:
+  friend ReadableFile open_regular_file(const std::filesystem::path& path, size_t max_bytes);
+  void before_chunk();
+
   int fd_;
   uint64_t size_;
+  std::string name_;
+  bool stoppable_;
+  std::optional<uint64_t> delay_ms_;  // HPCBENCH_INJECT's slow_read for this file
+  bool delay_said_ = false;
+};
+
+// While one lives, a stop signal does not end a read: a run's results are
+// being written, and the files they take (TensorBoard's events) are read
+// whole whatever comes.
+class ReadsRunToTheirEnd {
+ public:
+  ReadsRunToTheirEnd();
+  ~ReadsRunToTheirEnd();
+  ReadsRunToTheirEnd(const ReadsRunToTheirEnd&) = delete;
+  ReadsRunToTheirEnd& operator=(const ReadsRunToTheirEnd&) = delete;
 };
 
 // Opens `path` for a reader that streams it (a hash, a safetensors file).

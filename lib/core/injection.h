@@ -21,6 +21,9 @@
 //   memory_bytes=<bytes>         the node's available memory for the preflight
 //   rename_delay_ms=<ms>         the results folder's rename waits that long
 //                                (two runs of one name then overlap there)
+//   slow_read=<name>:<ms>        each chunk read of a file called <name> (its
+//                                last path component) waits that long first,
+//                                as a slow shared file system would
 //   bus_ids=<id>,<id>,...        local rank k's GPU bus id for the sampler (CPU
 //                                ranks have none)
 //
@@ -36,12 +39,30 @@ namespace hpcbench {
 
 inline constexpr const char* kInjectVariable = "HPCBENCH_INJECT";
 
-// The value given for `key` (one of the keys above), nullopt when none.
+// The value given for `key` (one of the keys above), nullopt when none; a
+// key given twice is an error.
 std::optional<std::string> injected(std::string_view key);
+
+// Every item of the variable against its key's form, before a run's first
+// step, so that a drill written wrong fails at once instead of at the end
+// (rename_delay_ms) or never (a fault's rank the job does not have, with
+// `world_size` known; 0 when not).
+void check_injection(int world_size);
 
 // A number given for `key`: decimal digits only, at most `max`; anything
 // else is an error naming the variable (never "off"). nullopt when none.
 std::optional<uint64_t> injected_number(std::string_view key, uint64_t max);
+
+// slow_read's delay for a file of that name (nullopt for other files);
+// a malformed value is an error naming the variable.
+std::optional<uint64_t> injected_read_delay_ms(const std::string& file_name);
+
+// slow_rank=<rank>:<ms>.
+struct InjectedRankDelay {
+  int rank = -1;
+  uint64_t ms = 0;
+};
+std::optional<InjectedRankDelay> injected_slow_rank();
 
 // fault=<rank>:<after>:<mode>, with `mode` among `modes`.
 struct InjectedFault {

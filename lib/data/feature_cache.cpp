@@ -197,7 +197,12 @@ std::filesystem::path default_feature_cache_dir() {
     return std::filesystem::path(x) / "hpcbench" / "features";
   if (const char* home = std::getenv("HOME"); home && *home)
     return std::filesystem::path(home) / ".cache" / "hpcbench" / "features";
-  return std::filesystem::temp_directory_path() / "hpcbench-features";
+  std::error_code ec;
+  auto tmp = std::filesystem::temp_directory_path(ec);
+  if (ec)
+    fail("no folder for the feature cache: HOME and XDG_CACHE_HOME are unset and TMPDIR ({}) is no folder ({}); "
+         "set one, or give --cache-dir", std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "unset", ec.message());
+  return tmp / "hpcbench-features";
 }
 
 namespace {
@@ -239,6 +244,8 @@ bool read_cache(const std::filesystem::path& file, uint64_t key, const WordPiece
   try {
     // The largest cache (SQuAD's training set at 512 tokens) is well under this.
     bytes = read_file_bounded(file, size_t{8} << 30);
+  } catch (const Interrupted&) {
+    throw;
   } catch (const UserError& e) {
     spdlog::warn("feature cache {}: {}; rebuilding", file.string(), e.what());
   }
@@ -306,6 +313,8 @@ SquadFeatures load_or_build_squad_features(const std::filesystem::path& squad, c
                    "another process building the same features");
       // Written while this process waited (a damaged file was said above).
       if (!existed && read_cache(file, key, tokenizer, squad, sf)) return sf;
+    } catch (const Interrupted&) {
+      throw;
     } catch (const UserError& e) {
       spdlog::warn("feature cache: {}; building without the lock", e.what());
     }

@@ -96,6 +96,8 @@ void check_config(const BertForQuestionAnsweringImpl& qa, const fs::path& weight
   BertConfig file;
   try {
     file = BertConfig::from_json(json);
+  } catch (const Interrupted&) {
+    throw;
   } catch (const UserError& e) {
     spdlog::warn("checkpoint config not checked: {}", e.what());
     return;

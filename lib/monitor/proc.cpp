@@ -9,7 +9,10 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string>
 #include <vector>
+
+#include "core/bounded_read.h"
 
 namespace hpcbench::monitor {
 
@@ -25,15 +28,9 @@ struct Stat {
 // fields are counted from the last ')'. utime and stime are fields 14 and 15,
 // rss (pages) field 24.
 std::optional<Stat> read_stat(pid_t pid) {
-  char path[64];
-  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
-  FILE* f = std::fopen(path, "re");
-  if (!f) return std::nullopt;
-  char buf[1024];
-  size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
-  std::fclose(f);
-  buf[n] = 0;
-  char* p = std::strrchr(buf, ')');
+  std::string buf = read_file_or_empty("/proc/" + std::to_string(pid) + "/stat", file_limit::kProc);
+  if (buf.empty()) return std::nullopt;
+  char* p = std::strrchr(buf.data(), ')');
   if (!p) return std::nullopt;
   // Fields from 3 (state) on.
   std::vector<char*> fields;

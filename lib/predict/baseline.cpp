@@ -7,10 +7,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/printable.h"
 #include "results/run_reader.h"
 
 namespace hpcbench::predict {
@@ -54,6 +56,30 @@ int compute_bytes(const std::string& precision) {
   return precision == "fp16" || precision == "bf16" ? 2 : 4;
 }
 
+namespace {
+
+// The fields the compute dtype and the memory model are read from: a value
+// no run writes would be priced as something it is not (an unknown precision
+// as fp32, a fused of -1 as the fused engine).
+void check_engine_fields(const results::RunResult& rr, const std::string& where) {
+  static const std::set<std::string> kPrecisions = {"fp32", "tf32", "fp16", "bf16"};
+  static const std::set<std::string> kEngines = {"eager", "graph", "fused", "graph+fused"};
+  if (!rr.precision.empty() && !kPrecisions.count(rr.precision))
+    fail("--baseline {}: {} has precision '{}', not fp32, tf32, fp16 or bf16; a damaged or hand-made file", where,
+         rr.run_id, printable(rr.precision, 64));
+  if (rr.fused != 0 && rr.fused != 1)
+    fail("--baseline {}: {} has fused = {}, not 0 or 1; a damaged or hand-made file", where, rr.run_id, rr.fused);
+  if (rr.engine.empty()) return;  // a file older than the field
+  if (!kEngines.count(rr.engine))
+    fail("--baseline {}: {} has engine '{}', not eager, graph, fused or graph+fused; a damaged or hand-made file",
+         where, rr.run_id, printable(rr.engine, 64));
+  if (rr.engine.ends_with("fused") != (rr.fused == 1))
+    fail("--baseline {}: {} has engine '{}' but fused = {}: the two disagree, so its memory model is in doubt; a "
+         "damaged or hand-made file", where, rr.run_id, rr.engine, rr.fused);
+}
+
+}  // namespace
+
 Baseline baseline_from_result(const results::RunResult& row, const std::string& where) {
   auto rr = row;
   results::fill_derived(rr);
@@ -71,6 +97,7 @@ Baseline baseline_from_result(const results::RunResult& row, const std::string& 
            name, rr.run_id, value);
   if (results::devices(rr) != 1)
     fail("--baseline {}: {} ran on {} devices; a baseline runs on one", where, rr.run_id, results::devices(rr));
+  check_engine_fields(rr, where);
   Baseline b;
   b.source = where;
   b.model = rr.model;

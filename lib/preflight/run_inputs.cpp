@@ -31,6 +31,10 @@ void check_writable_folder(const std::string& flag, const std::string& given, co
   for (fs::path p = folder; !p.empty(); p = p.parent_path()) {
     std::error_code ec;
     auto st = fs::status(p, ec);
+    // A loop of links or a folder it may not look into: said as such, not
+    // as the "File exists" that creating it would answer.
+    if (ec && ec != std::errc::no_such_file_or_directory)
+      fail("{} {}: cannot look at {}: {}", flag, given, p.string(), ec.message());
     if (fs::exists(st)) {
       if (!fs::is_directory(st)) fail("{} {}: {} is not a folder", flag, given, p.string());
       break;
@@ -142,6 +146,8 @@ void check_eval_set(const train::TrainConfig& cfg) {
   data::SquadDataset squad;
   try {
     squad = data::load_squad(cfg.eval_data);
+  } catch (const Interrupted&) {
+    throw;
   } catch (const UserError& e) {
     fail("--eval-data: {}", e.what());
   }
@@ -151,6 +157,8 @@ void check_eval_set(const train::TrainConfig& cfg) {
     std::unique_ptr<data::WordPieceTokenizer> tok;
     try {
       tok = std::make_unique<data::WordPieceTokenizer>(data::WordPieceTokenizer::from_file(cfg.vocab));
+    } catch (const Interrupted&) {
+      throw;
     } catch (const UserError& e) {
       fail("--vocab (for --eval-data): {}", e.what());
     }

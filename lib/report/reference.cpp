@@ -55,11 +55,16 @@ Comparison compare_within(const std::vector<results::LoadedRun>& rows, const std
 }
 
 std::vector<ReferenceSet> read_references(const fs::path& dir, std::vector<std::string>& warnings) {
-  if (!fs::is_directory(dir))
-    fail("no published figures at {}: run from the repository root or give --reference-dir", dir.string());
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    fail("no published figures at {}: {}; run from the repository root or give --reference-dir", dir.string(),
+         ec ? ec.message() : "not a folder");
   std::vector<fs::path> files;
-  for (auto& e : fs::directory_iterator(dir))
-    if (e.is_regular_file() && e.path().extension() == ".csv") files.push_back(e.path());
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    std::error_code fec;
+    if (it->is_regular_file(fec) && it->path().extension() == ".csv") files.push_back(it->path());
+  }
+  if (ec) fail("--reference-dir {}: cannot list it: {}", dir.string(), ec.message());
   std::sort(files.begin(), files.end());
   std::vector<ReferenceSet> sets;
   for (auto& file : files) {

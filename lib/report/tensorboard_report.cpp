@@ -71,9 +71,10 @@ const std::vector<tb::MetricDef> kMetrics = {
 size_t write_tensorboard_report(const Comparison& comparison, const fs::path& dir) {
   std::error_code ec;
   if (fs::exists(dir, ec)) {
-    if (!fs::is_directory(dir)) fail("--tensorboard {}: exists and is not a folder", dir.string());
+    if (!fs::is_directory(dir, ec)) fail("--tensorboard {}: exists and is not a folder", dir.string());
     bool empty = fs::directory_iterator(dir, ec) == fs::directory_iterator();
-    if (!empty && !fs::exists(dir / kMarker))
+    if (ec) fail("--tensorboard {}: cannot list it: {}", dir.string(), ec.message());
+    if (!empty && !fs::exists(dir / kMarker, ec))
       fail("--tensorboard {}: the folder is not empty and not an earlier TensorBoard report; give a new folder",
            dir.string());
     remove_tree(dir);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "core/injection.h"
 #include "core/self_exec.h"
 #include "core/stop_signal.h"
 #include "device/device.h"
@@ -69,6 +70,7 @@ int launch_ranks(const train::TrainConfig& cfg, const strategies::Choice& choice
 // speaks for the node), and the job's layout against the flags.
 void check_rank_start(const train::TrainConfig& cfg, const strategies::Choice& choice, const JobOptions& o,
                       const dist::RankLayout& layout) {
+  check_injection(layout.world_size);
   if (layout.rank == 0) {
     results::check_results_dir(cfg.results_dir);
     results::reserve_results_space(cfg.results_dir, results_bytes(cfg));
@@ -152,6 +154,7 @@ int run_job(const train::TrainConfig& cfg, const strategies::Choice& choice, con
 
   auto layout = dist::detect_layout();
   if (o.dry_run) {
+    check_injection(layout.world_size);
     // The job's nodes are not this one (a sweep checks on the login node):
     // what this command line decides is checked, not this node's resources.
     preflight::check_folder_writable("--results-dir", cfg.results_dir, results_bytes(cfg));

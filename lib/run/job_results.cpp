@@ -6,6 +6,7 @@
 
 #include <signal.h>
 
+#include "core/bounded_read.h"
 #include "core/error.h"
 #include "core/stop_signal.h"
 #include "core/time.h"
@@ -48,6 +49,9 @@ int write_results(const train::TrainConfig& cfg, const std::string& name, TrainO
   // written (a disk full beyond the space set aside, a folder removed).
   std::string folder_text, write_error;
   try {
+    // A stop signal now comes after the measurement: what it measured is
+    // written whole, with the event files read for it.
+    ReadsRunToTheirEnd whole;
     for (auto& [file, content] : tensorboard::event_files(hooks.tensorboard_dir)) files.files[file] = content;
     folder_text = results::write_run_folder(cfg.results_dir, name, std::move(files)).string();
     tensorboard::discard_event_files(hooks.tensorboard_dir);

@@ -51,21 +51,8 @@ std::vector<results::RankTiming> rank_timing(const std::vector<results::StepTime
 }
 
 double test_slow_rank_ms(int rank) {
-  auto v = injected("slow_rank");
-  if (!v) return 0;
-  const std::string& s = *v;
-  auto colon = s.find(':');
-  try {
-    if (colon == std::string::npos) throw std::invalid_argument(s);
-    size_t used = 0;
-    int r = std::stoi(s.substr(0, colon), &used);
-    if (used != colon) throw std::invalid_argument(s);
-    double ms = std::stod(s.substr(colon + 1), &used);
-    if (used != s.size() - colon - 1 || ms < 0) throw std::invalid_argument(s);
-    return r == rank ? ms : 0;
-  } catch (const std::exception&) {
-    fail("{} slow_rank={}: expected <rank>:<ms>, e.g. 1:20", kInjectVariable, s);
-  }
+  auto slow = injected_slow_rank();
+  return slow && slow->rank == rank ? static_cast<double>(slow->ms) : 0;
 }
 
 }  // namespace hpcbench::run

@@ -8,10 +8,10 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
+#include "core/bounded_read.h"
+#include "core/error.h"
 #include "run/kernel_table.h"
 
 namespace hpcbench::run {
@@ -40,14 +40,20 @@ std::set<impl::ActivityType> activities(const c10::Device& device) {
 // Kineto writes its trace to a file only: written to a private temporary
 // file, read back, removed.
 std::string trace_text(prof::ProfilerResult& result) {
-  const auto path = std::filesystem::temp_directory_path() / fmt::format("hpcbench-profile-{}.json", ::getpid());
-  result.save(path.string());
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
   std::error_code ec;
+  auto tmp = std::filesystem::temp_directory_path(ec);
+  if (ec) fail("--profile-steps: no folder for the profiler's trace: TMPDIR is no folder ({})", ec.message());
+  const auto path = tmp / fmt::format("hpcbench-profile-{}.json", ::getpid());
+  result.save(path.string());
+  std::string text;
+  try {
+    text = read_file(path, file_limit::kDataset);
+  } catch (...) {
+    std::filesystem::remove(path, ec);
+    throw;
+  }
   std::filesystem::remove(path, ec);
-  return ss.str();
+  return text;
 }
 
 }  // namespace

@@ -174,7 +174,10 @@ Sweep write_sweep(const SweepOptions& opts, std::vector<SweepJob> jobs) {
   if (sweep.dir.string().find_first_of(" \t\n") != std::string::npos)
     fail("--out '{}': the sweep folder's path must not contain spaces (#SBATCH --output cannot hold them)",
          sweep.dir.string());
-  if (fs::exists(sweep.dir / "sweep.json"))
+  const auto json_st = fs::symlink_status(sweep.dir / "sweep.json", ec);
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+    fail("--out {}: cannot look at it: {}", opts.out_dir.string(), ec.message());
+  if (fs::exists(json_st))
     fail("--out {}: already holds a sweep (sweep.json); `hpcbench sweep --out {} --resume` submits its jobs that "
          "are missing or failed, or choose another folder", sweep.dir.string(), opts.out_dir.string());
   for (const char* sub : {"jobs", "runs", "logs"}) {

@@ -25,6 +25,28 @@ test::CommandResult run_binary(const std::string& args) {
   return test::run_command("timeout -s KILL 60 " + test::hpcbench_bin().string() + args);
 }
 
+// The output with the terminal's wrapping undone (a newline and the indent
+// after it read as one space), so that a message is found whatever the
+// length of the paths in it.
+std::string flat(const std::string& out) {
+  std::string s;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] != '\n') s += out[i];
+    else if (s.empty() || s.back() != ' ') s += ' ';
+    while (out[i] == '\n' && i + 1 < out.size() && out[i + 1] == ' ') ++i;
+  }
+  return s;
+}
+
+// The same with `env` (variables, or `env -u NAME ...`) before the binary.
+test::CommandResult run_binary_env(const std::string& env, const std::string& args) {
+  const std::string prefix = env.rfind("env ", 0) == 0 ? env : "env " + env;
+  return test::run_command("timeout -s KILL 60 " + prefix + " " + test::hpcbench_bin().string() + args);
+}
+
+const std::string kRun =
+    " run --strategy baseline --batch-size 8 --synthetic-samples 64 --max-seq-length 64 --threads 1";
+
 }  // namespace
 
 TEST_CASE("--config linking to /dev/zero is refused, not taken as an empty file") {
@@ -70,4 +92,50 @@ TEST_CASE("--checkpoint, --vocab and --train-data that are no regular files are 
   INFO(r.output);
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.output, Catch::Contains("--train-data " + loop.string() + ": a loop of symbolic links"));
+}
+
+// Issue 44's fault probe, through the real binary: what failed at a run's
+// end or never is refused before the first step, naming the value.
+TEST_CASE("a malformed HPCBENCH_INJECT is refused before the first step, nothing written") {
+  test::TempDir dir;
+  const auto results = dir.path / "results";
+  struct Case {
+    std::string inject, says;
+  };
+  for (const Case& c : {Case{"rename_delay_ms=-1", "HPCBENCH_INJECT rename_delay_ms=-1: expected a whole number"},
+                        Case{"fault=5:1:kill", "fault=5:1:kill: rank 5 is not a rank of this job of 1"},
+                        Case{"slow_rank=0:99999999999", "slow_rank=0:99999999999: expected"}}) {
+    for (const std::string& mode : {std::string(" --dry-run"), std::string(" --max-steps 2")}) {
+      auto r = run_binary_env("HPCBENCH_INJECT='" + c.inject + "'",
+                              kRun + mode + " --results-dir " + results.string());
+      INFO(c.inject << mode << "\n" << r.output);
+      CHECK(r.exit_code == 2);
+      CHECK_THAT(flat(r.output), Catch::Contains(c.says));
+      CHECK_THAT(r.output, !Catch::Contains("step ") && !Catch::Contains("Results:"));
+      CHECK(test::entries(results) == 0);
+      CHECK(test::entries(results / ".running") == 0);
+    }
+  }
+}
+
+TEST_CASE("a loop of links in --results-dir or TMPDIR is named as one, not an internal error") {
+  test::TempDir dir;
+  const auto loop = dir.path / "loop";
+  fs::create_symlink(loop, loop);
+  auto r = run_binary(kRun + " --dry-run --results-dir " + (loop / "results").string());
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(flat(r.output), Catch::Contains("--results-dir " + (loop / "results").string() + ": cannot look at ") &&
+                                 Catch::Contains("Too many levels of symbolic links"));
+  CHECK_THAT(r.output, !Catch::Contains("File exists"));
+  // With neither HOME nor XDG_CACHE_HOME, the feature cache's folder comes
+  // from TMPDIR, which std::filesystem refused with an exception.
+  r = run_binary_env("env -u HOME -u XDG_CACHE_HOME TMPDIR=" + (loop / "tmp").string(),
+                     " run --strategy baseline --model bert-tiny --batch-size 4 --max-seq-length 64 --threads 1 "
+                     "--max-steps 1 --train-data " + test::squad_file("dev-v1.1-sample.json") + " --vocab " +
+                         test::vocab_file() + " --results-dir " + (dir.path / "r").string());
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(flat(r.output), Catch::Contains("no folder for the feature cache") && Catch::Contains(loop.string()));
+  CHECK_THAT(r.output, !Catch::Contains("internal error"));
 }

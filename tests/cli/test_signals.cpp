@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -226,5 +227,61 @@ TEST_CASE("a stop signal to one rank before the rendezvous stops the others, wit
                                                 rank1, 128 + sig, sig == SIGTERM ? "SIGTERM" : "SIGUSR1")));
     CHECK_THAT(log, !Catch::Contains("job failed"));
     CHECK(test::entries(dir.path / "results") == 0);
+  }
+}
+
+// Issue 44, class 1: a stop signal ends a read under way, not only a wait
+// for a blocked open. A file read slowly (HPCBENCH_INJECT slow_read: each
+// 8 MiB chunk waits first, without polling, as a slow shared file system
+// would) is signalled once its read began; the reader's own poll between
+// chunks must end it, before the run trains or claims a results folder.
+// Without that poll the read runs to its end (seconds) and the run goes on.
+TEST_CASE("SIGTERM while --checkpoint or --train-data is being read ends the read, with its status", "[signals]") {
+  test::TempDir dir;
+  // A safetensors file of one 32 MiB tensor (sparse: no disk is spent).
+  const auto checkpoint = dir.path / "slow.safetensors";
+  {
+    std::string header = R"({"w":{"dtype":"F32","shape":[8388608],"data_offsets":[0,33554432]}})";
+    header.append((8 - header.size() % 8) % 8, ' ');
+    const uint64_t len = header.size();
+    std::ofstream out(checkpoint, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(&len), 8);
+    out << header;
+  }
+  fs::resize_file(checkpoint, fs::file_size(checkpoint) + (uint64_t{32} << 20));
+  const auto data = dir.path / "slow-train.json";
+  { std::ofstream(data) << ""; }
+  fs::resize_file(data, uint64_t{32} << 20);
+
+  struct Case {
+    std::string flags, file;
+  };
+  for (const Case& c : {Case{"--checkpoint " + checkpoint.string() + " --synthetic-samples 64", checkpoint.string()},
+                        Case{"--train-data " + data.string() + " --vocab " + test::vocab_file(), data.string()}}) {
+    INFO(c.flags);
+    const auto results = dir.path / "results";
+    auto s = start(fmt::format("env HPCBENCH_INJECT='slow_read={}:1500' {} run --strategy baseline --model bert-tiny "
+                               "--batch-size 8 --max-seq-length 64 --threads 1 --max-steps 2 --results-dir {} {}",
+                               fs::path(c.file).filename().string(), test::hpcbench_bin().string(), results.string(),
+                               c.flags),
+                   dir.path / "log");
+    REQUIRE(wait_for(s, "slow_read: " + c.file, std::chrono::seconds(120)));
+    ::kill(s.pid, SIGTERM);
+    const int rc = finish(s, std::chrono::seconds(60));
+    const auto log = test::slurp(s.log);
+    INFO(log);
+    CHECK(rc == 128 + SIGTERM);
+    // The terminal's wrapping undone: the path may be long.
+    std::string flat;
+    for (size_t i = 0; i < log.size(); ++i) {
+      if (log[i] != '\n') flat += log[i];
+      else if (flat.empty() || flat.back() != ' ') flat += ' ';
+      while (log[i] == '\n' && i + 1 < log.size() && log[i + 1] == ' ') ++i;
+    }
+    CHECK_THAT(flat, Catch::Contains("interrupted by SIGTERM while reading " + c.file));
+    CHECK_THAT(log, !Catch::Contains("step ") && !Catch::Contains("internal error"));
+    // Nothing claimed nor half-written, the hidden claim included.
+    CHECK(test::entries(results) == 0);
+    CHECK(test::entries(results / ".running") == 0);
   }
 }

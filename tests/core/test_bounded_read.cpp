@@ -11,13 +11,18 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <optional>
 #include <string>
+
+#include <fmt/format.h>
 
 #include "core/atomic_file.h"
 #include "core/bounded_read.h"
 #include "core/error.h"
 #include "core/settings.h"
+#include "core/stop_signal.h"
 #include "test_env.h"
 
 using namespace hpcbench;
@@ -118,4 +123,85 @@ TEST_CASE("a streamed file reads at offsets and says where it ends") {
   REQUIRE(in.read_at(6, buf, 4));
   CHECK(std::string(buf, 4) == "6789");
   CHECK_FALSE(in.read_at(8, buf, 4));
+}
+
+namespace {
+
+// What a read in a child says once a stop came (note_stop, as a signal's
+// handler would set it) after `before_stop` and before `after_stop`: the
+// stop is the child's, so the test process keeps running its other cases.
+// "whole" when the read ran to its end, else the error's text.
+std::string read_with_stop_in_child(const std::function<void()>& before_stop,
+                                    const std::function<std::string()>& after_stop) {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    std::string said;
+    try {
+      before_stop();
+      note_stop(SIGTERM);
+      said = after_stop();
+    } catch (const Interrupted& e) {
+      said = fmt::format("Interrupted({}): {}", e.signal(), e.what());
+    } catch (const std::exception& e) {
+      said = std::string("other: ") + e.what();
+    }
+    (void)!::write(fds[1], said.data(), said.size());
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string said;
+  char buf[512];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) said.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  ::waitpid(pid, nullptr, 0);
+  return said;
+}
+
+}  // namespace
+
+TEST_CASE("a stop signal that comes while a file is read ends the read at its next chunk, naming the file") {
+  test::TempDir dir;
+  const auto f = dir.path / "big.bin";
+  { std::ofstream(f) << "x"; }
+  fs::resize_file(f, 20 * kMiB);  // three chunks of 8 MiB
+  std::optional<ReadableFile> in;
+  std::string buf(20 * kMiB, '\0');
+  // Streamed (a checkpoint's tensors): opened, then the stop, then the read.
+  CHECK(read_with_stop_in_child([&] { in.emplace(open_regular_file(f, file_limit::kCheckpoint)); },
+                                [&] { return in->read_at(0, buf.data(), buf.size()) ? "whole" : "short"; }) ==
+        fmt::format("Interrupted({}): interrupted by SIGTERM while reading {}; not read further", SIGTERM, f.string()));
+  // A stop that came before the file was opened does not end its read: a
+  // stopped run still reads what its results need.
+  CHECK(read_with_stop_in_child([] {}, [&] { return std::to_string(read_file(f, file_limit::kDataset).size()); }) ==
+        std::to_string(20 * kMiB));
+  // Nor a file of one chunk, read in an instant (a /proc file in the
+  // sampler's thread, where the exception would end the process).
+  const auto small = dir.path / "small.txt";
+  write_file_atomic(small, std::string(1000, 's'));
+  CHECK(read_with_stop_in_child([&] { in.emplace(open_regular_file(small, file_limit::kConfig)); },
+                                [&] { return in->read_at(0, buf.data(), 1000) ? "whole" : "short"; }) == "whole");
+  // Nor while the results are written.
+  CHECK(read_with_stop_in_child([&] { in.emplace(open_regular_file(f, file_limit::kCheckpoint)); },
+                                [&] {
+                                  ReadsRunToTheirEnd whole;
+                                  return in->read_at(0, buf.data(), buf.size()) ? "whole" : "short";
+                                }) == "whole");
+}
+
+TEST_CASE("slow_read delays each chunk of the file it names, and a malformed one is an error naming the variable") {
+  test::TempDir dir;
+  const auto f = dir.path / "data.json";
+  write_file_atomic(f, "{}");
+  ::setenv("HPCBENCH_INJECT", "slow_read=data.json", 1);
+  CHECK_THAT(refusal([&] { read_file(f, 100); }), Catch::Contains("HPCBENCH_INJECT slow_read=data.json: expected"));
+  ::setenv("HPCBENCH_INJECT", "slow_read=data.json:-5", 1);
+  CHECK_THAT(refusal([&] { read_file(f, 100); }), Catch::Contains("slow_read=data.json:-5"));
+  ::setenv("HPCBENCH_INJECT", "slow_read=other.json:100000", 1);
+  CHECK(read_file(f, 100) == "{}");  // another file's delay is not this one's
+  ::setenv("HPCBENCH_INJECT", "slow_read=data.json:0", 1);
+  CHECK(read_file(f, 100) == "{}");
+  ::unsetenv("HPCBENCH_INJECT");
 }

@@ -155,3 +155,31 @@ TEST_CASE("plan's sweep is accepted by sweep --resume and by report, which check
   CHECK(rep.output.find("ranking: held: the predicted best, " + plan.layouts[1].job + ", measured #2 of 3") !=
         std::string::npos);
 }
+
+// Issue 44's fault probe: a value given on the command line that reads as
+// "not given" inside (0 GPUs a node, an empty memory limit) was planned with
+// the system's default without a word; a --hpcbench whose path loops ended
+// in "internal error: filesystem error".
+TEST_CASE("plan refuses a zero --gpus-per-node, an empty --memory-limit and a --hpcbench through a loop of links") {
+  Env e;
+  const std::string sys = "--system '" + e.system.string() + "' --global-batch 8 ";
+  fs::create_symlink(e.dir.path / "loop", e.dir.path / "loop");
+  struct Case {
+    std::string args, expect;
+  } cases[] = {
+      {sys + "--gpus-per-node 0", "--gpus-per-node"},
+      {sys + "--memory-limit ''", "--memory-limit"},
+      {sys + "--hpcbench '" + (e.dir.path / "loop" / "hpcbench").string() + "'", "symbolic"},
+  };
+  for (auto& c : cases) {
+    auto r = e.plan(c.args);
+    INFO(c.args << "\n" << r.output);
+    CHECK(r.exit_code != 0);
+    CHECK(r.output.find(c.expect) != std::string::npos);
+    CHECK(r.output.find("internal error") == std::string::npos);
+    // The flags are refused before the ranking; the binary only when the
+    // sweep is written, after it.
+    if (c.expect != "symbolic") CHECK(r.output.find("verifying the top") == std::string::npos);
+    CHECK_FALSE(fs::exists(e.out));
+  }
+}

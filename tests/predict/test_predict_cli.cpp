@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -401,4 +402,47 @@ TEST_CASE("predict from a --fused bf16 baseline counts its resident weights and 
                                (runs / "plain-1x").string(), sys.string()));
   CHECK_THAT(q.output, Catch::Contains("# memory model: the baseline's engine is eager under bf16") &&
                            Catch::Contains("16 bytes a parameter on a replica"));
+}
+
+// Issue 44's fault probe: an edited run.json of a fused baseline was priced
+// as something it is not (precision "fp7" as fp32, fused = -1 or 2 as the
+// fused engine, an engine that contradicts fused); each is refused, naming
+// the field and its value.
+TEST_CASE("predict refuses a baseline whose precision, fused or engine no run writes") {
+  test::TempDir dir;
+  auto runs = dir.path / "runs";
+  auto sys = (test::source_dir() / "configs/systems/a100-pcie-2x.toml").string();
+  struct Case {
+    std::string id;
+    std::function<void(results::RunResult&)> edit;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {"fp7", [](auto& r) { r.precision = "fp7"; }, "has precision 'fp7', not fp32, tf32, fp16 or bf16"},
+      {"fused-neg", [](auto& r) { r.fused = -1; }, "has fused = -1, not 0 or 1"},
+      {"fused-2", [](auto& r) { r.fused = 2, r.engine = "fused"; }, "has fused = 2, not 0 or 1"},
+      {"engine-odd", [](auto& r) { r.engine = "warp"; }, "has engine 'warp', not eager, graph, fused"},
+      {"disagree", [](auto& r) { r.engine = "fused"; }, "has engine 'fused' but fused = 0: the two disagree"},
+  };
+  for (const auto& c : cases) {
+    auto r = run(c.id, "baseline", 1, 100);
+    r.precision = "bf16";
+    r.fused = 1, r.engine = "fused";
+    if (c.id == "disagree") r.fused = 0;
+    c.edit(r);
+    results::write_run_folder(runs, c.id, r);
+    auto p = predict(fmt::format("--baseline '{}' --system '{}' --strategies ddp --gpus-per-node 2",
+                                 (runs / c.id).string(), sys));
+    INFO(c.id << "\n" << p.output);
+    CHECK(p.exit_code == 2);
+    // The terminal's lines are wrapped: compared with the wrap undone.
+    std::string flat;
+    for (size_t i = 0; i < p.output.size(); ++i) {
+      if (p.output[i] != '\n') flat += p.output[i];
+      else if (flat.empty() || flat.back() != ' ') flat += ' ';
+      while (p.output[i] == '\n' && i + 1 < p.output.size() && p.output[i + 1] == ' ') ++i;
+    }
+    CHECK_THAT(flat, Catch::Contains(c.says));
+    CHECK_THAT(p.output, !Catch::Contains("# memory model"));
+  }
 }

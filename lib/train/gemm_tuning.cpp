@@ -1,5 +1,7 @@
 #include "train/gemm_tuning.h"
 
+#include "core/error.h"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -34,8 +36,12 @@ GemmTuning::GemmTuning(bool requested, const c10::Device& device) {
   // run is loaded and nothing lands in the working folder (its default,
   // tunableop_results<device>.csv). The run's file is written from the
   // results themselves, with the run folder.
-  scratch_ = (std::filesystem::temp_directory_path() / fmt::format("hpcbench-tunableop-{}.csv", ::getpid())).string();
   std::error_code ec;
+  const auto tmp = std::filesystem::temp_directory_path(ec);
+  if (ec)
+    fail("--tunableop: no temporary folder for TunableOp's scratch file ({}); set TMPDIR to a writable folder",
+         ec.message());
+  scratch_ = (tmp / fmt::format("hpcbench-tunableop-{}.csv", ::getpid())).string();
   std::filesystem::remove(scratch_, ec);
   auto* ctx = at::cuda::tunable::getTuningContext();
   ctx->SetFilename(scratch_, false);

@@ -47,6 +47,11 @@
 #               of three replays (--profile 4-6; kernel_table.csv, the trace in
 #               profile-trace.tar.gz); each lever's step A/B/A (HPCBENCH_QKV_GRAD=packed; --no-batch-prefetch);
 #               dropout 0.1 timed beside 0 (not in all: run it by name)
+#   adamw       bench_kernels --adamw: the master-weight AdamW kernel (issue 41) against its ATen
+#               composite element by element (bert-base's 201 parameters, a ragged layout, a
+#               captured graph's replays), then, only if every check passed, its ms per step
+#               beside today's op-by-op step (fp32 copies, _foreach clip, _fused_adamw_, copy
+#               out) and the composite (not in all: run it by name)
 #   fp8         bench_kernels --fp8: the 12 GEMMs of a bert-base layer at M = 12,288, bf16
 #               against _scaled_mm (per-tensor, row-wise), casts, SQNR, the 1.3x rule's verdict
 #               (not in all: run it by name)
@@ -81,12 +86,13 @@ for a in "$@"; do
     # strategies at world size 1, then ranks sharing the GPU; the first run's phases after.
     all) phases+=(build engine strategies shared-gpu baseline precision) ;;
     build | engine | baseline | precision | strategies | shared-gpu | engine-protocol | squad-eval | profile | fp8 | strategies-graph) phases+=("$a") ;;
+    adamw) phases+=("$a") ;;
     deterministic) phases+=("$a") ;;
-    *) echo "validate.sh: unknown phase or option '$a' (phases: build engine engine-protocol squad-eval baseline precision strategies shared-gpu profile fp8 strategies-graph all; --dry)" >&2
+    *) echo "validate.sh: unknown phase or option '$a' (phases: build engine engine-protocol squad-eval baseline precision strategies shared-gpu profile fp8 adamw strategies-graph all; --dry)" >&2
        exit 2 ;;
   esac
 done
-((${#phases[@]})) || { echo "usage: tools/gpu/validate.sh [--dry] PHASE... (build engine engine-protocol squad-eval baseline precision strategies shared-gpu profile fp8 strategies-graph all)" >&2; exit 2; }
+((${#phases[@]})) || { echo "usage: tools/gpu/validate.sh [--dry] PHASE... (build engine engine-protocol squad-eval baseline precision strategies shared-gpu profile fp8 adamw strategies-graph all)" >&2; exit 2; }
 
 # The Python that has torch: $HPCBENCH_PY, else python3, else the GPU image's venv.
 PY=${HPCBENCH_PY:-}
@@ -584,6 +590,31 @@ phase_fp8() {
   run_limit=$hb_limit run "$kb" --fp8 $( ((dry)) && echo --dry) >"$work/fp8.out" 2>&1 || rc=$?
   cat "$work/fp8.out"
   run "$PY" "$root/tools/gpu/levers_report.py" fp8 "$work/fp8.out" "$OUTDIR/fp8.json" && ((rc == 0))
+}
+
+# The master-weight AdamW kernel: its element-wise check, then (on a GPU, all checks
+# passed) its timing; on a CPU the composite against LibTorch's AdamW only. adamw.json
+# holds the status, each path's ms and GB/s, and the output's end.
+phase_adamw() {
+  local kb rc=0
+  kb=$(bench_kernels_bin) || { say "adamw: bench_kernels not built"; return 1; }
+  say "adamw: $kb --adamw"
+  run_limit=$hb_limit run "$kb" --adamw >"$work/adamw.out" 2>&1 || rc=$?
+  cat "$work/adamw.out"
+  "$PY" - "$work/adamw.out" "$rc" "$OUTDIR/adamw.json" <<'PYEOF'
+import json, re, sys
+text = open(sys.argv[1]).read()
+rows = {}
+for line in text.splitlines():
+    m = re.match(r"\s+(master_adamw kernel|today|composite)\b.*?\s([0-9.]+)\s+([0-9.]+)\s+([0-9]+)$", line)
+    if m:
+        rows[m.group(1)] = {"ms": float(m.group(2)), "gb": float(m.group(3)), "gb_per_s": float(m.group(4))}
+checks = re.search(r"# (all checks passed|\d+ checks FAILED)", text)
+json.dump({"phase": "adamw", "status": "passed" if sys.argv[2] == "0" else "failed", "rc": int(sys.argv[2]),
+           "verdict": checks.group(1) if checks else "no verdict", "timing": rows,
+           "timed": bool(rows), "output_tail": text[-4000:]}, open(sys.argv[3], "w"), indent=1)
+PYEOF
+  ((rc == 0))
 }
 
 # --deterministic: the same kernels give the same bits, so the captured step is held to

@@ -2,9 +2,11 @@
 //
 //   bench_kernels [--check-only] [--rows N] [--iters N] [--inject-wrong-element]
 //   bench_kernels --fp8 [--dry] [--m N] [--iters N]   (fp8_gemms.h)
+//   bench_kernels --adamw [--check-only] [--iters N]   (the master-weight AdamW step alone)
 //
 // Every kernel, forward and backward, fp32 and bf16, on random inputs of a
-// fixed seed, against its ATen composite (the same dropout mask applied),
+// fixed seed (the master-weight AdamW step: two steps of bert-base's layout),
+// against its ATen composite (the same dropout mask applied),
 // each output and gradient one row: its largest error element by element,
 // the tolerance and why (--inject-wrong-element: a test of that check). On a machine without a CUDA device the composites are checked against
 // the unfused modules instead and the CUDA rows are said not to have run.
@@ -17,6 +19,8 @@
 #include <torch/nn/functional/normalization.h>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/dropout.h>
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/adamw.h>
 #if HPCBENCH_BENCH_CUDA
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGraph.h>
@@ -31,12 +35,15 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "fp8_gemms.h"
 #include "kernels/fused.h"
+#include "kernels/master_adamw.h"
 
 namespace K = hpcbench::kernels;
 
@@ -217,6 +224,173 @@ void check_composites(c10::Device dev, int64_t rows, int64_t n_gelu, int64_t n_l
   }
 }
 
+// The master-weight AdamW step (kernels/master_adamw.h) over a flat of
+// parameters: bert-base's 201 (110M elements) on a GPU, a few of its shapes
+// cut down on the CPU; `ragged` adds sizes that are no multiple of 4 and
+// gradients 2 bytes off their alignment (the kernel's element-by-element
+// paths). Group 0 (decayed: the matrices) takes its rate as a device tensor,
+// as under a graph; group 1 (biases, LayerNorm) as a value.
+std::vector<std::vector<int64_t>> adamw_shapes(bool bert_base, bool ragged) {
+  std::vector<std::vector<int64_t>> s;
+  const int64_t h = bert_base ? 768 : 64, f = 4 * h, layers = bert_base ? 12 : 2;
+  s.push_back({bert_base ? 30522 : 500, h});
+  s.push_back({bert_base ? 512 : 128, h});
+  s.push_back({2, h});
+  s.push_back({h});
+  s.push_back({h});
+  for (int64_t l = 0; l < layers; ++l)
+    for (auto x : std::vector<std::vector<int64_t>>{{3 * h, h}, {3 * h}, {h, h}, {h}, {h}, {h}, {f, h}, {f}, {h, f}, {h}, {h}, {h}})
+      s.push_back(x);
+  s.push_back({2, h});
+  s.push_back({2});
+  if (ragged)
+    for (auto x : std::vector<std::vector<int64_t>>{{13}, {3, 7}, {1}, {1001}, {5}, {4097}}) s.push_back(x);
+  return s;
+}
+
+struct AdamWCase {
+  K::MasterAdamW s;
+  at::Tensor lr0;  // group 0's rate tensor
+  // step_torch's reference: fp32 per-parameter copies and their optimizer.
+  std::vector<at::Tensor> ref_params;
+  std::shared_ptr<torch::optim::AdamW> ref_opt;
+};
+
+AdamWCase make_adamw_case(const std::vector<std::vector<int64_t>>& shapes, c10::Device dev, bool ragged,
+                          uint64_t seed) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  AdamWCase c;
+  auto& s = c.s;
+  for (const auto& shape : shapes) {
+    int64_t n = 1;
+    for (auto d : shape) n *= d;
+    s.offsets.push_back(s.numel);
+    s.groups.push_back(shape.size() > 1 ? 0 : 1);
+    s.numel += n;
+  }
+  auto f32 = at::TensorOptions().dtype(at::kFloat);
+  s.master = (0.05 * at::randn({s.numel}, gen, f32)).to(dev);
+  s.exp_avg = at::zeros({s.numel}, f32.device(dev));
+  s.exp_avg_sq = at::zeros({s.numel}, f32.device(dev));
+  s.weight = s.master.to(at::kBFloat16);
+  s.step = at::zeros({1}, f32.device(dev));
+  s.weight_decay = {0.01, 0.0};
+  c.lr0 = at::full({}, 2e-3, f32.device(dev));
+  s.lr = {c.lr0, at::Tensor()};
+  s.lr_value = {0.0, 2e-3};
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    const int64_t n = (k + 1 < shapes.size() ? s.offsets[k + 1] : s.numel) - s.offsets[k];
+    auto g = (0.01 * at::randn({n}, gen, f32)).to(dev, at::kBFloat16);
+    // Every third gradient of the ragged case 2 bytes off alignment.
+    if (ragged && k % 3 == 2) g = at::cat({at::zeros({1}, g.options()), g}).narrow(0, 1, n);
+    s.grads.push_back(g.view(shapes[k]));
+  }
+  return c;
+}
+
+AdamWCase clone_case(const AdamWCase& c) {
+  AdamWCase d = c;
+  for (auto* t : {&d.s.master, &d.s.exp_avg, &d.s.exp_avg_sq, &d.s.weight, &d.s.step, &d.lr0}) *t = t->clone();
+  d.s.lr = {d.lr0, at::Tensor()};
+  return d;
+}
+
+Named adamw_state(const AdamWCase& c, const at::Tensor& norm) {
+  const auto n = c.s.numel;
+  return {{"norm", norm.reshape({1})},
+          {"master", c.s.master.narrow(0, 0, n)},
+          {"m", c.s.exp_avg.narrow(0, 0, n)},
+          {"v", c.s.exp_avg_sq.narrow(0, 0, n)},
+          {"weight", c.s.weight.narrow(0, 0, n)}};
+}
+
+// Two steps (the bias corrections from the device's step count 1, then 2),
+// clipping engaged (max_norm below the gradients' norm); compared after the
+// second. `a` and `b` step through `step_a` and `step_b`.
+using AdamWStep = std::function<at::Tensor(AdamWCase&, double)>;
+void compare_adamw(const std::string& what, AdamWCase& a, AdamWCase& b, const AdamWStep& step_a,
+                   const AdamWStep& step_b) {
+  at::Tensor na, nb;
+  for (int step = 1; step <= 2; ++step) {
+    for (auto* c : {&a, &b}) {
+      c->lr0.fill_(2e-3 * step);
+      c->s.lr_value[1] = 2e-3 * step;
+    }
+    na = step_a(a, 0.5);
+    nb = step_b(b, 0.5);
+  }
+  Named got = adamw_state(a, na), want = adamw_state(b, nb);
+  for (size_t i = 0; i < want.size(); ++i) {
+    const auto dtype = got[i].second.scalar_type() == at::kBFloat16 ? at::kBFloat16 : at::kFloat;
+    Row r{what, got[i].second.is_cuda() ? "cuda" : "cpu", dtype_name(dtype), fmt::format("{}", a.s.numel), 0,
+          want[i].first, NAN, NAN, NAN, tolerance(dtype), 0, false};
+    measure(r, got[i].second, want[i].second);
+    print(r);
+  }
+}
+
+// Clip and step through the dispatcher (the kernel on CUDA) or the composite.
+at::Tensor step_dispatch(AdamWCase& c, double max_norm) {
+  auto norm = at::zeros({1}, c.s.master.options()), coef = at::zeros({1}, c.s.master.options());
+  auto scratch = at::zeros({std::max<int64_t>(1, K::grad_norm_scratch(c.s))}, c.s.master.options());
+  K::grad_norm(c.s, max_norm, norm, coef, scratch);
+  c.s.step.add_(1);
+  K::master_adamw(c.s, coef);
+  return norm;
+}
+at::Tensor step_composite(AdamWCase& c, double max_norm) {
+  auto norm = at::zeros({1}, c.s.master.options()), coef = at::zeros({1}, c.s.master.options());
+  K::composite::grad_norm(c.s, max_norm, norm, coef);
+  c.s.step.add_(1);
+  K::composite::master_adamw(c.s, coef);
+  return norm;
+}
+
+// The reference the composite answers to: torch.nn.utils.clip_grad_norm_
+// and torch.optim.AdamW (LibTorch's, op by op) on fp32 per-parameter
+// copies, the weights rounded from them; the case's flats rebuilt from it.
+at::Tensor step_torch(AdamWCase& c, double max_norm) {
+  auto& s = c.s;
+  if (!c.ref_opt) {
+    std::vector<std::vector<at::Tensor>> by_group(2);
+    for (size_t k = 0; k < s.grads.size(); ++k) {
+      auto p = s.master.narrow(0, s.offsets[k], s.grads[k].numel()).view(s.grads[k].sizes()).detach().clone();
+      c.ref_params.push_back(p.requires_grad_(true));
+      by_group[static_cast<size_t>(s.groups[k])].push_back(c.ref_params.back());
+    }
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    for (size_t g = 0; g < 2; ++g)
+      groups.emplace_back(by_group[g], std::make_unique<torch::optim::AdamWOptions>(
+                                           torch::optim::AdamWOptions(1e-3).weight_decay(s.weight_decay[g])));
+    c.ref_opt = std::make_shared<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(1e-3));
+  }
+  auto& opt = *c.ref_opt;
+  auto& mine = c.ref_params;
+  for (auto& g : opt.param_groups()) g.options().set_lr(c.s.lr_value[1]);
+  for (size_t k = 0; k < mine.size(); ++k) mine[k].mutable_grad() = s.grads[k].to(at::kFloat);
+  const double norm = torch::nn::utils::clip_grad_norm_(mine, max_norm);
+  opt.step();
+  at::NoGradGuard no_grad;
+  for (size_t k = 0; k < mine.size(); ++k) {
+    auto& st = static_cast<torch::optim::AdamWParamState&>(*opt.state().at(mine[k].unsafeGetTensorImpl()));
+    const auto n = mine[k].numel();
+    s.master.narrow(0, s.offsets[k], n).copy_(mine[k].reshape({-1}));
+    s.exp_avg.narrow(0, s.offsets[k], n).copy_(st.exp_avg().reshape({-1}));
+    s.exp_avg_sq.narrow(0, s.offsets[k], n).copy_(st.exp_avg_sq().reshape({-1}));
+  }
+  s.weight.narrow(0, 0, s.numel).copy_(s.master.narrow(0, 0, s.numel));
+  return at::full({1}, norm, s.master.options());
+}
+
+void check_adamw_composite() {
+  for (bool ragged : {false, true}) {
+    auto shapes = adamw_shapes(false, ragged);
+    AdamWCase a = make_adamw_case(shapes, c10::Device(c10::kCPU), ragged, 21);
+    AdamWCase b = clone_case(a);
+    compare_adamw("composite vs torch adamw", a, b, step_composite, step_torch);
+  }
+}
+
 #if HPCBENCH_BENCH_CUDA
 // The kernels (through the dispatcher) against the composites on the same
 // device; with dropout, the composite is given the kernel's mask.
@@ -341,12 +515,113 @@ void timings(c10::Device dev, int64_t rows, int64_t n_gelu, int64_t n_ln, int it
     }
   }
 }
+
+// The kernel against the composite on the same device, bert-base's layout
+// and the ragged one; then the same two steps captured once in a CUDA graph
+// and replayed (the rate changed between replays, the step count and the
+// clip coefficient advancing on the device), against the composite run
+// eagerly.
+void check_adamw_kernel(c10::Device dev) {
+  at::NoGradGuard no_grad;
+  for (bool ragged : {false, true}) {
+    AdamWCase a = make_adamw_case(adamw_shapes(true, ragged), dev, ragged, 22);
+    AdamWCase b = clone_case(a);
+    fact(fmt::format("master_adamw takes the kernel, {} elements", a.s.numel), "cuda", K::master_adamw_uses_cuda(a.s),
+         "");
+    compare_adamw(ragged ? "kernel vs composite adamw, ragged" : "kernel vs composite adamw", a, b, step_dispatch,
+                  step_composite);
+  }
+  AdamWCase a = make_adamw_case(adamw_shapes(true, true), dev, true, 23);
+  a.s.lr = {a.lr0, a.lr0};
+  AdamWCase b = clone_case(a);
+  b.s.lr = {b.lr0, b.lr0};
+  auto opts = a.s.master.options();
+  auto norm = at::zeros({1}, opts), coef = at::zeros({1}, opts);
+  auto scratch = at::zeros({K::grad_norm_scratch(a.s)}, opts);
+  at::cuda::CUDAGraph graph;
+  auto side = at::cuda::getStreamFromPool(false, dev.index());
+  c10::cuda::device_synchronize();
+  {
+    at::cuda::CUDAStreamGuard guard(side);
+    graph.capture_begin();
+    K::grad_norm(a.s, 0.5, norm, coef, scratch);
+    a.s.step.add_(1);
+    K::master_adamw(a.s, coef);
+    graph.capture_end();
+  }
+  compare_adamw(
+      "graph replay vs composite adamw", a, b,
+      [&](AdamWCase&, double) {
+        graph.replay();
+        c10::cuda::device_synchronize();
+        return norm.clone();
+      },
+      step_composite);
+}
+
+// The step as it runs today (strategies/master_weights.cpp, train/optimizer.cpp):
+// the bf16 gradients copied into fp32 ones, their norm and the clip by
+// _foreach ops, ATen's fused AdamW per parameter (its fastest), the masters
+// copied into the bf16 weights; against the kernel and the composite.
+// Bytes per element: 2 + 4 (copy in), 4 (norm), 8 (clip), 4 + 3 x 8 (AdamW:
+// grad read, master, m, v read and written), 4 + 2 (copy out) = 52, against
+// the kernel's 2 (norm) + 2 + 3 x 8 + 2 = 30.
+void time_adamw(c10::Device dev, int iters) {
+  at::NoGradGuard no_grad;
+  AdamWCase c = make_adamw_case(adamw_shapes(true, false), dev, false, 24);
+  auto opts = c.s.master.options();
+  auto norm = at::zeros({1}, opts), coef = at::zeros({1}, opts);
+  auto scratch = at::zeros({K::grad_norm_scratch(c.s)}, opts);
+  auto kernel = [&] {
+    K::grad_norm(c.s, 1.0, norm, coef, scratch);
+    c.s.step.add_(1);
+    K::master_adamw(c.s, coef);
+  };
+  auto composite = [&] {
+    K::composite::grad_norm(c.s, 1.0, norm, coef);
+    c.s.step.add_(1);
+    K::composite::master_adamw(c.s, coef);
+  };
+  auto grad32 = at::zeros({c.s.numel}, opts);
+  std::vector<at::Tensor> masters, grads, ms, vs, steps, g16;
+  for (size_t k = 0; k < c.s.grads.size(); ++k) {
+    const auto n = c.s.grads[k].numel();
+    masters.push_back(c.s.master.narrow(0, c.s.offsets[k], n));
+    grads.push_back(grad32.narrow(0, c.s.offsets[k], n));
+    ms.push_back(c.s.exp_avg.narrow(0, c.s.offsets[k], n));
+    vs.push_back(c.s.exp_avg_sq.narrow(0, c.s.offsets[k], n));
+    steps.push_back(at::zeros({}, opts));
+    g16.push_back(c.s.grads[k].reshape({-1}));
+  }
+  auto today = [&] {
+    at::_foreach_copy_(grads, g16);
+    auto total = at::linalg_vector_norm(at::stack(at::_foreach_norm(grads, 2)), 2);
+    at::_foreach_mul_(grads, (1.0 / (total + 1e-6)).clamp_max(1.0));
+    at::_foreach_add_(steps, 1);
+    at::_fused_adamw_(masters, grads, ms, vs, {}, steps, c.lr0, 0.9, 0.999, 0.01, 1e-8, false, false);
+    c.s.weight.narrow(0, 0, c.s.numel).copy_(c.s.master.narrow(0, 0, c.s.numel));
+  };
+  const double n = static_cast<double>(c.s.numel);
+  const double t_kernel = time_ms(kernel, iters), t_today = time_ms(today, iters), t_comp = time_ms(composite, iters);
+  fmt::print("\n# master AdamW on {}: clip + step of {} parameters ({} elements, bert-base), ms per step,\n"
+             "# median of 5 runs of {} steps; GB = bytes the step must move (kernel 30 B/element, today 52)\n",
+             at::cuda::getDeviceProperties(dev.index())->name, c.s.grads.size(), c.s.numel, iters);
+  fmt::print("# {:<40} {:>10} {:>8} {:>8}\n", "path", "ms", "GB", "GB/s");
+  auto row = [&](const std::string& what, double ms, double bytes) {
+    fmt::print("  {:<40} {:>10.4f} {:>8.3f} {:>8.0f}\n", what, ms, bytes * n / 1e9, bytes * n / 1e9 / (ms / 1e3));
+  };
+  row("master_adamw kernel (norm + update)", t_kernel, 30);
+  row("today: fp32 copies, foreach clip, _fused_adamw_, copy out", t_today, 52);
+  row("composite (ATen ops)", t_comp, 30);
+  fmt::print("  {:<40} {:>10.2f}x\n", "kernel speed-up over today", t_today / t_kernel);
+}
 #endif
 
 [[noreturn]] void usage(const std::string& bad) {
   if (!bad.empty()) fmt::print(stderr, "bench_kernels: {}\n", bad);
   fmt::print(stderr, "usage: bench_kernels [--check-only] [--rows N] [--iters N] [--inject-wrong-element]\n"
-             "       bench_kernels --fp8 [--dry] [--m N] [--iters N]\n");
+             "       bench_kernels --fp8 [--dry] [--m N] [--iters N]\n"
+             "       bench_kernels --adamw [--check-only] [--iters N]\n");
   std::exit(2);
 }
 
@@ -361,7 +636,7 @@ int64_t positive(const std::string& flag, const char* value) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool check_only = false, fp8 = false;
+  bool check_only = false, fp8 = false, adamw_only = false;
   hpcbench::bench::Fp8Options fp8_options;
   int64_t rows = 0, iters = 50;
   for (int i = 1; i < argc; ++i) {
@@ -374,6 +649,8 @@ int main(int argc, char** argv) {
       iters = positive(a, i + 1 < argc ? argv[++i] : nullptr);
     } else if (a == "--fp8") {
       fp8 = true;
+    } else if (a == "--adamw") {
+      adamw_only = true;
     } else if (a == "--dry") {
       fp8_options.dry = true;
     } else if (a == "--m") {
@@ -387,6 +664,7 @@ int main(int argc, char** argv) {
     }
   }
   if (fp8_options.dry && !fp8) usage("--dry applies to --fp8");
+  if (adamw_only && (fp8 || rows != 0 || inject_wrong_element)) usage("--adamw takes only --check-only and --iters");
   if (fp8) {
     fp8_options.iters = static_cast<int>(std::min<int64_t>(iters, 1000));
     return hpcbench::bench::run_fp8(fp8_options) == 0 ? 0 : 1;
@@ -398,17 +676,25 @@ int main(int argc, char** argv) {
   if (rows == 0) rows = cuda ? 8 * 384 : 64;
   fmt::print("# fused CUDA kernels built: {}{}\n", K::cuda_built() ? "yes, " : "no", K::cuda_archs());
   header();
-  check_composites(c10::Device(c10::kCPU), rows, n_gelu, n_ln);
+  if (!adamw_only) check_composites(c10::Device(c10::kCPU), rows, n_gelu, n_ln);
+  check_adamw_composite();
 #if HPCBENCH_BENCH_CUDA
   if (cuda && K::cuda_built()) {
     c10::Device dev(c10::kCUDA, 0);
     c10::cuda::CUDAGuard guard(dev);
-    check_composites(dev, rows, n_gelu, n_ln);
-    check_kernels(dev, rows, n_gelu, n_ln);
-    // Shapes that are no multiple of 4 or 8: the element-by-element paths.
-    check_kernels(dev, 77, 1001, 1001);
-    check_rng(dev, rows, n_ln);
-    if (failures == 0 && !check_only) timings(dev, rows, n_gelu, n_ln, static_cast<int>(iters));
+    if (!adamw_only) {
+      check_composites(dev, rows, n_gelu, n_ln);
+      check_kernels(dev, rows, n_gelu, n_ln);
+      // Shapes that are no multiple of 4 or 8: the element-by-element paths.
+      check_kernels(dev, 77, 1001, 1001);
+      check_rng(dev, rows, n_ln);
+    }
+    check_adamw_kernel(dev);
+    // Timing only after every check passed: a wrong kernel's speed is no figure.
+    if (failures == 0 && !check_only) {
+      if (!adamw_only) timings(dev, rows, n_gelu, n_ln, static_cast<int>(iters));
+      time_adamw(dev, static_cast<int>(std::min<int64_t>(iters, 20)));
+    }
   } else {
     fmt::print("# CUDA rows not run: {}\n", !cuda ? "no CUDA device visible" : "the CUDA kernels are not built");
   }

@@ -5,6 +5,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "kernels/fused.h"
+#include "kernels/master_adamw.h"
 
 namespace hpcbench::kernels::cuda {
 // Whether the kernels have code for this device: compute capability 8.0 or
@@ -14,4 +15,12 @@ at::Tensor bias_gelu(const at::Tensor& x, const at::Tensor& bias);
 MaskedOutput bias_dropout_add_layernorm(const at::Tensor& x, const at::Tensor& bias, const at::Tensor& residual,
                                         const at::Tensor& weight, const at::Tensor& ln_bias, double p, double eps,
                                         bool training);
+// master_adamw.h on CUDA (master_adamw_cuda.cpp): whether the kernels take
+// `s` (bf16 or fp32, on one device, contiguous, the flats 16-byte aligned, at
+// most launch::kAdamWGroups groups), and the kernels themselves.
+bool master_adamw_supported(const MasterAdamW& s);
+int64_t grad_norm_scratch(const MasterAdamW& s);
+void grad_norm(const MasterAdamW& s, double max_norm, const at::Tensor& norm, const at::Tensor& coef,
+               const at::Tensor& scratch);
+void master_adamw(const MasterAdamW& s, const at::Tensor& coef);
 }  // namespace hpcbench::kernels::cuda

@@ -59,4 +59,54 @@ cudaError_t layernorm_backward(DType t, const void* dy, const void* z, const flo
                                void* dbias, void* dweight, void* dln_bias, float* scratch, int64_t rows, int64_t n,
                                cudaStream_t stream);
 
+// The master-weight AdamW step (master_adamw.cu) over a flat of parameters
+// laid end to end: the fp32 master, m and v and the compute-dtype weights
+// are flat buffers, the gradients one tensor per parameter (autograd's).
+// A table of up to kAdamWTensors of them travels as the kernel's argument
+// (baked into a captured graph, no device memory to fill); a flat of more
+// parameters takes one launch per table.
+constexpr int kAdamWTensors = 256;
+constexpr int kAdamWGroups = 4;
+struct AdamWTable {
+  const void* grad[kAdamWTensors];        // null: the parameter has no gradient (zeros)
+  int64_t start[kAdamWTensors + 1];       // flat index of each, then the end
+  unsigned char group[kAdamWTensors];     // its parameter group
+  int count = 0;
+};
+// Per parameter group, the rate from the device (lr_ptr, read when the
+// kernel runs: a replayed graph takes the schedule's current rate) or, where
+// null, lr_value; the step count and the clip coefficient from the device
+// (coef null: no clipping).
+struct AdamWHyper {
+  const float* lr_ptr[kAdamWGroups] = {};
+  float lr_value[kAdamWGroups] = {};
+  float weight_decay[kAdamWGroups] = {};
+  // 1 - beta taken in double, then rounded (1 - 0.999f in float is 1.3e-5
+  // off 0.001, which torch.optim.AdamW's double arithmetic is not).
+  float beta1 = 0.9f, beta2 = 0.999f, one_minus_beta1 = 0.1f, one_minus_beta2 = 0.001f, eps = 1e-8f;
+  const float* step = nullptr;
+  const float* coef = nullptr;
+};
+// Elements per block of both passes (the norm's partial sums are one per block).
+constexpr int64_t kAdamWChunk = 4096;
+inline int64_t adamw_blocks(const AdamWTable& t) {
+  return (t.start[t.count] - t.start[0] + kAdamWChunk - 1) / kAdamWChunk;
+}
+
+// partial[b] = the sum of g^2 (fp32, from the compute-dtype gradients) over
+// block b of the table's range.
+cudaError_t grad_sq_partials(DType t, const AdamWTable& table, float* partial, cudaStream_t stream);
+// norm = sqrt(sum of partial[0 .. blocks)) in a fixed order (deterministic),
+// coef = min(1, max_norm / (norm + 1e-6)), as clip_grad_norm_ (coef may be
+// null: the norm alone).
+cudaError_t grad_norm_finish(const float* partial, int64_t blocks, float max_norm, float* norm, float* coef,
+                             cudaStream_t stream);
+// The AdamW update of the table's range: g = grad * coef; master -= lr * wd
+// * master; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2; master -= lr /
+// bc1 * m / (sqrt(v) / sqrt(bc2) + eps), with bc = 1 - b^step; weight =
+// master rounded to the compute dtype. `master`, `m`, `v`, `weight` point
+// at the flat's element 0 (the table's starts index them).
+cudaError_t master_adamw(DType t, const AdamWTable& table, const AdamWHyper& hyper, float* master, float* m,
+                         float* v, void* weight, cudaStream_t stream);
+
 }  // namespace hpcbench::kernels::launch

@@ -220,7 +220,7 @@ std::string memory_model_text(const Baseline& base, int64_t parameters) {
   std::string text;
   if (resident)
     text = fmt::format("the baseline's engine is {} under {}: weights and gradients resident in {} beside fp32 "
-                       "masters, their gradients and Adam's moments, {:.0f} bytes a parameter on a replica; the "
+                       "masters and Adam's moments, {:.0f} bytes a parameter on a replica; the "
                        "sharded strategies' compute copies and fp32 masters as without it",
                        e.name(), base.precision, base.precision, per);
   else

@@ -9,7 +9,7 @@ namespace hpcbench::strategies {
 StateBytes replicated_state(const MemoryInputs& in) {
   double psi = 0;
   for (auto u : in.units) psi += static_cast<double>(u);
-  if (in.resident && in.compute_bytes != 4) return {(2.0 * in.compute_bytes + 16) * psi, 0};
+  if (in.resident && in.compute_bytes != 4) return {(2.0 * in.compute_bytes + 12) * psi, 0};
   return {16 * psi, 0};
 }
 

@@ -152,8 +152,9 @@ class Spec {
 
 // Every rank holds the whole model and its optimizer: 16 bytes a parameter
 // (fp32 weights, gradients, Adam's two moments; under autocast too), and
-// with resident weights 2 x compute bytes + 16 (bf16 weights and gradients,
-// fp32 masters, their gradients, Adam's moments: 20).
+// with resident weights 2 x compute bytes + 12 (bf16 weights and gradients,
+// fp32 masters and Adam's moments: 16; the fused master step reads the bf16
+// gradients, so no fp32 copy of them is held: strategies/master_weights.h).
 StateBytes replicated_state(const MemoryInputs& in);
 double replicated_state_bytes(int64_t parameters, bool resident = false, int compute_bytes = 2);
 

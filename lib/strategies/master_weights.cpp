@@ -3,7 +3,12 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
+#include <algorithm>
+
+#include "core/error.h"
+#include "kernels/master_adamw.h"
 #include "distributed/process_group.h"
+#include "train/optimizer.h"
 
 namespace hpcbench::strategies {
 
@@ -70,21 +75,91 @@ void view_whole(MasterFlat& f, const at::Tensor& whole) {
   for (size_t k = 0; k < f.params.size(); ++k) f.params[k].set_data(f.view_of(whole, k));
 }
 
-MasterWeights::MasterWeights(model::BertForQuestionAnswering model, c10::ScalarType dtype)
-    : MasterWeights(*model, dtype) {}
+MasterWeights::MasterWeights(model::BertForQuestionAnswering model, c10::ScalarType dtype, bool fused)
+    : MasterWeights(*model, dtype, fused) {}
 
-MasterWeights::MasterWeights(torch::nn::Module& model, c10::ScalarType dtype) {
+MasterWeights::MasterWeights(torch::nn::Module& model, c10::ScalarType dtype, bool fused) : fused_(fused) {
   at::NoGradGuard no_grad;
   for (auto& p : model.parameters())
     if (p.requires_grad()) flat_.add(p);
   make_masters(flat_, nullptr, 1, 0, dtype, /*replicated=*/true);
-  flat_grad_ = at::zeros({flat_.numel}, flat_.shard.options());
+  if (!fused_) flat_grad_ = at::zeros({flat_.numel}, flat_.shard.options());
   for (size_t k = 0; k < flat_.params.size(); ++k) {
     const auto& p = flat_.params[k];
     masters_.push_back(slot_of(flat_.shard, flat_.offsets[k], p).requires_grad_(true));
-    grads_.push_back(slot_of(flat_grad_, flat_.offsets[k], p));
+    if (!fused_) grads_.push_back(slot_of(flat_grad_, flat_.offsets[k], p));
+  }
+  if (fused_) {
+    const auto f32 = flat_.shard.options();
+    exp_avg_ = at::zeros({flat_.numel}, f32);
+    exp_avg_sq_ = at::zeros({flat_.numel}, f32);
+    step_ = at::zeros({1}, f32);
+    norm_ = at::zeros({1}, f32);
+    coef_ = at::ones({1}, f32);
+    scratch_ = at::zeros({std::max<int64_t>(1, kernels::grad_norm_scratch(fused_args(nullptr)))}, f32);
   }
   view_compute(flat_);
+}
+
+std::vector<at::Tensor> MasterWeights::held() const {
+  // The norm's scratch (one float per 4096 parameters) is workspace, as the
+  // other kernels' partial sums are, not model state.
+  if (fused_) return {flat_.shard, exp_avg_, exp_avg_sq_};
+  return {flat_.shard, flat_grad_};
+}
+
+// The step's arguments: this step's gradients (where autograd left them),
+// the flats, and with `optimizer` its groups' hyper-parameters.
+kernels::MasterAdamW MasterWeights::fused_args(const train::FusedAdamW* optimizer) const {
+  kernels::MasterAdamW a;
+  for (const auto& p : flat_.params) a.grads.push_back(p.grad());
+  a.offsets = flat_.offsets;
+  a.numel = flat_.numel;
+  a.master = flat_.shard;
+  a.exp_avg = exp_avg_;
+  a.exp_avg_sq = exp_avg_sq_;
+  a.weight = flat_.full;
+  a.step = step_;
+  a.groups.assign(flat_.params.size(), 0);
+  a.weight_decay = {0.0};
+  if (!optimizer) return a;
+  const auto& groups = optimizer->param_groups();
+  if (groups_.empty()) {
+    // Each master's group, found by identity (adamw_of_masters put them there).
+    groups_.assign(masters_.size(), -1);
+    for (size_t g = 0; g < groups.size(); ++g)
+      for (const auto& p : groups[g].params())
+        for (size_t k = 0; k < masters_.size(); ++k)
+          if (masters_[k].unsafeGetTensorImpl() == p.unsafeGetTensorImpl()) groups_[k] = static_cast<int>(g);
+    for (size_t k = 0; k < groups_.size(); ++k)
+      if (groups_[k] < 0) fail("the fused master step: parameter {} is in no optimizer group (internal)", k);
+  }
+  a.groups = groups_;
+  a.weight_decay.clear();
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const auto& o = static_cast<const torch::optim::AdamWOptions&>(groups[g].options());
+    a.weight_decay.push_back(o.weight_decay());
+    a.lr.push_back(optimizer->lr_tensor(g));
+    a.lr_value.push_back(o.lr());
+    a.beta1 = std::get<0>(o.betas());
+    a.beta2 = std::get<1>(o.betas());
+    a.eps = o.eps();
+  }
+  return a;
+}
+
+at::Tensor MasterWeights::clip_fused(double max_norm) {
+  at::NoGradGuard no_grad;
+  kernels::grad_norm(fused_args(nullptr), max_norm, norm_, coef_, scratch_);
+  clipped_ = true;
+  return norm_.reshape({});
+}
+
+void MasterWeights::step_fused(const train::FusedAdamW& optimizer) {
+  at::NoGradGuard no_grad;
+  step_.add_(1);
+  kernels::master_adamw(fused_args(&optimizer), clipped_ ? coef_ : at::Tensor());
+  clipped_ = false;
 }
 
 void MasterWeights::broadcast(dist::Comm& comm) {
@@ -129,7 +204,7 @@ void MasterWeights::use_compute() {
 std::shared_ptr<MasterWeights> resident_weights(model::BertForQuestionAnswering& model, const EnginePolicy& engine) {
   const auto dtype = weight_dtype(engine.precision, engine, /*gathered=*/false);
   if (dtype == c10::kFloat) return nullptr;
-  return std::make_shared<MasterWeights>(model, dtype);
+  return std::make_shared<MasterWeights>(model, dtype, engine.fused_kernels());
 }
 
 }  // namespace hpcbench::strategies

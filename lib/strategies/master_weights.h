@@ -23,6 +23,12 @@
 namespace hpcbench::dist {
 class Comm;
 }
+namespace hpcbench::train {
+class FusedAdamW;
+}
+namespace hpcbench::kernels {
+struct MasterAdamW;
+}
 
 namespace hpcbench::strategies {
 
@@ -78,15 +84,22 @@ void view_whole(MasterFlat& f, const at::Tensor& whole);
 
 // A replicated model's masters: one flat over one rank, its master split
 // into per-parameter tensors (the optimizer's, in the model's parameter
-// order) with fp32 gradients of their own beside them.
+// order). Stepped one of two ways:
+// - op by op: fp32 copies of the gradients (gradients_in), clipping and
+//   AdamW on them, the masters copied out;
+// - fused (`fused`, the --fused engine's kernels): the step of
+//   kernels/master_adamw.h over the flat itself, reading the compute-dtype
+//   gradients where autograd left them and writing the compute copy, with
+//   m and v as flats of this class (no fp32 gradients at all). The same
+//   arithmetic: the op-by-op path's fp32 gradient copies are exact.
 class MasterWeights {
  public:
   // The model's current (fp32) values become the masters; its parameters
   // are then `dtype` views of the flat's compute copy.
-  MasterWeights(model::BertForQuestionAnswering model, c10::ScalarType dtype);
+  MasterWeights(model::BertForQuestionAnswering model, c10::ScalarType dtype, bool fused = false);
   // The same over any module's parameters: a model-parallel shard of it
   // (tensor parallelism's layers) holds its own parameters.
-  MasterWeights(torch::nn::Module& model, c10::ScalarType dtype);
+  MasterWeights(torch::nn::Module& model, c10::ScalarType dtype, bool fused = false);
   // Rank 0's masters win (each rank drew its own initial weights); the
   // compute copy follows.
   void broadcast(dist::Comm& comm);
@@ -104,15 +117,35 @@ class MasterWeights {
   // nothing when they are.
   void use_compute();
   // The memory held besides the model's parameters and the optimizer's
-  // states: the masters and their gradients.
-  std::vector<at::Tensor> held() const { return {flat_.shard, flat_grad_}; }
+  // states: the masters and their gradients; fused, the masters, m and v
+  // (the optimizer then holds no states).
+  std::vector<at::Tensor> held() const;
+
+  bool fused() const { return fused_; }
+  // Fused: the gradients' norm (a device tensor, read after the step's
+  // synchronisation) and the clip coefficient the next step_fused takes.
+  at::Tensor clip_fused(double max_norm);
+  // Fused: the step count advanced on the device, then the update of every
+  // parameter with `optimizer`'s groups (rates, decay, betas, eps; a rate
+  // tensor where it keeps one) and the compute copy written.
+  void step_fused(const train::FusedAdamW& optimizer);
 
  private:
+  kernels::MasterAdamW fused_args(const train::FusedAdamW* optimizer) const;
+
   MasterFlat flat_;
   std::vector<at::Tensor> masters_;  // views of flat_.shard
   std::vector<at::Tensor> grads_;    // views of flat_grad_
-  at::Tensor flat_grad_;             // fp32, every parameter end to end
+  at::Tensor flat_grad_;             // fp32, every parameter end to end (op by op)
   bool on_masters_ = false;
+  // Fused: AdamW's moments as flats, the step count, the norm, the clip
+  // coefficient and the norm's partial sums, made once (nothing is
+  // allocated per step, so that a CUDA graph can hold the step), and each
+  // master's optimizer group.
+  bool fused_ = false;
+  at::Tensor exp_avg_, exp_avg_sq_, step_, norm_, coef_, scratch_;
+  mutable std::vector<int> groups_;
+  bool clipped_ = false;  // clip_fused ran since the last step
 };
 
 // The masters the run's engine asks for (weight_dtype of a replicated

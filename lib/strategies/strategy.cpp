@@ -36,6 +36,7 @@ ReplicatedUpdater::ReplicatedUpdater(model::BertForQuestionAnswering model, cons
 
 at::Tensor ReplicatedUpdater::clip(double max_norm) {
   if (!masters_) return train::clip_grad_norm(params_, max_norm);
+  if (masters_->fused()) return masters_->clip_fused(max_norm);
   // The norm of the fp32 copies of the gradients, as the masters step them.
   masters_->gradients_in();
   masters_have_grads_ = true;
@@ -43,6 +44,11 @@ at::Tensor ReplicatedUpdater::clip(double max_norm) {
 }
 
 void ReplicatedUpdater::step() {
+  if (masters_ && masters_->fused()) {
+    // make_adamw's optimizer: its groups and rates, never its own step.
+    masters_->step_fused(static_cast<const train::FusedAdamW&>(*optimizer_));
+    return;
+  }
   if (masters_ && !masters_have_grads_) masters_->gradients_in();
   optimizer_->step();
   if (masters_) masters_->copy_out();

@@ -49,7 +49,9 @@ class Updater {
 // each storage once; the model's gradients are views of them, which
 // zero_grad zeroes in place instead of releasing the gradients. With `masters` (bf16-resident weights), AdamW steps
 // them, clipping reads their fp32 gradients, and the step ends by copying
-// them into the model's parameters; gather_whole puts them in the model.
+// them into the model's parameters (under the fused kernels one fused step
+// over the flat does all three: master_weights.h); gather_whole puts them in
+// the model.
 // AdamW over `masters` in make_adamw's two groups, split by the names of
 // `model`'s parameters they master.
 std::unique_ptr<torch::optim::AdamW> adamw_of_masters(torch::nn::Module& model, const MasterWeights& masters,

@@ -43,6 +43,9 @@ class FusedAdamW : public torch::optim::AdamW {
   void tensor_lr();
   // Outside the captured region: each group's rate into its tensor.
   void load_lr();
+  // Group `group`'s rate tensor once tensor_lr() is on and load_lr() ran;
+  // undefined otherwise (the rate is the group's value).
+  at::Tensor lr_tensor(size_t group) const { return tensor_lr_ && group < lr_.size() ? lr_[group] : at::Tensor(); }
 
  private:
   // Per-parameter step counts as float tensors, the form the kernel takes.

@@ -10,6 +10,8 @@
 #include <torch/torch.h>
 
 #include "strategies/master_weights.h"
+#include "strategies/updater.h"
+#include "train/optimizer.h"
 
 using namespace hpcbench;
 using strategies::MasterFlat;
@@ -164,4 +166,59 @@ TEST_CASE("a replicated model's masters: one flat over one rank, per-parameter m
   CHECK(params[0].scalar_type() == c10::kBFloat16);
   // Resident only where the engine says so.
   CHECK(strategies::resident_weights(model, engine_of("bf16", false)) == nullptr);
+}
+
+TEST_CASE("the fused master step (the --fused engine's) equals the op-by-op one: fp32 copies, clip, AdamW, copy out",
+          "[strategies][masters]") {
+  // Two equal models, one stepped each way on the same bf16 gradients with
+  // make_adamw's two groups (decay on), clipping engaged. Tolerance as
+  // tests/kernels/test_master_adamw.cpp's: fp32 in another order, a few
+  // units of roundoff a step; a wrong group (decay on a bias) is 1e-5 |x|,
+  // ten times it.
+  train::OptimizerConfig cfg;
+  cfg.lr = 1e-3;
+  cfg.weight_decay = 0.1;
+  torch::manual_seed(7);
+  model::BertForQuestionAnswering a(small());
+  torch::manual_seed(7);
+  model::BertForQuestionAnswering b(small());
+  strategies::MasterWeights ma(a, c10::kBFloat16), mb(b, c10::kBFloat16, /*fused=*/true);
+  REQUIRE_FALSE(ma.fused());
+  REQUIRE(mb.fused());
+  auto oa = strategies::adamw_of_masters(*a, ma, cfg);
+  auto ob = strategies::adamw_of_masters(*b, mb, cfg);
+  auto pa = a->parameters(), pb = b->parameters();
+  for (int step = 1; step <= 3; ++step) {
+    INFO("step " << step);
+    for (size_t k = 0; k < pa.size(); ++k) {
+      auto g = (4.0 * at::randn_like(pa[k], at::kFloat)).to(c10::kBFloat16);
+      pa[k].mutable_grad() = g;
+      pb[k].mutable_grad() = g.clone();
+    }
+    ma.gradients_in();
+    const double na = train::clip_grad_norm(ma.masters(), 1.0).item<double>();
+    oa->step();
+    ma.copy_out();
+    const double nb = mb.clip_fused(1.0).item<double>();
+    mb.step_fused(static_cast<const train::FusedAdamW&>(*ob));
+    // The norm sums some 30,000 squares in fp32 in another order (per
+    // parameter then over the parameters, against over the flat): pairwise
+    // sums grow the unit roundoff by about log2(n) = 15, so 1e-5.
+    CHECK(std::abs(na - nb) <= 1e-5 * na);
+    REQUIRE(na > 1.0);  // the clip engaged
+    for (size_t k = 0; k < pa.size(); ++k) {
+      INFO("parameter " << k);
+      auto x = ma.masters()[k].detach().to(at::kDouble), y = mb.masters()[k].detach().to(at::kDouble);
+      CHECK(((x - y).abs() / (1e-6 + 1e-6 * x.abs())).max().item<double>() <= 1.0);
+      CHECK(at::equal(pb[k].detach(), mb.masters()[k].detach().to(c10::kBFloat16)));
+    }
+    oa->zero_grad(true);
+    ob->zero_grad(true);
+  }
+  // Fused, no fp32 gradients are held: the masters, m and v, 12 bytes a parameter.
+  int64_t held = 0;
+  for (const auto& t : mb.held()) held += static_cast<int64_t>(t.nbytes());
+  int64_t params = 0;
+  for (const auto& p : pb) params += p.numel();
+  CHECK(held == 12 * params);
 }

@@ -51,6 +51,11 @@
 #               profile-trace.tar.gz); each lever's step A/B/A (HPCBENCH_QKV_GRAD=packed; --no-batch-prefetch;
 #               --no-residual-fold; --tunableop, its choices read from run.json);
 #               dropout 0.1 timed beside 0 (not in all: run it by name)
+#   adamw       bench_kernels --adamw: the master-weight AdamW kernel (issue 41) against its ATen
+#               composite element by element (bert-base's 201 parameters, a ragged layout, a
+#               captured graph's replays), then, only if every check passed, its ms per step
+#               beside today's op-by-op step (fp32 copies, _foreach clip, _fused_adamw_, copy
+#               out) and the composite (not in all: run it by name)
 #   fp8         bench_kernels --fp8: the 12 GEMMs of a bert-base layer at M = 12,288, bf16
 #               against _scaled_mm (per-tensor, row-wise), casts, SQNR, the 1.3x rule's verdict
 #               (not in all: run it by name)
@@ -76,7 +81,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 
-known_phases="build engine engine-protocol squad-eval baseline precision strategies shared-gpu profile fp8 strategies-graph deterministic all"
+known_phases="build engine engine-protocol squad-eval baseline precision strategies shared-gpu profile fp8 adamw strategies-graph deterministic all"
 dry=0 plan=0
 phases=()
 for a in "$@"; do
@@ -87,6 +92,7 @@ for a in "$@"; do
     # strategies at world size 1, then ranks sharing the GPU; the first run's phases after.
     all) phases+=(build engine strategies shared-gpu baseline precision) ;;
     build | engine | baseline | precision | strategies | shared-gpu | engine-protocol | squad-eval | profile | fp8 | strategies-graph) phases+=("$a") ;;
+    adamw) phases+=("$a") ;;
     deterministic) phases+=("$a") ;;
     *) echo "validate.sh: unknown phase or option '$a' (phases: $known_phases; --dry, --plan)" >&2
        exit 2 ;;
@@ -268,15 +274,13 @@ bench_kernels_bin() {
   return 1
 }
 
-phase_engine() {
-  ensure_bin
-  "$BIN" --version >"$work/engine-version.txt" 2>&1 || true
-  # 1. The numerics of every custom kernel against its ATen composite (on a CPU: the
-  # composites against the unfused modules), before any timing: a wrong kernel's speed is
-  # no figure.
-  local kb rc=0 t0=$SECONDS
+# The numerics of every custom kernel against its ATen composite (on a CPU: the composites
+# against the unfused modules), before any timing: a wrong kernel's speed is no figure. Every
+# phase that times the fused engine runs it first; $work/kernels.json records it.
+kernel_check() {
+  local phase=$1 kb rc=0 t0=$SECONDS
   if kb=$(bench_kernels_bin); then
-    say "engine: kernel numerics ($kb --check-only)"
+    say "$phase: kernel numerics ($kb --check-only)"
     # run's copy goes to the log; the terminal gets the end.
     run "$kb" --check-only >"$work/kernels.out" 2>&1 || rc=$?
     tail -n 30 "$work/kernels.out"
@@ -284,9 +288,17 @@ phase_engine() {
 "rc": int(sys.argv[2]), "seconds": int(sys.argv[3]), "output_tail": open(sys.argv[4]).read()[-4000:]}, open(sys.argv[5], "w"))' \
       "$kb" "$rc" "$((SECONDS - t0))" "$work/kernels.out" "$work/kernels.json"
   else
-    say "engine: kernel numerics: bench_kernels not built (looked beside $BIN, in build-gpu/ and build/; HPCBENCH_BENCH_KERNELS names it)"
+    say "$phase: kernel numerics: bench_kernels not built (looked beside $BIN, in build-gpu/ and build/; HPCBENCH_BENCH_KERNELS names it)"
     echo '{"status": "not built"}' >"$work/kernels.json"
   fi
+  return "$rc"
+}
+
+phase_engine() {
+  ensure_bin
+  "$BIN" --version >"$work/engine-version.txt" 2>&1 || true
+  local rc=0
+  kernel_check engine || rc=$?
   if ((rc != 0)); then
     say "engine: the kernel check failed: no timed runs"
     report engine "$work" "$OUTDIR/engine.json" --batches "" $( ((dry)) && echo --dry)
@@ -345,6 +357,10 @@ protocol_set() {  # prefix, pairs (graphed runs), then run flags
 phase_engine_protocol() {
   ensure_bin
   local parts=() b
+  if ! kernel_check engine-protocol; then
+    say "engine-protocol: the kernel check failed: no timed runs"
+    return 1
+  fi
   proto_report() {
     report engine-protocol "$work" "$OUTDIR/engine-protocol.json" --parts "$(IFS=,; echo "${parts[*]}")" \
       --min-steps "$proto_min" $( ((dry)) && echo --dry) || true
@@ -627,6 +643,31 @@ phase_fp8() {
   run_limit=$hb_limit run "$kb" --fp8 $( ((dry)) && echo --dry) >"$work/fp8.out" 2>&1 || rc=$?
   cat "$work/fp8.out"
   run "$PY" "$root/tools/gpu/levers_report.py" fp8 "$work/fp8.out" "$OUTDIR/fp8.json" && ((rc == 0))
+}
+
+# The master-weight AdamW kernel: its element-wise check, then (on a GPU, all checks
+# passed) its timing; on a CPU the composite against LibTorch's AdamW only. adamw.json
+# holds the status, each path's ms and GB/s, and the output's end.
+phase_adamw() {
+  local kb rc=0
+  kb=$(bench_kernels_bin) || { say "adamw: bench_kernels not built"; return 1; }
+  say "adamw: $kb --adamw"
+  run_limit=$hb_limit run "$kb" --adamw >"$work/adamw.out" 2>&1 || rc=$?
+  cat "$work/adamw.out"
+  "$PY" - "$work/adamw.out" "$rc" "$OUTDIR/adamw.json" <<'PYEOF'
+import json, re, sys
+text = open(sys.argv[1]).read()
+rows = {}
+for line in text.splitlines():
+    m = re.match(r"\s+(master_adamw kernel|today|composite)\b.*?\s([0-9.]+)\s+([0-9.]+)\s+([0-9]+)$", line)
+    if m:
+        rows[m.group(1)] = {"ms": float(m.group(2)), "gb": float(m.group(3)), "gb_per_s": float(m.group(4))}
+checks = re.search(r"# (all checks passed|\d+ checks FAILED)", text)
+json.dump({"phase": "adamw", "status": "passed" if sys.argv[2] == "0" else "failed", "rc": int(sys.argv[2]),
+           "verdict": checks.group(1) if checks else "no verdict", "timing": rows,
+           "timed": bool(rows), "output_tail": text[-4000:]}, open(sys.argv[3], "w"), indent=1)
+PYEOF
+  ((rc == 0))
 }
 
 # --deterministic: the same kernels give the same bits, so the captured step is held to

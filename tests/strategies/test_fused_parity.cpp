@@ -175,7 +175,8 @@ TEST_CASE("--fused bf16 under every strategy that declares it stays within its t
     // 1 rank) and 2.6e-4 on the weights. The bounds, the baseline case's 3e-3
     // and 1e-3, leave room for other CPUs' summation orders; a tensor shard
     // whose masters are not copied back after the step leaves them (measured:
-    // 2.5e-2 on the loss by step five, 2 ranks). What they do not see: a tensor shard cutting the packed QKV in T
+    // 2.5e-2 on the loss by step five, 2 ranks), as does a pipeline stage's
+    // (2.5e-2 by step five, at one stage and at two). What they do not see: a tensor shard cutting the packed QKV in T
     // row blocks instead of per third. Its load and its gather are then the
     // same permutation of the rows, a model as valid as the right one from
     // another random draw, and bert-tiny's logits at initialisation are near

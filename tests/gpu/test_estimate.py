@@ -4,7 +4,7 @@
   second table's call 2 ran, 130 s: results/reference/gpu/H100-80GB-HBM3-20261127/call2/
   strategies.json) estimated within 25 %;
 - tools/gpu/run-third-table.sh's first call within 480 s (8 minutes of the session's 15, beside
-  the machine's start and the second call), its second within 240 s;
+  the machine's start and the second call), its second within 250 s, the two within 720 s;
 - the whole strategies-graph phase (37 runs) put back into the first call exceeds 480 s and
   the estimate exits 1: the check can fail;
 - a budget check the phase has passed leaves the commands after it out, as validate.sh does;
@@ -48,15 +48,16 @@ with tempfile.TemporaryDirectory() as tmp:
     names = [ph["phase"] for ph in est["phases"]]
     assert names[0] == "engine-protocol" and "strategies-graph" in names, names
     p, est2 = plan(tmp, "second", [third, "--plan", "--second"])
-    assert p.returncode == 0 and est2["total_s"] <= 240, (p.stdout, p.stderr)
+    assert p.returncode == 0 and est2["total_s"] <= 250, (p.stdout, p.stderr)
+    assert est["total_s"] + est2["total_s"] <= 720, (est["total_s"], est2["total_s"])
     # Every strategy graphed, over the two calls, exactly once.
     sg = [c[1] for ph in est["phases"] + est2["phases"] if ph["phase"] == "strategies-graph"
           for c in ph["each"] if c[1].startswith("sg-") and c[1].endswith("-eager-0") and c[1] != "sg-eager-0"]
     assert sorted(sg) == sorted(f"sg-{n}-eager-0" for n in ("ddp", "zero1", "zero2", "zero3", "fsdp-full",
-                                                            "fsdp-grad-op", "tensor", "pipeline")), sg
+                                                            "fsdp-grad-op", "tensor", "pipeline", "pipeline-fused")), sg
 
     # 3. The whole strategies-graph phase in the first call does not fit, and the estimate says so.
-    every = "ddp zero1 zero2 zero3 fsdp-full fsdp-grad-op tensor pipeline"
+    every = "ddp zero1 zero2 zero3 fsdp-full fsdp-grad-op tensor pipeline pipeline-fused"
     p, est = plan(tmp, "all-sg", [third, "--plan"], {"HPCBENCH_SG_STRATEGIES": every})
     assert p.returncode == 1 and est["total_s"] > 480 and "exceeds its limit" in p.stderr, (p.stdout, p.stderr)
 
@@ -79,5 +80,5 @@ with tempfile.TemporaryDirectory() as tmp:
         p = subprocess.run([sys.executable, os.path.join(gpu, "estimate.py")] + argv, capture_output=True, text=True)
         assert p.returncode != 0 and what in p.stderr, (argv, p.stderr)
 
-print("estimate: the strategies phase within 25 % of its recorded time; the third table's calls within 480 s and 240 s; "
+print("estimate: the strategies phase within 25 % of its recorded time; the third table's calls within 480 s and 250 s; "
       "every strategy graphed in one of them; the whole strategies-graph in the first call refused")

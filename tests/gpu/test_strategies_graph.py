@@ -5,7 +5,8 @@ graphed losses are judged against its own two eager runs, not the baseline's dri
   and drifts 4e-4 from itself; its graphed runs, inside that envelope, pass, although they
   are far outside the baseline's drift (1e-6), which the old check used;
 - the same graphed runs 0.5 % off zero3's own eager curve fail;
-- the pipeline's measured bubble 2 points from its model passes, 8 points fails;
+- the pipeline's measured bubble 2 points from its model passes, 8 points fails; the same
+  for the fused pipeline (pipeline-fused: graph and fused at one stage);
 - an overhead over the graphed baseline above the strategy's bound fails.
 
 Usage: test_strategies_graph.py REPO_ROOT"""
@@ -41,8 +42,9 @@ def write(work, name, losses, ms, captured, bubble="", theory=""):
         json.dump({"steps": [{"loss": v} for v in losses], "result": {"cuda_graph": captured}}, f)
 
 
-def phase(zero3_graph, pipeline_bubble, zero3_ms=31.0):
-    """The phase's folder for the baseline, zero3 and the pipeline; the checks' exit status and output."""
+def phase(zero3_graph, pipeline_bubble, zero3_ms=31.0, fused_bubble=None):
+    """The phase's folder for the baseline, zero3 and the pipeline (and the fused pipeline where
+    `fused_bubble` is given); the checks' exit status and output."""
     with tempfile.TemporaryDirectory() as work:
         write(work, "sg-eager-0", curve(), 40.0, "off")
         write(work, "sg-eager-1", curve(wiggle=1e-6), 40.0, "off")
@@ -50,13 +52,18 @@ def phase(zero3_graph, pipeline_bubble, zero3_ms=31.0):
             write(work, f"sg-baseline-{i}", curve(wiggle=5e-7), ms, "captured")
         write(work, "sg-zero3-eager-0", curve(1e-3, 2e-4), 42.0, "off")
         write(work, "sg-zero3-eager-1", curve(1e-3, -2e-4), 42.0, "off")
-        write(work, "sg-pipeline-eager-0", curve(2e-3, 1e-4), 60.0, "off", "0.01", "0")
-        write(work, "sg-pipeline-eager-1", curve(2e-3, -1e-4), 60.0, "off", "0.01", "0")
+        pipelines = {"pipeline": pipeline_bubble}
+        if fused_bubble is not None:
+            pipelines["pipeline-fused"] = fused_bubble
+        for name, bubble in pipelines.items():
+            write(work, f"sg-{name}-eager-0", curve(2e-3, 1e-4), 60.0, "off", "0.01", "0")
+            write(work, f"sg-{name}-eager-1", curve(2e-3, -1e-4), 60.0, "off", "0.01", "0")
+            for i in range(2):
+                write(work, f"sg-{name}-{i}", curve(2e-3), 45.0 + 0.1 * i, "captured", str(bubble), "0")
         for i in range(2):
             write(work, f"sg-zero3-{i}", zero3_graph, zero3_ms + 0.1 * i, "captured")
-            write(work, f"sg-pipeline-{i}", curve(2e-3), 45.0 + 0.1 * i, "captured", str(pipeline_bubble), "0")
-        sys.argv = ["strategies_graph.py", work, os.path.join(work, "out.json"), "--strategies", "zero3,pipeline",
-                    "--repeats", "2"]
+        sys.argv = ["strategies_graph.py", work, os.path.join(work, "out.json"), "--strategies",
+                    ",".join(["zero3"] + list(pipelines)), "--repeats", "2"]
         out = io.StringIO()
         with redirect_stdout(out):
             rc = strategies_graph.main()
@@ -83,8 +90,17 @@ assert rc == 1, text
 assert line(text, "pipeline: bubble within 5 points of its model").startswith("FAIL"), text
 assert line(text, "zero3: losses inside").startswith("ok"), text
 
+# The fused pipeline (graph and fused at one stage) is held to the same bubble model.
+rc, text = phase(curve(1e-3, 1e-4), 0.02, fused_bubble=0.02)
+assert rc == 0, text
+assert line(text, "pipeline-fused: bubble within 5 points of its model").startswith("ok"), text
+rc, text = phase(curve(1e-3, 1e-4), 0.02, fused_bubble=0.08)
+assert rc == 1, text
+assert line(text, "pipeline-fused: bubble within 5 points of its model").startswith("FAIL"), text
+assert line(text, "pipeline: bubble within 5 points of its model").startswith("ok"), text
+
 rc, text = phase(curve(1e-3, 1e-4), 0.02, zero3_ms=32.0)
 assert rc == 1, text
 assert line(text, "zero3: overhead over the graphed baseline at most 5 %").startswith("FAIL"), text
 print("strategies_graph: each strategy against its own eager envelope; 0.5 % off it, a bubble 8 points off its "
-      "model and an overhead over its bound fail")
+      "model (the pipeline's, the fused pipeline's) and an overhead over its bound fail")

@@ -266,10 +266,11 @@ TEST_CASE("from the third step on, the graph-ready step neither frees nor keeps 
 }
 
 // Pipeline at one stage (one rank; or --stages 1 with data parallelism over
-// 2 Gloo ranks): its graph-ready step, micro-batches cut from the fixed
-// buffers, trains exactly as its eager step over 20 steps, its stage's busy
-// spans still measured; from the third step on it neither synchronises with
-// the host nor frees or keeps storage across its bounds.
+// 2 Gloo ranks; and under --fused bf16): its graph-ready step, micro-batches
+// cut from the fixed buffers, trains exactly as its eager step over 20
+// steps, its stage's busy spans still measured; from the third step on it
+// neither synchronises with the host nor frees or keeps storage across its
+// bounds.
 TEST_CASE("pipeline at one stage: the graph-ready step trains exactly as eager, with no sync or allocation across it") {
   test::TempDir dir;
   const std::vector<std::pair<std::string, std::string>> cases = {
@@ -277,6 +278,11 @@ TEST_CASE("pipeline at one stage: the graph-ready step trains exactly as eager, 
       {"pp1-1f1b-accum",
        "--strategy pipeline --nproc-per-node 1 --batch-size 4 --micro-batches 4 --schedule 1f1b --grad-accum 2"},
       {"pp1-dp2", "--strategy pipeline --stages 1 --nproc-per-node 2 --batch-size 2 --micro-batches 2"},
+      // The fused model with the stage's bf16 weights over fp32 masters: the
+      // masters' gradients copied in, stepped and copied out inside the step.
+      {"pp1-fused-bf16",
+       "--strategy pipeline --nproc-per-node 1 --batch-size 4 --micro-batches 2 --schedule 1f1b --grad-accum 2 "
+       "--precision bf16 --fused"},
   };
   for (const auto& [name, args] : cases) {
     INFO(name);

@@ -114,7 +114,6 @@ TEST_CASE("strategies that cannot run --fused refuse it before starting, naming 
     CHECK(r.output.find(reason) != std::string::npos);
     CHECK(test::entries(dir.path / "results") == 0);  // nothing started, nothing written
   };
-  refused("--strategy pipeline --stages 2 --batch-size 4" + kTwo, "fp32 master weights");
   refused("--strategy dp --dp-replicas 2 --batch-size 2", "use --strategy ddp");
   refused("--strategy baseline --batch-size 4 --precision fp16", "--precision fp16");
 }
@@ -142,6 +141,14 @@ TEST_CASE("--fused bf16 under every strategy that declares it stays within its t
       cases.emplace_back(name + "-" + std::to_string(ranks),
                          args + " --nproc-per-node " + std::to_string(ranks) +
                              (ranks == 1 || name == "tensor" ? " --batch-size 4" : " --batch-size 2"));
+  // The pipeline's stages step their own fp32 masters: one stage under
+  // GPipe, and two stages on two ranks under 1F1B with accumulation (2 rows
+  // a micro-step, twice), activations crossing between them in bf16. Each
+  // of its ranks reads the whole global batch.
+  cases.emplace_back("pipeline-1-gpipe", "--strategy pipeline --nproc-per-node 1 --batch-size 4 --micro-batches 2");
+  cases.emplace_back("pipeline-2-1f1b-accum",
+                     "--strategy pipeline --nproc-per-node 2 --batch-size 2 --grad-accum 2 --micro-batches 2 "
+                     "--schedule 1f1b");
   // Every registered strategy that declares the fused model is run here.
   for (const auto* s : strategies::specs()) {
     if (!s->engine(*s->defaults()).fused.supported) continue;
@@ -169,7 +176,8 @@ TEST_CASE("--fused bf16 under every strategy that declares it stays within its t
     // 1 rank) and 2.6e-4 on the weights. The bounds, the baseline case's 3e-3
     // and 1e-3, leave room for other CPUs' summation orders; a tensor shard
     // whose masters are not copied back after the step leaves them (measured:
-    // 2.5e-2 on the loss by step five, 2 ranks). What they do not see: a tensor shard cutting the packed QKV in T
+    // 2.5e-2 on the loss by step five, 2 ranks), as does a pipeline stage's
+    // (2.5e-2 by step five, at one stage and at two). What they do not see: a tensor shard cutting the packed QKV in T
     // row blocks instead of per third. Its load and its gather are then the
     // same permutation of the rows, a model as valid as the right one from
     // another random draw, and bert-tiny's logits at initialisation are near

@@ -204,6 +204,17 @@ TEST_CASE("pipeline: its layouts, the checks naming the flag, memory per stage a
   CHECK(label("pipeline:stage-layers=1/3").memory(in).persistent == 16.0 * (1000 + 10));
   // With replicas, the flat buffer a stage's gradients are all-reduced in.
   CHECK(label("pipeline:stage-layers=1/3").memory(in).working_set == 4.0 * (1000 + 10));
+  // --fused under bf16: bf16 weights and gradients beside fp32 masters,
+  // their gradients and Adam's moments (20 bytes a parameter), the
+  // replicas' gradients all-reduced in bf16; fp32 storage (tf32) is its own
+  // master.
+  in.resident = true;
+  in.compute_bytes = 2;
+  CHECK(label("pipeline:stage-layers=1/3").memory(in).persistent == 20.0 * (1000 + 10));
+  CHECK(label("pipeline:stage-layers=1/3").memory(in).working_set == 2.0 * (1000 + 10));
+  in.compute_bytes = 4;
+  CHECK(label("pipeline:stage-layers=1/3").memory(in).persistent == 16.0 * (1000 + 10));
+  CHECK(label("pipeline:stage-layers=1/3").memory(in).working_set == 4.0 * (1000 + 10));
 
   // predict's step for 4 equal stages: the stage's idle time is the
   // textbook bubble (P-1)/(M+P-1) of its pipeline, and 2(P-1) transfers of
@@ -259,7 +270,7 @@ TEST_CASE("each strategy declares the engine settings it runs on, with the reaso
       {"tensor", "", "", ""},
       {"zero", "", "", ""},
       {"fsdp", "", "", ""},
-      {"pipeline", "a pipeline of more than one stage passes", "fp32 master weights", "fp32 master weights"},
+      {"pipeline", "a pipeline of more than one stage passes", "", ""},
       {"dp", "several devices", "use --strategy ddp", "use --strategy ddp"},
   };
   auto check = [](const Capability& c, const std::string& why) {
@@ -291,8 +302,11 @@ TEST_CASE("a spec's engine settings on a job: pipeline captured at one stage onl
   auto on = [](const std::string& label, int ranks) { return parse_label(label, "s").engine(Shape{1, ranks}); };
   CHECK(on("pipeline", 1).capture.supported);
   CHECK(on("pipeline:stages=1", 4).capture.supported);
-  CHECK(on("pipeline:stages=1", 4).fused.why_not == on("pipeline", 1).fused.why_not);
-  CHECK_FALSE(on("pipeline:stages=1", 4).fused.supported);
+  // The fused model and its resident weights on any job, stages or not.
+  for (int ranks : {1, 2, 4}) {
+    CHECK(on("pipeline", ranks).fused.supported);
+    CHECK(on("pipeline", ranks).resident.supported);
+  }
   const auto two = on("pipeline", 2).capture;
   CHECK_FALSE(two.supported);
   CHECK_THAT(two.why_not, Catch::Contains("its 2 stages pass") && Catch::Contains("point-to-point"));

@@ -43,7 +43,7 @@ TEST_CASE("without the flags every strategy trains on the eager ATen engine with
 }
 
 TEST_CASE("--fused is the packed model and the fused kernels, and resident bf16 weights under bf16 only") {
-  for (const char* label : {"baseline", "ddp", "zero:stage=2", "fsdp", "tensor"}) {
+  for (const char* label : {"baseline", "ddp", "zero:stage=2", "fsdp", "tensor", "pipeline"}) {
     INFO(label);
     const auto fp32 = choose(label, "fp32", true, false);
     CHECK(fp32.fused_kernels());
@@ -82,7 +82,6 @@ TEST_CASE("a setting the strategy does not declare is refused, naming the flag, 
       // Its job unknown, its stages are too: only a pipeline of one stage is captured.
       {"pipeline", false, true, "--cuda-graph with --strategy pipeline: a pipeline of more than one stage passes"},
       {"dp", false, true, "--cuda-graph with --strategy dp: one process drives several devices"},
-      {"pipeline", true, false, "--fused with --strategy pipeline: its stages step their own parameters"},
       {"dp", true, false, "--fused with --strategy dp: one process drives its replicas"},
   };
   for (const auto& [label, fused, graph, why] : refused) {
@@ -114,17 +113,23 @@ TEST_CASE("pipeline is captured at one stage and refused at more, naming the str
                           Catch::Contains("point-to-point") && Catch::Contains("Gloo") &&
                           Catch::Contains("NCCL's send and recv inside a CUDA graph"));
   }
-  // --fused stays refused at one stage: no master weights in its updater.
+  // The graph and the fused model together at one stage; at two the graph
+  // alone is refused (the fused model is declared on any job).
   cfg.fused = true;
-  CHECK_THROWS_WITH(on("pipeline", 1), Catch::Contains("--fused with --strategy pipeline: its stages step"));
-  // --engine auto on CUDA, once shown: the graph at one stage, eager at two.
+  CHECK(on("pipeline", 1).name() == "graph+fused");
+  CHECK(on("pipeline", 1).resident());
+  CHECK_THROWS_WITH(on("pipeline", 2), Catch::Contains("--cuda-graph with --strategy pipeline: its 2 stages pass"));
+  cfg.cuda_graph = false;
+  CHECK(on("pipeline", 2).name() == "fused");
+  // --engine auto on CUDA, once shown: the graph and the fused model at one
+  // stage, the fused model alone at two.
   cfg.fused = false;
   cfg.cuda_graph = false;
   const train::EngineDevice shown{true, false, true};
   auto one = train::choose_engine(cfg, strategies::parse_label("pipeline", "s"), shown, strategies::Shape{1, 1});
-  CHECK(one.name() == "graph");
+  CHECK(one.name() == "graph+fused");
   auto two = train::choose_engine(cfg, strategies::parse_label("pipeline", "s"), shown, strategies::Shape{1, 2});
-  CHECK(two.name() == "eager");
+  CHECK(two.name() == "fused");
   CHECK_THAT(two.reason, Catch::Contains("auto: no graph, its 2 stages pass"));
 }
 
@@ -198,7 +203,12 @@ TEST_CASE("once shown, --engine auto takes on CUDA what each strategy declares, 
   // zero and fsdp declare both since the sharded engine's storage is static
   // (shard/buffers.h; test_cuda_graph.cpp shows their graph-ready step equal).
   for (const char* label : {"zero:stage=3", "fsdp"}) CHECK(pick(label).name() == "graph+fused");
-  CHECK(pick("pipeline").name() == "eager");
+  // pipeline declares the fused model on any job (its stages keep fp32
+  // masters); its job unknown here, its stages are too, so no graph.
+  auto pipeline = pick("pipeline");
+  CHECK(pipeline.name() == "fused");
+  CHECK(pipeline.resident());
+  CHECK_THAT(pipeline.reason, Catch::Contains("auto: no graph, a pipeline of more than one stage passes"));
   CHECK(pick("dp").name() == "eager");
   // What the other settings forbid stays off rather than failing the run.
   cfg.precision = "fp16";

@@ -498,18 +498,21 @@ phase_strategies() {
 # --keep-collectives, interleaved with the graphed baseline (B, S..., B, S..., B: each
 # strategy twice, the baseline three times, in one call), bf16, dropout off, at the big
 # batch; each strategy (the baseline too) run eagerly twice on the same batches, its own
-# loss envelope. tools/gpu/strategies_graph.py holds the bounds (issue 40).
+# loss envelope. tools/gpu/strategies_graph.py holds the bounds (issue 40). pipeline-fused is
+# the one-stage pipeline under --fused (bf16-resident stage weights over fp32 masters),
+# graph and fused together, against its own fused eager pair: four runs more.
 phase_strategies_graph() {
   ensure_bin
   local common=(--precision bf16 --batch-size "$big" --dropout 0)
   # HPCBENCH_SG_STRATEGIES: a subset, so that the phase can be split over two calls (37 runs,
   # about 200 s on an H100, do not fit one call beside the engine protocol: tools/gpu/estimate.py).
   # shellcheck disable=SC2206 # a list of words
-  local names=(${HPCBENCH_SG_STRATEGIES:-ddp zero1 zero2 zero3 fsdp-full fsdp-grad-op tensor pipeline}) repeats=2 i n
+  local names=(${HPCBENCH_SG_STRATEGIES:-ddp zero1 zero2 zero3 fsdp-full fsdp-grad-op tensor pipeline pipeline-fused}) repeats=2 i n
   declare -A flags=([ddp]="--strategy ddp" [zero1]="--strategy zero --zero-stage 1"
     [zero2]="--strategy zero --zero-stage 2" [zero3]="--strategy zero --zero-stage 3"
     [fsdp-full]="--strategy fsdp --sharding full" [fsdp-grad-op]="--strategy fsdp --sharding grad-op"
-    [tensor]="--strategy tensor" [pipeline]="--strategy pipeline --micro-batches 4")
+    [tensor]="--strategy tensor" [pipeline]="--strategy pipeline --micro-batches 4"
+    [pipeline-fused]="--strategy pipeline --micro-batches 4 --fused")
   for n in "${names[@]}"; do
     [[ -n ${flags[$n]:-} ]] || { say "strategies-graph: HPCBENCH_SG_STRATEGIES: unknown strategy '$n' (${!flags[*]})"; return 1; }
   done

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "specs/mesh.h"
 #include "strategies/pipeline/cut.h"
+#include "strategies/master_weights.h"
 #include "strategies/pipeline/stages.h"
 #include "strategies/support.h"
 #include "train/optimizer.h"
@@ -23,15 +24,19 @@ namespace {
 
 // Steps one stage's parameters; the gradient norm and the fp16 verdict are
 // the whole pipeline's (the stage's replicas hold the same gradients after
-// their all-reduce, so the pipeline's ranks decide for them).
+// their all-reduce, so the pipeline's ranks decide for them). With `masters`
+// (--fused under bf16: the stage's weights resident in bf16) AdamW steps the
+// stage's fp32 masters, as the replicated strategies' updater does
+// (master_weights.h): clipping reads their fp32 gradients and the step ends
+// by copying them into the stage's bf16 weights.
 class StageUpdater final : public Updater {
  public:
   StageUpdater(model::BertForQuestionAnswering whole, std::vector<int64_t> counts, int stage, dist::Comm* pp,
-               const train::OptimizerConfig& cfg)
-      : whole_(std::move(whole)), counts_(std::move(counts)), stage_(stage), pp_(pp) {
+               const train::OptimizerConfig& cfg, std::shared_ptr<MasterWeights> masters)
+      : whole_(std::move(whole)), counts_(std::move(counts)), stage_(stage), pp_(pp), masters_(std::move(masters)) {
     pipeline::PipelineStage mine(*whole_, stage_, counts_);
     params_ = mine->parameters();
-    optimizer_ = train::make_adamw(*mine, cfg);
+    optimizer_ = masters_ ? adamw_of_masters(*mine, *masters_, cfg) : train::make_adamw(*mine, cfg);
     // What other stages hold is freed here: a rank keeps its stage only.
     std::set<const void*> kept;
     for (auto& p : params_) kept.insert(p.unsafeGetTensorImpl());
@@ -44,43 +49,30 @@ class StageUpdater final : public Updater {
   }
   torch::optim::Optimizer& optimizer() override { return *optimizer_; }
   std::vector<at::Tensor> params() const override { return params_; }
-  at::Tensor clip(double max_norm) override {
-    std::vector<at::Tensor> grads;
-    for (const auto& p : params_)
-      if (p.grad().defined()) grads.push_back(p.grad());
-    at::NoGradGuard no_grad;
-    auto sq = grads.empty() ? at::zeros({1}, params_.front().options().dtype(at::kFloat))
-                            : at::stack(at::_foreach_norm(grads, 2)).to(at::kFloat).pow(2).sum().reshape({1});
-    if (pp_->size() > 1) pp_->allreduce(sq, false, "pipeline gradient norm");
-    auto total = sq.sqrt().reshape({});
-    auto coef = (max_norm / (total + 1e-6)).clamp_max(1.0);
-    if (!grads.empty()) at::_foreach_mul_(grads, coef);
-    return total;
-  }
+  at::Tensor clip(double max_norm) override;
   bool all_finite(bool local_finite) override {
     if (pp_->size() == 1) return local_finite;
     auto bad = at::full({1}, local_finite ? 0.0 : 1.0, params_.front().options().dtype(at::kFloat));
     pp_->allreduce(bad, false, "pipeline overflow check");
     return bad.item<double>() == 0;
   }
-  void step() override { optimizer_->step(); }
-  void zero_grad() override { optimizer_->zero_grad(/*set_to_none=*/true); }
-  // Every stage's parameters broadcast from its rank in the pipeline (a
-  // stage's replicas hold the same ones).
-  void gather_whole() override {
-    at::NoGradGuard no_grad;
-    for (auto& [p, sizes] : freed_) p.set_data(at::empty(sizes, p.options()));
-    freed_.clear();
-    if (pp_->size() == 1) return;
-    for (int s = 0; s < static_cast<int>(counts_.size()); ++s) {
-      pipeline::PipelineStage stage(*whole_, s, counts_);
-      for (auto& p : stage->parameters()) {
-        auto t = p.detach();
-        pp_->broadcast(t, s);
-      }
-    }
+  void step() override {
+    if (masters_ && !masters_have_grads_) masters_->gradients_in();
+    optimizer_->step();
+    if (masters_) masters_->copy_out();
+    masters_have_grads_ = false;
   }
-  size_t state_bytes() const override { return train::model_state_bytes(params_, *optimizer_); }
+  void zero_grad() override {
+    optimizer_->zero_grad(/*set_to_none=*/true);
+    if (masters_)
+      for (auto& p : params_) p.mutable_grad() = at::Tensor();
+  }
+  void gather_whole() override;
+  size_t state_bytes() const override {
+    std::vector<at::Tensor> held;
+    if (masters_) held = masters_->held();
+    return train::model_state_bytes(params_, *optimizer_, held);
+  }
 
  private:
   struct Freed {
@@ -91,10 +83,52 @@ class StageUpdater final : public Updater {
   std::vector<int64_t> counts_;
   int stage_;
   dist::Comm* pp_;
+  std::shared_ptr<MasterWeights> masters_;
+  bool masters_have_grads_ = false;  // gradients_in() ran since the last step
   std::vector<at::Tensor> params_;
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   std::vector<Freed> freed_;
 };
+
+at::Tensor StageUpdater::clip(double max_norm) {
+  std::vector<at::Tensor> grads;
+  if (masters_) {
+    // The norm of the fp32 copies of the gradients, as the masters step them.
+    masters_->gradients_in();
+    masters_have_grads_ = true;
+    for (const auto& m : masters_->masters()) grads.push_back(m.grad());
+  } else {
+    for (const auto& p : params_)
+      if (p.grad().defined()) grads.push_back(p.grad());
+  }
+  at::NoGradGuard no_grad;
+  auto sq = grads.empty() ? at::zeros({1}, params_.front().options().dtype(at::kFloat))
+                          : at::stack(at::_foreach_norm(grads, 2)).to(at::kFloat).pow(2).sum().reshape({1});
+  if (pp_->size() > 1) pp_->allreduce(sq, false, "pipeline gradient norm");
+  auto total = sq.sqrt().reshape({});
+  auto coef = (max_norm / (total + 1e-6)).clamp_max(1.0);
+  if (!grads.empty()) at::_foreach_mul_(grads, coef);
+  return total;
+}
+
+// Every stage's parameters broadcast from its rank in the pipeline (a
+// stage's replicas hold the same ones). With masters a stage sends its fp32
+// weights (it computes on their bf16 copies again from the next forward on),
+// into the other stages' fp32 parameters, which never had masters.
+void StageUpdater::gather_whole() {
+  if (masters_) masters_->use_masters();
+  at::NoGradGuard no_grad;
+  for (auto& [p, sizes] : freed_) p.set_data(at::empty(sizes, p.options()));
+  freed_.clear();
+  if (pp_->size() == 1) return;
+  for (int s = 0; s < static_cast<int>(counts_.size()); ++s) {
+    pipeline::PipelineStage stage(*whole_, s, counts_);
+    for (auto& p : stage->parameters()) {
+      auto t = p.detach();
+      pp_->broadcast(t, s);
+    }
+  }
+}
 
 // The options as the run resolved them, in a form labels can carry (a comma
 // separates a label's options: stage layers are written 4/4/4).
@@ -142,9 +176,17 @@ SetUp Pipeline::setup(model::BertForQuestionAnswering& model, const StrategyCont
   // --activation-checkpointing, as the trainer set it on the whole model.
   stage->set_activation_checkpointing(model->bert()->activation_checkpointing());
   pipeline::StageLinks links{pp_comm_, s > 0 ? s - 1 : -1, s + 1 < l.stages ? s + 1 : -1};
+  // --fused under bf16: the stage's weights resident in bf16 over fp32
+  // masters (the model's modules were built fused: packed QKV, the fused
+  // kernels). Forward then runs without autocast, so activations and their
+  // gradients cross between stages in the weights' dtype, as they pass
+  // between layers inside a stage.
+  const auto weights = weight_dtype(ctx.precision, ctx.engine, /*gathered=*/false);
+  if (weights != at::kFloat) masters_ = std::make_shared<MasterWeights>(*stage, weights);
   pipeline::RunnerOptions ro;
   ro.schedule = pipeline::parse_schedule(opts_.schedule);
-  ro.precision = ctx.precision;
+  ro.precision = ctx.engine.autocast();
+  ro.wire = weights;
   ro.graph_events = ctx.engine.graph();
   runner_ = std::make_unique<pipeline::StageRunner>(stage, links, ro, ctx.device);
   params_ = stage->parameters();
@@ -165,9 +207,10 @@ SetUp Pipeline::setup(model::BertForQuestionAnswering& model, const StrategyCont
     for (auto& p : pipeline::PipelineStage(*model, k, counts)->parameters()) n += p.numel();
     most = std::max(most, n);
   }
-  t.state_theory_bytes = replicated_state_bytes(most);
+  t.state_theory_bytes = replicated_state_bytes(most, masters_ != nullptr, static_cast<int>(at::elementSize(weights)));
   t.bubble_theory = pipeline::theoretical_bubble(l.stages, static_cast<int>(opts_.micro_batches));
-  std::unique_ptr<Updater> updater = std::make_unique<StageUpdater>(model, counts, s, pp_comm_, ctx.optimizer);
+  std::unique_ptr<Updater> updater =
+      std::make_unique<StageUpdater>(model, counts, s, pp_comm_, ctx.optimizer, masters_);
   return {std::move(t), std::move(updater)};
 }
 
@@ -184,6 +227,7 @@ at::Tensor Pipeline::forward_backward(model::BertForQuestionAnswering&, const tr
     begin += n;
   }
   ran_on_host_ = true;
+  if (masters_) masters_->use_compute();  // after a checkpoint or an evaluation read the masters
   return runner_->step(micro, scale, &timer, last_micro);
 }
 

@@ -17,6 +17,7 @@
 
 #include "distributed/process_group.h"
 #include "strategies/pipeline/options.h"
+#include "strategies/master_weights.h"
 #include "strategies/pipeline/runner.h"
 #include "strategies/strategy.h"
 
@@ -43,6 +44,7 @@ class Pipeline final : public Strategy {
   dist::Comm* dp_comm_ = nullptr;  // this stage's replicas; null without data parallelism
   std::unique_ptr<pipeline::StageRunner> runner_;
   std::vector<at::Tensor> params_;  // the stage's
+  std::shared_ptr<MasterWeights> masters_;  // --fused under bf16: the stage's fp32 masters
   bool ran_on_host_ = false;  // forward_backward ran since the last step_facts
 };
 

@@ -83,10 +83,11 @@ EngineSupport support(int stages) {
                         "(a one-rank job, or --stages 1 with --dp-size)",
                         stages > 1 ? fmt::format("its {} stages pass", stages)
                                    : std::string("a pipeline of more than one stage passes")));
-  return EngineSupport::unfused(
-      capture,
-      "its stages step their own parameters with an updater that keeps no fp32 master weights, which --fused's "
-      "bf16-resident weights need; use baseline, ddp, zero or fsdp");
+  // Each stage runs the whole model's modules, fused under --fused; under
+  // bf16 its updater steps fp32 masters of the stage's weights
+  // (tests/strategies/test_fused_parity.cpp, 1 rank and 2 stages), and its
+  // activations cross in bf16. GPipe and 1F1B alike, with accumulation.
+  return {capture, Capability::yes(), Capability::yes()};
 }
 
 class PipelineSpec final : public Spec {
@@ -161,15 +162,20 @@ class PipelineSpec final : public Spec {
   int data_parallel_size(const Options& opts, const Shape& shape) const override {
     return layout_of(options_as<PipelineOptions>(opts), shape.world()).dp;
   }
-  // The largest stage's model state (16 bytes a parameter, as a replica's);
-  // with data parallelism, the flat buffer its gradients are all-reduced in.
+  // The largest stage's model state (16 bytes a parameter, as a replica's;
+  // 20 with bf16-resident weights over fp32 masters); with data
+  // parallelism, the flat buffer its gradients are all-reduced in (in the
+  // gradients' dtype).
   StateBytes memory(const Options& opts, const MemoryInputs& in) const override {
     const auto& o = options_as<PipelineOptions>(opts);
     const auto l = layout_of(o, in.shape.world());
     std::vector<double> units(in.units.begin(), in.units.end());
     auto per_stage = stage_sums(units, cut_of(o, l, units.size()));
     const double most = *std::max_element(per_stage.begin(), per_stage.end());
-    return {16 * most, l.dp > 1 ? 4 * most : 0};
+    const bool resident = in.resident && in.compute_bytes != 4;
+    MemoryInputs stage = in;
+    stage.units = {static_cast<int64_t>(most)};
+    return {replicated_state(stage).total(), l.dp > 1 ? (resident ? in.compute_bytes : 4) * most : 0};
   }
   // The step of the stage that computes most (the pipeline's pace), as the
   // schedule simulated on per-stage times (timeline.h) leaves it: its

@@ -3,7 +3,8 @@
 // layers per stage, the embeddings on the first, the QA head on the last (its
 // loss is computed from the logits there, model::qa_output). A stage holds
 // the whole model's own modules (shared, not copied) under their Hugging Face
-// names, so its parameters are the same tensors, named as in a checkpoint.
+// names, so its parameters are the same tensors, named as in a checkpoint;
+// under --fused they are the fused model's (packed QKV, the fused kernels).
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/linear.h>
@@ -44,6 +45,7 @@ class PipelineStageImpl : public torch::nn::Module {
   std::vector<model::BertLayer> layers_;
   torch::nn::Linear qa_outputs_{nullptr};
   bool recompute_ = false;
+  bool fused_model_ = false;  // the whole model's --fused layout and kernels, which its modules run
 };
 TORCH_MODULE(PipelineStage);
 

@@ -89,30 +89,41 @@ TEST_CASE("the search prunes by memory first, counting each refusal; a limit bel
 }
 
 // The baseline's engine decides the model state as in predict (the `# memory
-// model:` line): under --fused bf16 a replica holds its weights and
-// gradients in bf16 beside fp32 masters, their gradients and Adam's moments,
-// 20 bytes a parameter against 16. A limit of exactly ddp's unfused need
-// (16Ψ + the activations of its 4 rows) keeps ddp from the unfused baseline
-// and refuses it from the fused one.
-TEST_CASE("pruning follows the baseline's engine: the fused bf16 baseline refuses a ddp the unfused one keeps") {
+// model:` line). Under --fused bf16 a ddp replica holds bf16 weights and
+// gradients beside fp32 masters and Adam's moments, stepped by the fused
+// master-weight AdamW with no fp32 gradient copies: (2 x 2 + 12) = 16 bytes a
+// parameter, as unfused. A pipeline stage's masters step op by op from fp32
+// gradient copies: 20 bytes a parameter of its largest stage against 16. So
+// at a limit of exactly a pipeline layout's unfused need, the fused
+// baseline refuses that layout and keeps ddp.
+TEST_CASE("pruning follows the baseline's engine: the fused bf16 baseline refuses a pipeline layout the unfused one keeps") {
   test::PlanSetup setup;
   auto& r = setup.r;
   const auto& m = setup.m;
   const double psi = static_cast<double>(m.parameters());
-  const double s = 16, h = 32, L = 4;
-  const double layer4 = s * 4 * h * (10 + 24 + 5 * 2 * s / h);
-  r.memory_limit = 16 * psi + L * layer4;
-  auto ddp_plain = [](const plan::Result& res) {
+  auto plain = [](const plan::Result& res, const std::string& name) {
     for (auto& x : res.ranked)
-      if (x.candidate.choice.name() == "ddp" && x.candidate.accum == 1 && !x.candidate.recompute) return &x;
+      if (x.candidate.choice.name() == name && x.candidate.accum == 1 && !x.candidate.recompute) return &x;
+    return static_cast<const plan::Ranked*>(nullptr);
+  };
+  auto find = [](const plan::Result& res, const std::string& full) {
+    for (auto& x : res.ranked)
+      if (x.candidate.name() == full) return &x;
     return static_cast<const plan::Ranked*>(nullptr);
   };
 
   r.base = test::tiny_baseline(8, 0.5, "bf16");
+  r.memory_limit = 1e15;
+  const auto roomy = plan::search(r);
+  const auto* pipe = plain(roomy, "pipeline");
+  REQUIRE(pipe);
+  const std::string pipe_name = pipe->candidate.name();
+  const double pipe_state = pipe->memory.state;
+  r.memory_limit = pipe->memory.total();
+
   auto unfused = plan::search(r);
-  const auto* kept = ddp_plain(unfused);
+  const auto* kept = find(unfused, pipe_name);
   REQUIRE(kept);
-  CHECK(kept->memory.state == Approx(16 * psi));
   CHECK(kept->memory.total() == Approx(r.memory_limit));
   // predict's own figure for the same layout is the one plan pruned by.
   CHECK(kept->prediction.memory_bytes == Approx(kept->memory.state));
@@ -120,15 +131,20 @@ TEST_CASE("pruning follows the baseline's engine: the fused bf16 baseline refuse
   r.base.engine = EnginePolicy::recorded("bf16", true, "fused");
   REQUIRE(r.base.engine.resident());
   auto fused = plan::search(r);
-  CHECK(ddp_plain(fused) == nullptr);
+  CHECK(find(fused, pipe_name) == nullptr);
   CHECK(fused.space.refused.by_reason.at("memory") > unfused.space.refused.by_reason["memory"]);
-  // What survives holds 20 bytes a parameter as a ddp replica: with
-  // recomputation its activations shrink to fit.
   for (auto& x : fused.ranked) {
     CHECK(x.memory.total() <= r.memory_limit);
-    if (x.candidate.choice.name() == "ddp") {
-      CHECK(x.memory.state == Approx(20 * psi));
-      CHECK(x.prediction.memory_bytes == Approx(20 * psi));
-    }
+    CHECK(x.prediction.memory_bytes == Approx(x.memory.state));
   }
+  // ddp's replica, where it fits, holds 16 bytes a parameter under both engines.
+  r.memory_limit = 1e15;
+  const auto fused_roomy = plan::search(r);
+  const auto* ddp = plain(fused_roomy, "ddp");
+  REQUIRE(ddp);
+  CHECK(ddp->memory.state == Approx(16 * psi));
+  // The pipeline layout's stage state: 20/16 of the unfused one.
+  const auto* pipe_fused = find(fused_roomy, pipe_name);
+  REQUIRE(pipe_fused);
+  CHECK(pipe_fused->memory.state == Approx(pipe_state * 20.0 / 16.0));
 }

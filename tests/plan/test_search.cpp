@@ -198,9 +198,11 @@ TEST_CASE("precision searched: compute scaled by the peak rates' ratio, a precis
 TEST_CASE("a strategy that cannot run the baseline's engine is refused by it, counted") {
   test::PlanSetup s;
   s.r.base = test::tiny_baseline(8, 1.5, "bf16");
-  s.r.base.engine = EnginePolicy::recorded("bf16", true, "fused");
+  // A graphed, fused baseline: a pipeline of more than one stage is not
+  // captured (lib/strategies/pipeline/spec.cpp), so its layouts are refused.
+  s.r.base.engine = EnginePolicy::recorded("bf16", true, "graph+fused");
+  REQUIRE(s.r.base.engine.graph());
   auto res = plan::search(s.r);
-  // pipeline declares no bf16-resident weights (lib/strategies/pipeline/spec.cpp).
   CHECK(res.space.refused.by_reason.at("the engine") > 0);
   for (auto& x : res.ranked) CHECK(predict::engine_refusal(s.r.base, x.candidate.choice).empty());
 }

@@ -45,9 +45,11 @@ std::optional<std::string> injected(std::string_view key);
 
 // Every item of the variable against its key's form, before a run's first
 // step, so that a drill written wrong fails at once instead of at the end
-// (rename_delay_ms) or never (a fault's rank the job does not have, with
-// `world_size` known; 0 when not).
-void check_injection(int world_size);
+// (rename_delay_ms). A well-formed fault or slow_rank for a rank the job
+// does not have (with `world_size` known; 0 when not) is returned as a note
+// to warn with, not refused: one variable reaches every job of a sweep, and
+// a drill on a 2-rank job must not stop its 1-rank baseline.
+[[nodiscard]] std::string check_injection(int world_size);
 
 // A number given for `key`: decimal digits only, at most `max`; anything
 // else is an error naming the variable (never "off"). nullopt when none.

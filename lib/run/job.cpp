@@ -70,7 +70,7 @@ int launch_ranks(const train::TrainConfig& cfg, const strategies::Choice& choice
 // speaks for the node), and the job's layout against the flags.
 void check_rank_start(const train::TrainConfig& cfg, const strategies::Choice& choice, const JobOptions& o,
                       const dist::RankLayout& layout) {
-  check_injection(layout.world_size);
+  if (auto note = check_injection(layout.world_size); !note.empty() && layout.rank == 0) spdlog::warn("{}", note);
   if (layout.rank == 0) {
     results::check_results_dir(cfg.results_dir);
     results::reserve_results_space(cfg.results_dir, results_bytes(cfg));
@@ -154,7 +154,7 @@ int run_job(const train::TrainConfig& cfg, const strategies::Choice& choice, con
 
   auto layout = dist::detect_layout();
   if (o.dry_run) {
-    check_injection(layout.world_size);
+    if (auto note = check_injection(layout.world_size); !note.empty()) spdlog::warn("{}", note);
     // The job's nodes are not this one (a sweep checks on the login node):
     // what this command line decides is checked, not this node's resources.
     preflight::check_folder_writable("--results-dir", cfg.results_dir, results_bytes(cfg));

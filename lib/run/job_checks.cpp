@@ -112,7 +112,7 @@ int64_t results_bytes(const train::TrainConfig& cfg) {
 
 void check_before_start(const train::TrainConfig& cfg, const strategies::Choice& choice, const JobOptions& o,
                         int ranks, int world, int threads, const std::string& ranks_flag, bool writes_outputs) {
-  check_injection(world);
+  if (auto note = check_injection(world); !note.empty()) spdlog::warn("{}", note);
   check_files(cfg, o, writes_outputs);
   if (auto w = preflight::core_warning(ranks, threads, preflight::node_cores(), ranks_flag); !w.empty())
     spdlog::warn("{}", w);

@@ -103,7 +103,6 @@ TEST_CASE("a malformed HPCBENCH_INJECT is refused before the first step, nothing
     std::string inject, says;
   };
   for (const Case& c : {Case{"rename_delay_ms=-1", "HPCBENCH_INJECT rename_delay_ms=-1: expected a whole number"},
-                        Case{"fault=5:1:kill", "fault=5:1:kill: rank 5 is not a rank of this job of 1"},
                         Case{"slow_rank=0:99999999999", "slow_rank=0:99999999999: expected"}}) {
     for (const std::string& mode : {std::string(" --dry-run"), std::string(" --max-steps 2")}) {
       auto r = run_binary_env("HPCBENCH_INJECT='" + c.inject + "'",
@@ -116,6 +115,16 @@ TEST_CASE("a malformed HPCBENCH_INJECT is refused before the first step, nothing
       CHECK(test::entries(results / ".running") == 0);
     }
   }
+}
+
+// A sweep's variable reaches every job: a drill for rank 1 of its 2-rank job
+// must not stop its 1-rank baseline, which says that no drill happens in it.
+TEST_CASE("a drill for a rank the job does not have is a warning, not a refusal") {
+  test::TempDir dir;
+  auto r = run_binary_env("HPCBENCH_INJECT='fault=5:1:kill'", kRun + " --dry-run --results-dir " + (dir.path / "r").string());
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(flat(r.output), Catch::Contains("fault=5:1:kill: rank 5 is not a rank of this job of 1, so no drill"));
 }
 
 TEST_CASE("a loop of links in --results-dir or TMPDIR is named as one, not an internal error") {

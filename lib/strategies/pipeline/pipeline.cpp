@@ -207,7 +207,10 @@ SetUp Pipeline::setup(model::BertForQuestionAnswering& model, const StrategyCont
     for (auto& p : pipeline::PipelineStage(*model, k, counts)->parameters()) n += p.numel();
     most = std::max(most, n);
   }
-  t.state_theory_bytes = replicated_state_bytes(most, masters_ != nullptr, static_cast<int>(at::elementSize(weights)));
+  // As the spec counts it (pipeline/spec.cpp): over masters the stage also
+  // keeps the fp32 gradient copies its clip reads, 4 bytes a parameter.
+  t.state_theory_bytes = replicated_state_bytes(most, masters_ != nullptr, static_cast<int>(at::elementSize(weights))) +
+                         (masters_ ? 4.0 * static_cast<double>(most) : 0.0);
   t.bubble_theory = pipeline::theoretical_bubble(l.stages, static_cast<int>(opts_.micro_batches));
   std::unique_ptr<Updater> updater =
       std::make_unique<StageUpdater>(model, counts, s, pp_comm_, ctx.optimizer, masters_);

@@ -10,6 +10,13 @@
   engine.json: no GPU figure is checked here): ratios to HF eager and to the best compile
   mode, the graphed and fused loss checks at their tolerances, issue 31's targets met and
   not met, and the engine table in summary.md.
+- the adamw phase's summariser (tools/gpu/adamw_report.py) on two recorded CPU outputs of
+  bench_kernels --adamw (tests/gpu/recorded: `bench_kernels --adamw`, exit 0, and
+  `bench_kernels --adamw --inject-wrong-element`, exit 1: one element of the master 2 tol x rms
+  off): the passing one summarised with its worst element error and the timing's ratio, the
+  one wrong element failing the summary; a passing file edited to hold one element over
+  tolerance fails though its verdict says passed; a GPU-shaped output (kernel rows, a fact,
+  the kernel timed) read the same way.
 
 Usage: test_validate_report.py REPO_ROOT"""
 import glob
@@ -135,6 +142,70 @@ with tempfile.TemporaryDirectory() as d:
     assert "NOT MET: batch 32: bf16 MFU >= 30 % (28.0 %)" in text and "met: batch 8: >= 3x HF eager samples/s (3.33x)" in text
     assert "batch 8: 2.00e-06" in text, text
 
+# --- The adamw phase: recorded bench_kernels --adamw outputs.
+rec = os.path.join(root, "tests", "gpu", "recorded")
+
+
+def adamw_summary(j):
+    """summary over a folder holding adamw.json `j`: (exit status, summary.md)."""
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "adamw.json"), "w") as f:
+            json.dump(j, f)
+        out = subprocess.run([sys.executable, script, "summary", d, "--out", os.path.join(d, "summary.md")],
+                             capture_output=True, text=True)
+        assert "Traceback" not in out.stderr, out.stderr
+        return out.returncode, open(os.path.join(d, "summary.md")).read()
+
+
+with tempfile.TemporaryDirectory() as d:
+    out = subprocess.run([sys.executable, script, "adamw", os.path.join(rec, "adamw-cpu-pass.out"), "0",
+                          os.path.join(d, "adamw.json")], capture_output=True, text=True)
+    assert out.returncode == 0, (out.stdout, out.stderr)
+    good = json.load(open(os.path.join(d, "adamw.json")))
+assert not good["failed"] and good["verdict"] == "all checks passed", good["checks"]
+assert len(good["numerics"]) == 15 and all(r["err"] <= r["tol"] for r in good["numerics"]), good["numerics"]
+assert {r["compare"] for r in good["worst"]} == {"composite vs torch adamw", "torch fused adamw vs composite"}
+t = good["timing"]
+assert t["device"] == "cpu" and t["candidate"] == "composite" and len(t["candidate_ms"]) == len(t["reference_ms"]) == 5
+assert abs(t["ratio"] - t["reference_ms_median"] / t["candidate_ms_median"]) < 1e-3 * t["ratio"], t
+rc, text = adamw_summary(good)
+assert rc == 0 and "## adamw (" in text and "FAILED" not in text, text
+worst = max(good["numerics"], key=lambda r: r["err"] / r["tol"])
+assert f"err {worst['err']:.3e} at tol {worst['tol']:.3e}, 0 element(s) over" in text, text
+assert f"Reference / composite: {t['ratio']:.2f}x" in text and "noisy" in text, text
+
+bad = vr.adamw_report.parse(open(os.path.join(rec, "adamw-cpu-one-wrong.out")).read(), 1)
+assert bad["failed"] and bad["timing"] is None and bad["injected"], bad
+num = {c["name"]: c for c in bad["checks"]}["adamw numerics: every element within tolerance"]
+assert not num["ok"] and "master" in num["detail"] and "1 element(s) over" in num["detail"], num
+rc, text = adamw_summary(bad)
+assert rc == 1 and "## adamw — FAILED" in text and "FAILED: adamw numerics" in text, text
+assert "Not timed: a check failed." in text and "injected: element" in text, text
+
+# The checks come from the rows: one element over tolerance fails a file whose verdict passed.
+edited = json.loads(json.dumps(good))
+edited["numerics"][7].update(err=2 * edited["numerics"][7]["tol"], bad=1)
+rc, text = adamw_summary(edited)
+assert rc == 1 and "FAILED: adamw numerics" in text and "1 element(s) over" in text, text
+# No rows at all (bench_kernels died before its first comparison) is no pass.
+assert vr.adamw_report.parse("Segmentation fault\n", 0)["failed"]
+
+# A GPU's output: the kernel's rows, its fact, the kernel timed (made up: no GPU figure is checked).
+gpu = "\n".join([
+    "  kernel vs composite adamw      cuda   fp32  109482240    0.00 master     2.980e-08  1.232e-07  1.664e-07  1.000e-05      0 ok",
+    "  kernel vs composite adamw, ragged cuda   bf16  109487400    0.00 weight     6.104e-05  2.520e-04  9.672e-04  1.562e-02      0 ok",
+    "  master_adamw takes the kernel, 109482240 elements (cuda)                                          ok",
+    '# adamw-timing {"device": "cuda", "candidate": "kernel", "reference": "r", "parameters": 201, "elements": 109482240, '
+    '"iters": 20, "candidate_ms": [1.0, 1.1, 1.0], "reference_ms": [2.0, 2.1, 2.2], "candidate_ms_median": 1.0, '
+    '"reference_ms_median": 2.1, "ratio": 2.1}',
+    "# all checks passed"])
+g = vr.adamw_report.parse(gpu, 0)
+assert not g["failed"] and len(g["numerics"]) == 2 and g["facts"][0]["ok"] and g["timing"]["candidate"] == "kernel", g
+assert g["numerics"][1]["compare"] == "kernel vs composite adamw, ragged", g["numerics"]
+g = vr.adamw_report.parse(gpu.replace("elements (cuda)                                          ok",
+                                      "elements (cuda)                                          FAIL"), 0)
+assert g["failed"] and not {c["name"]: c["ok"] for c in g["checks"]}["adamw facts"], g["checks"]
+
 # Every committed call's folder (a session's calls after its first go in call<N>/ beside it).
 folders = sorted(os.path.dirname(p) for p in glob.glob(os.path.join(root, "results", "reference", "gpu", "**",
                                                                     "summary.md"), recursive=True))
@@ -161,4 +232,5 @@ for folder in folders:
                 for k, v in r["sides"].items():
                     assert abs(v["vs_hf_eager"] - v["samples_per_s"] / hf) < 1e-9, (folder, r["batch"], k)
 print(f"validate_report: ratios by the median, empty phases rendered, the engine summariser on fabricated figures, "
+      f"the adamw summariser on recorded outputs (one wrong element fails), "
       f"{len(folders)} committed folder(s) summarised")

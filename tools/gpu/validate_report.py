@@ -7,6 +7,8 @@ summary over them.
   validate_report.py summary DIR... --out summary.md
       every figure of the phase JSONs found in DIRs, its ratio to its reference, the
       targets (met or not), the checks, and the versions
+  validate_report.py adamw OUTPUT RC OUT.json
+      bench_kernels --adamw's output and exit status as adamw.json (tools/gpu/adamw_report.py)
   validate_report.py copy-bandwidth --device cuda --json-out F
       a device-to-device copy, for scale beside bench-comm
 
@@ -24,6 +26,7 @@ import time
 
 # The protocol's arithmetic (interleaving, envelopes, bounds from drift, memory), beside this file.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import adamw_report  # noqa: E402
 import protocol  # noqa: E402
 import third_table  # noqa: E402
 
@@ -642,7 +645,8 @@ def summary(a):
             j = read_json(p)
             if "phase" in j:
                 phases[j["phase"]] = {"baseline": derive_baseline, "precision": derive_precision,
-                                      "engine": derive_engine}.get(j["phase"], lambda x: x)(j)
+                                      "engine": derive_engine, "adamw": adamw_report.derive}.get(
+                                          j["phase"], lambda x: x)(j)
     L = ["# hpcbench on one GPU: tools/gpu/validate.sh", ""]
     v = next((j["versions"] for j in phases.values() if "versions" in j), {})
     L.append("| device | driver | CUDA | NCCL | torch | transformers | lightning |")
@@ -653,7 +657,7 @@ def summary(a):
     # The third table's order, then the first run's phases; a phase this list does not know is
     # still summarised (after them), so that no phase's result is dropped from the summary.
     order = ["build", "engine", "engine-protocol", "profile", "squad-eval", "strategies", "strategies-graph", "fp8",
-             "deterministic", "shared-gpu", "baseline", "precision"]
+             "adamw", "deterministic", "shared-gpu", "baseline", "precision"]
     for name in order + sorted(set(phases) - set(order)):
         j = phases.get(name)
         if not j:
@@ -665,6 +669,8 @@ def summary(a):
         if name == "engine":
             L += engine_table(j)
         L += third_table.summary_lines(name, j)
+        if name == "adamw":
+            L += adamw_report.summary_lines(j)
         if name == "baseline" and "rows" in j:
             L.append("Samples/s here are the batch over the median step on every side (the references' "
                      "definition); hpcbench's run folders also hold its timed samples over the timed steps' "
@@ -802,6 +808,10 @@ def main():
     p.add_argument("--out", required=True)
     p = sub.add_parser("rederive", help="recompute the ratios and targets of DIR's phase files in place")
     p.add_argument("dirs", nargs="+")
+    p = sub.add_parser("adamw", help="bench_kernels --adamw's output as adamw.json")
+    p.add_argument("output")
+    p.add_argument("rc", type=int)
+    p.add_argument("out")
     p = sub.add_parser("copy-bandwidth")
     p.add_argument("--device", default="cuda")
     p.add_argument("--json-out", required=True)
@@ -818,6 +828,14 @@ def main():
                     with open(path, "w") as f:
                         json.dump(j, f, indent=1)
         return 0
+    if a.cmd == "adamw":
+        with open(a.output) as f:
+            j = adamw_report.parse(f.read(), a.rc)
+        with open(a.out, "w") as f:
+            json.dump(j, f, indent=1)
+        for c in j["checks"]:
+            print(f"  {'ok  ' if c['ok'] else 'FAIL'} {c['name']}: {c['detail']}")
+        return 1 if j["failed"] else 0
     if a.cmd == "copy-bandwidth":
         copy_bandwidth(a)
         return 0

@@ -49,6 +49,7 @@
 #include "fp8_gemms.h"
 #include "kernels/fused.h"
 #include "kernels/master_adamw.h"
+#include "train/op_count.h"
 
 namespace K = hpcbench::kernels;
 
@@ -525,6 +526,19 @@ void time_adamw(c10::Device dev, int iters) {
       K::composite::master_adamw(c.s, coef);
     }
   };
+  // ATen operations of one step each (hpcbench run's HPCBENCH_COUNT_OPS counter: top-level, and
+  // in all with those they call), exact where the times are noise; counted apart from the
+  // timing, whose steps the counter's callback would slow.
+  hpcbench::train::OpCounts ops_cand, ops_ref;
+  {
+    hpcbench::train::OpCounter counter(true);
+    candidate();
+    synchronize(dev);
+    ops_cand = counter.take();
+    reference(1.0);
+    synchronize(dev);
+    ops_ref = counter.take();
+  }
   auto [t_cand, t_ref] = time_interleaved(candidate, [&] { reference(1.0); }, dev, iters, reps);
   const double n = static_cast<double>(c.s.numel), cand = median(t_cand), ref = median(t_ref);
   const std::string name = cuda ? "master_adamw kernel (norm + update)" : "composite (ATen ops; the CPU path)";
@@ -534,19 +548,22 @@ void time_adamw(c10::Device dev, int iters) {
              cuda ? at::Device(dev).str() : "cpu", c.s.grads.size(), c.s.numel,
              cuda ? "bert-base" : "a cut-down bert layout", reps, iters,
              cuda ? "" : " (CPU: host-bound and noisy on a shared machine)");
-  fmt::print("# {:<48} {:>10} {:>8} {:>8}\n", "path", "ms", "GB", "GB/s");
-  auto row = [&](const std::string& what, double ms, double bytes) {
-    fmt::print("  {:<48} {:>10.4f} {:>8.3f} {:>8.0f}\n", what, ms, bytes * n / 1e9, bytes * n / 1e9 / (ms / 1e3));
+  fmt::print("# {:<48} {:>10} {:>8} {:>8} {:>15}\n", "path", "ms", "GB", "GB/s", "ops top/all");
+  auto row = [&](const std::string& what, double ms, double bytes, const hpcbench::train::OpCounts& o) {
+    fmt::print("  {:<48} {:>10.4f} {:>8.3f} {:>8.0f} {:>15}\n", what, ms, bytes * n / 1e9,
+               bytes * n / 1e9 / (ms / 1e3), fmt::format("{}/{}", o.top_level, o.all));
   };
-  row(name, cand, 30);
-  row("reference: torch _fused_adamw_ + clip + copies", ref, 52);
+  row(name, cand, 30, ops_cand);
+  row("reference: torch _fused_adamw_ + clip + copies", ref, 52, ops_ref);
   fmt::print("  {:<48} {:>10.2f}x\n", "reference / candidate (above 1: the candidate is faster)", ref / cand);
   fmt::print("# adamw-timing {{\"device\": \"{}\", \"candidate\": \"{}\", \"reference\": \"torch _fused_adamw_ per "
              "group, clip_grad_norm_ by _foreach ops, bf16 grads copied in and weights copied out\", "
              "\"parameters\": {}, \"elements\": {}, \"iters\": {}, \"candidate_ms\": [{:.6f}], \"reference_ms\": "
-             "[{:.6f}], \"candidate_ms_median\": {:.6f}, \"reference_ms_median\": {:.6f}, \"ratio\": {:.4f}}}\n",
+             "[{:.6f}], \"candidate_ms_median\": {:.6f}, \"reference_ms_median\": {:.6f}, \"ratio\": {:.4f}, "
+             "\"candidate_ops\": [{}, {}], \"reference_ops\": [{}, {}]}}\n",
              cuda ? "cuda" : "cpu", cuda ? "kernel" : "composite", c.s.grads.size(), c.s.numel, iters,
-             fmt::join(t_cand, ", "), fmt::join(t_ref, ", "), cand, ref, ref / cand);
+             fmt::join(t_cand, ", "), fmt::join(t_ref, ", "), cand, ref, ref / cand, ops_cand.top_level, ops_cand.all,
+             ops_ref.top_level, ops_ref.all);
 }
 
 #if HPCBENCH_BENCH_CUDA

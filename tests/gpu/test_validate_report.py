@@ -173,6 +173,7 @@ assert rc == 0 and "## adamw (" in text and "FAILED" not in text, text
 worst = max(good["numerics"], key=lambda r: r["err"] / r["tol"])
 assert f"err {worst['err']:.3e} at tol {worst['tol']:.3e}, 0 element(s) over" in text, text
 assert f"Reference / composite: {t['ratio']:.2f}x" in text and "noisy" in text, text
+assert f"| {t['candidate_ops'][0]} / {t['candidate_ops'][1]} |" in text, text
 
 bad = vr.adamw_report.parse(open(os.path.join(rec, "adamw-cpu-one-wrong.out")).read(), 1)
 assert bad["failed"] and bad["timing"] is None and bad["injected"], bad

@@ -15,7 +15,8 @@ adamw.json:
   timing            null where nothing was timed (a check failed, --check-only); else the
                     candidate (the kernel on CUDA, the composite on a CPU) and the reference
                     (PyTorch's fused AdamW on the same work, what it includes stated), ms per
-                    step of every repeat, their medians and reference / candidate
+                    step of every repeat, their medians and reference / candidate, and each
+                    side's ATen operations of one step (top-level, in all)
   checks, failed    derived from the rows, not from the stored verdict: a file whose rows hold
                     one element over tolerance fails whatever its verdict says
 """
@@ -100,6 +101,10 @@ def derive(j):
     return j
 
 
+def _ops(o):
+    return f"{o[0]} / {o[1]}" if o else "not counted"
+
+
 def summary_lines(j):
     L = ["Numerics first (bench_kernels --adamw): per comparison its worst tensor, err = max over elements of "
          "|a - b| / (|b| + rms(b)) against the reference named second; the timing runs only after every check passed.",
@@ -117,8 +122,10 @@ def summary_lines(j):
     noisy = " (a CPU: host-bound, noisy on a shared machine; the medians only)" if t["device"] == "cpu" else ""
     L += [f"Timing on {t['device']}{noisy}: {t['parameters']} parameters, {t['elements']} elements, "
           f"{len(t['candidate_ms'])} interleaved repeats of {t['iters']} steps; reference: {t['reference']}.", "",
-          "| side | ms per step (median) | repeats (ms) |", "| --- | ---: | --- |",
-          f"| {t['candidate']} | {t['candidate_ms_median']:.4f} | {', '.join(f'{x:.4f}' for x in t['candidate_ms'])} |",
-          f"| reference | {t['reference_ms_median']:.4f} | {', '.join(f'{x:.4f}' for x in t['reference_ms'])} |",
+          "| side | ms per step (median) | repeats (ms) | ATen ops top-level / in all |", "| --- | ---: | --- | ---: |",
+          f"| {t['candidate']} | {t['candidate_ms_median']:.4f} | {', '.join(f'{x:.4f}' for x in t['candidate_ms'])} | "
+          f"{_ops(t.get('candidate_ops'))} |",
+          f"| reference | {t['reference_ms_median']:.4f} | {', '.join(f'{x:.4f}' for x in t['reference_ms'])} | "
+          f"{_ops(t.get('reference_ops'))} |",
           "", f"Reference / {t['candidate']}: {t['ratio']:.2f}x (above 1: the {t['candidate']} is faster).", ""]
     return L

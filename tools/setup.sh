@@ -122,9 +122,9 @@ export HPCBENCH_PY HPCBENCH_VENV
 
 # --- 3. Configure and build -------------------------------------------------
 # The fused CUDA kernels (lib/kernels/*.cu) are nvcc's compiles for two GPU
-# architectures, a fifth of the hpcbench target's cold build (README, "build
-# time"), and the PyPI torch wheel is a CUDA build, so nvcc ran wherever
-# /usr/local/cuda is. HPCBENCH_KERNELS_ONLY_WITH_GPU=1 (tools/hpcb main) leaves
+# architectures, 30 CPU-s of the hpcbench target's cold build (README, where
+# the build's time goes), and the PyPI torch wheel is a CUDA build, so nvcc ran
+# wherever /usr/local/cuda is. HPCBENCH_KERNELS_ONLY_WITH_GPU=1 (tools/hpcb main) leaves
 # them out on a machine with no NVIDIA GPU, whose binary only ever runs on the
 # CPU, where --fused takes the ATen composites anyway; the build folder is
 # marked, and the next full build (tools/hpcb test) configures it again with

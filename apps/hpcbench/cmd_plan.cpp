@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "core/error.h"
 #include "core/progress.h"
+#include "core/split.h"
 #include "core/time.h"
 #include "model/bert.h"
 #include "plan/search.h"
@@ -33,7 +34,7 @@ namespace hpcbench::cli {
 namespace {
 
 struct PlanArgs {
-  std::string baseline, baseline_row, system, memory_limit, out, hpcbench;
+  std::string baseline, baseline_row, system, memory_limit, out, hpcbench, engine_ratios, precisions;
   int nodes = 1, gpus_per_node = 0, top = 5, verify = 3;
   int64_t global_batch = 0;
   bool submit = false, allow_device_mismatch = false, no_sweep = false;
@@ -105,6 +106,7 @@ plan::Request make_request(const PlanArgs& a, predict::System& sys, strategies::
   r.device_name = sys.device_name;
   for (std::string p : {"fp32", "tf32", "bf16", "fp16"}) r.peak_tflops[p] = train::peak_tflops(sys.device_name, p);
   r.baseline_noise = r.base.step_noise;
+  if (!a.precisions.empty()) r.precisions = split(a.precisions);
   std::error_code ec;
   const bool is_file = model_path.ends_with(".json") || std::filesystem::is_regular_file(model_path, ec);
   auto mcfg = is_file ? model::BertConfig::from_json(model_path) : model::BertConfig::preset(model_path);
@@ -141,6 +143,11 @@ int run_plan(PlanArgs& a) {
   predict::AlphaBeta comm(sys);
   r.layout = &layout;
   r.comm = &comm;
+  plan::EngineSteps engine_steps;
+  if (!a.engine_ratios.empty()) {
+    engine_steps = plan::read_engine_steps(a.engine_ratios);
+    r.engine_steps = &engine_steps;
+  }
   // A line a second once the search takes longer than one.
   const auto start = LoopProgress::Clock::now();
   std::unique_ptr<LoopProgress> bar;
@@ -195,6 +202,13 @@ Action add_plan(CLI::App& app) {
       ->check(CLI::Validator(
           [](std::string& v) { return v.empty() ? std::string("empty; give a size such as 40GiB") : std::string(); },
           "SIZE"));
+  cmd->add_option("--engine-ratios", a->engine_ratios,
+                  "Recorded steps under each engine setting (results/reference/engine-ratios.csv): search "
+                  "--cuda-graph and --fused on a CUDA device, each priced by its recorded ratio to the baseline's "
+                  "engine (without it the engine stays the baseline's)");
+  cmd->add_option("--precisions", a->precisions,
+                  "Comma-separated precisions to search (fp32, tf32, bf16, fp16; default: the baseline's and every "
+                  "one the device's peak rates allow)");
   cmd->add_option("--top", a->top, "Layouts to print")->capture_default_str();
   cmd->add_option("--verify", a->verify, "Layouts the written sweep runs beside the baseline")->capture_default_str();
   cmd->add_option("--out", a->out, "Sweep folder (default results/sweeps/plan-<time>)");

@@ -1,6 +1,7 @@
 #include "plan/search.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -48,6 +49,10 @@ std::vector<std::pair<std::string, std::string>> precision_choices(const Request
                         p);
     out.push_back({p, why});
   }
+  if (!r.precisions.empty())
+    std::erase_if(out, [&](const auto& c) {
+      return std::find(r.precisions.begin(), r.precisions.end(), c.first) == r.precisions.end();
+    });
   return out;
 }
 
@@ -61,6 +66,17 @@ predict::Baseline baseline_at(const Request& r, const std::string& precision) {
   b.precision = precision;
   b.engine.precision = precision;
   return b;
+}
+
+predict::Baseline baseline_on(const predict::Baseline& b, const EnginePolicy& e, double ratio) {
+  auto o = b;
+  o.forward_s *= ratio;
+  o.backward_s *= ratio;
+  o.other_s *= ratio;
+  o.optimizer_s *= ratio;
+  o.step_s *= ratio;
+  o.engine = e;
+  return o;
 }
 
 namespace {
@@ -84,31 +100,98 @@ std::string size_text(double bytes) {
   return bytes >= gib ? fmt::format("{:.2f} GiB", bytes / gib) : fmt::format("{:.2f} MiB", bytes / (1024.0 * 1024));
 }
 
-// Refused by the baseline's engine and then by memory, counted; the
-// survivors kept with their figures.
-std::vector<std::pair<Candidate, MemoryUse>> fit(const Request& r, Result& out) {
+// A layout on one engine setting, its memory and its engine's price.
+struct Fitted {
+  Candidate candidate;
+  MemoryUse memory;
+  EnginePolicy engine;
+  EngineRatio ratio;
+};
+
+// The engine settings a layout at `precision` is tried on: the baseline's
+// alone where the engine is not searched.
+std::vector<EnginePolicy> engines_for(const Request& r, const std::string& precision) {
+  const auto base = baseline_at(r, precision).engine;
+  if (!r.engine_steps) return {base};
+  return engine_settings(base, precision, r.device_kind);
+}
+
+// Why `c` cannot be predicted on `e` ("" when it can), its price in `ratio`:
+// its compute times are the baseline's engine's scaled by a recorded ratio,
+// so a strategy that cannot run `e`, or a change no run recorded, is not
+// predicted.
+std::string engine_check(const Request& r, const Candidate& c, const EnginePolicy& e, EngineRatio& ratio,
+                         Result& out) {
+  auto on = r.base;
+  on.engine = e;
+  if (!predict::engine_refusal(on, c.choice).empty()) return "the engine";
+  if (!r.engine_steps) return "";
+  ratio = engine_ratio(*r.engine_steps, {r.device_name, c.choice.name(), c.precision, c.micro()},
+                       r.base.engine.name(), e.name());
+  if (ratio.missing.empty()) return "";
+  out.unpriced.insert(fmt::format("{} {} {}", c.choice.name(), c.precision, e.name()));
+  return "the engine: no recorded ratio";
+}
+
+// Each layout on each engine setting, refused by the engine and then by
+// memory (under that engine's state: resident weights, docs/memory.md),
+// counted; the survivors kept with their figures.
+std::vector<Fitted> fit(const Request& r, Result& out) {
   std::map<std::string, MemoryInputs> at;
+  std::map<std::string, std::vector<EnginePolicy>> engines;
   for (auto& [p, why] : precision_choices(r))
-    if (why.empty())
-      at[p] = {r.layout, r.model, r.shape, r.base.seq, predict::engine_step_options(p, baseline_at(r, p).engine)};
-  std::vector<std::pair<Candidate, MemoryUse>> kept;
+    if (why.empty()) {
+      engines[p] = engines_for(r, p);
+      for (auto& e : engines[p])
+        at[p + "/" + e.name()] = {r.layout, r.model, r.shape, r.base.seq, predict::engine_step_options(p, e)};
+    }
+  std::vector<Fitted> kept;
   out.least_memory = std::numeric_limits<double>::infinity();
   for (auto& c : out.space.candidates) {
-    // Its compute times are the baseline's engine's: a strategy that cannot run it is not predicted.
-    if (!predict::engine_refusal(r.base, c.choice).empty()) {
-      out.space.refused.add("the engine");
-      continue;
+    const auto& settings = engines.at(c.precision);
+    out.space.enumerated += static_cast<int64_t>(settings.size()) - 1;
+    for (auto& e : settings) {
+      Fitted f{c, {}, e, {}};
+      if (r.engine_steps) f.candidate.engine = e.name();
+      if (auto why = engine_check(r, f.candidate, e, f.ratio, out); !why.empty()) {
+        out.space.refused.add(why);
+        continue;
+      }
+      f.memory = memory_per_rank(f.candidate, at.at(c.precision + "/" + e.name()));
+      if (r.memory_limit > 0 && f.memory.total() > r.memory_limit) {
+        out.space.refused.add("memory");
+        out.least_memory = std::min(out.least_memory, f.memory.total());
+        continue;
+      }
+      kept.push_back(std::move(f));
     }
-    auto m = memory_per_rank(c, at.at(c.precision));
-    if (r.memory_limit > 0 && m.total() > r.memory_limit) {
-      out.space.refused.add("memory");
-      out.least_memory = std::min(out.least_memory, m.total());
-      continue;
-    }
-    kept.emplace_back(std::move(c), m);
   }
   out.space.candidates.clear();
   return kept;
+}
+
+// --precisions: each a precision, and at least one of them searchable.
+void check_precisions(const Request& r) {
+  if (r.precisions.empty()) return;
+  for (auto& p : r.precisions)
+    if (p != "fp32" && p != "tf32" && p != "bf16" && p != "fp16")
+      fail("--precisions {}: '{}' is not one of fp32, tf32, bf16, fp16", fmt::join(r.precisions, ","), p);
+  std::vector<std::string> why;
+  for (auto& [p, w] : precision_choices(r)) {
+    if (w.empty()) return;
+    why.push_back(p + ": " + w);
+  }
+  fail("--precisions {}: none of them can be searched from this baseline ({})", fmt::join(r.precisions, ","),
+       fmt::join(why, "; "));
+}
+
+// The calibration's interval widened by the engine ratio's own band: its
+// low end scaled by low / ratio, its high end by high / ratio (the whole
+// step, though the ratio scales only the baseline's phases: a bound).
+Interval widened(Interval i, const EngineRatio& e) {
+  i.low *= e.low / e.ratio;
+  i.high *= e.high / e.ratio;
+  return i;
 }
 
 void rank(Result& out) {
@@ -135,6 +218,7 @@ Result search(const Request& r, const std::function<void(int64_t, int64_t)>& pro
   if (!r.layout || !r.comm) fail("plan: no model layout or network given");
   if (r.base.batch < 1 || r.base.seq < 1) fail("--baseline {}: batch and sequence length must be known", r.base.source);
   Result out;
+  check_precisions(r);
   out.space = enumerate({{r.shape, r.model, r.base.precision}, r.global_batch, precision_choices(r)});
   if (out.space.candidates.empty())
     fail("--global-batch {}: no layout on {} node(s) x {} can take it (of {} enumerated: {} refused by the global "
@@ -153,19 +237,18 @@ Result search(const Request& r, const std::function<void(int64_t, int64_t)>& pro
          "with recomputation)", size_text(r.memory_limit), size_text(out.least_memory));
   out.calibration = calibration_for(r.device_kind);
   out.tie_threshold = tie_threshold(out.calibration, r.baseline_noise);
-  std::map<std::string, std::pair<predict::Baseline, predict::StepOptions>> at;
+  std::map<std::string, predict::Baseline> at;
   for (auto& [p, why] : precision_choices(r))
-    if (why.empty()) {
-      auto b = baseline_at(r, p);
-      at[p] = {b, predict::engine_step_options(p, b.engine)};
-    }
+    if (why.empty()) at[p] = baseline_at(r, p);
   const int64_t total = static_cast<int64_t>(kept.size());
   for (int64_t k = 0; k < total; ++k) {
-    auto& [c, m] = kept[static_cast<size_t>(k)];
-    Ranked x{c, {}, m, {}, {}, 0, 0};
+    auto& f = kept[static_cast<size_t>(k)];
+    const auto& c = f.candidate;
+    Ranked x{c, {}, f.memory, {}, f.ratio, {}, 0, 0};
+    const auto base = baseline_on(at.at(c.precision), f.engine, f.ratio.ratio);
     // What only the replay can rule out is refused with the strategies' checks.
-    auto [base, so] = at.at(c.precision);
     try {
+      auto so = predict::engine_step_options(c.precision, f.engine);
       so.grad_accum = c.accum;
       x.prediction = predict::predict_step(scaled_baseline(base, c.micro(), c.recompute), *r.layout, c.choice,
                                            r.shape, *r.comm, so);
@@ -173,7 +256,7 @@ Result search(const Request& r, const std::function<void(int64_t, int64_t)>& pro
       out.space.refused.add("the model");
       continue;
     }
-    x.step = measured_step_interval(out.calibration, x.prediction.step_s);
+    x.step = widened(measured_step_interval(out.calibration, x.prediction.step_s), f.ratio);
     x.parts = parts_of(x.prediction, scaled_baseline(base, r.global_batch, false), r.shape.world());
     out.ranked.push_back(std::move(x));
     if (progress) progress(k + 1, total);

@@ -9,10 +9,12 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "plan/calibration.h"
+#include "plan/engine_cost.h"
 #include "plan/memory.h"
 #include "plan/space.h"
 #include "predict/collective.h"
@@ -35,18 +37,34 @@ struct Request {
   // absent: not known). Another precision than the baseline's is searched
   // where both rates are known, its compute scaled by their ratio.
   std::map<std::string, double> peak_tflops;
+  // Recorded steps under each engine setting (engine_cost.h): where given,
+  // the engine settings the device allows (engine_settings) are searched, a
+  // layout under another engine than the baseline's priced by its recorded
+  // ratio or refused by "the engine: no recorded ratio ..."; where null, the
+  // engine stays the baseline's.
+  const EngineSteps* engine_steps = nullptr;
+  // --precisions: the precisions searched (empty: the baseline's and every
+  // one the device's rates allow).
+  std::vector<std::string> precisions;
 };
 
 // The precisions a search tries, each with "" or why it cannot: the
 // baseline's always; fp32, tf32, bf16, fp16 where the device's peak rates
 // for it and the baseline's are known and the baseline's engine keeps its
-// weights as it did (--fused: bf16-resident under bf16 alone).
+// weights as it did (--fused: bf16-resident under bf16 alone); of those, only
+// the ones r.precisions lists where it lists any.
 std::vector<std::pair<std::string, std::string>> precision_choices(const Request& r);
 
 // The baseline at `precision`: forward and backward scaled by the peak
 // rates' ratio (the optimizer and the rest as measured: fp32 masters and
 // host work do not change), its engine's precision set.
 predict::Baseline baseline_at(const Request& r, const std::string& precision);
+
+// `b` on the engine `e`: every phase scaled by the recorded ratio `ratio`
+// of e's step to b's engine's (the host time a graph removes and the kernels
+// fusion cuts are spread over the step as its parts are, a simplification
+// the recorded steps do not split further).
+predict::Baseline baseline_on(const predict::Baseline& b, const EnginePolicy& e, double ratio);
 
 // Where a layout's step goes beyond the ideal (the baseline's step for the
 // global batch divided among the ranks), in seconds: these parts add up to
@@ -64,7 +82,8 @@ struct Ranked {
   Candidate candidate;
   predict::Prediction prediction;
   MemoryUse memory;
-  Interval step;    // the measured step the calibration allows
+  Interval step;    // the measured step the calibration allows, widened by the engine ratio's band
+  EngineRatio engine;  // the step's ratio to the baseline's engine (1 under the baseline's)
   Parts parts;
   int rank = 0;       // 1 = fastest predicted
   int tie_group = 0;  // 1 = the layouts the calibration cannot order against the fastest
@@ -75,6 +94,9 @@ struct Result {
   Space space;                 // what was enumerated and refused (memory refusals included)
   Calibration calibration;
   double tie_threshold = 0;    // fraction
+  // The engine changes no recorded ratio prices ("ddp bf16 graph"), whose
+  // layouts were refused by "the engine: no recorded ratio".
+  std::set<std::string> unpriced;
   double least_memory = 0;     // the smallest need of any layout the memory limit refused (bytes)
   double seconds = 0;          // the search's wall time
 };

@@ -11,7 +11,7 @@ namespace hpcbench::plan {
 
 std::string Candidate::name() const {
   return choice.label() + (accum > 1 ? fmt::format(" x{}", accum) : "") + (recompute ? " +recompute" : "") +
-         (precision.empty() ? "" : " " + precision);
+         (precision.empty() ? "" : " " + precision) + (engine.empty() ? "" : " " + engine);
 }
 
 int64_t Refusals::total() const {
@@ -67,7 +67,7 @@ void enumerate_spec(const strategies::Spec& spec, const SpaceInputs& in, const s
           s.refused.add("the micro-batches");
           continue;
         }
-        s.candidates.push_back(Candidate{*c, in.job.precision, recompute, replicas, rows, static_cast<int>(accum)});
+        s.candidates.push_back(Candidate{*c, in.job.precision, recompute, replicas, rows, static_cast<int>(accum), ""});
       }
     }
 }

@@ -21,9 +21,12 @@ struct Candidate {
   int replicas = 1;        // data-parallel replicas the global batch splits over
   int64_t rows = 0;        // sequences a replica takes per optimizer step (global batch / replicas)
   int accum = 1;           // micro-steps they are cut into (--grad-accum)
+  // The engine setting searched (EnginePolicy::name(): eager, graph, fused,
+  // graph+fused); "" where the engine is not searched and stays the baseline's.
+  std::string engine;
   int64_t micro() const { return rows / accum; }  // --batch-size
-  // "zero:stage=3 x4 +recompute bf16": the label, the accumulation,
-  // recomputation, the precision
+  // "zero:stage=3 x4 +recompute bf16 graph": the label, the accumulation,
+  // recomputation, the precision, the engine where searched
   std::string name() const;
 };
 

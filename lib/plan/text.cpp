@@ -1,6 +1,7 @@
 #include "plan/text.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -28,6 +29,23 @@ std::string searched_precisions(const Result& res, const Request& req) {
                      req.peak_tflops.at(req.base.precision), rates);
 }
 
+// What the engine dimension was: the baseline's alone, or the settings
+// searched with the file that priced them.
+std::string engine_text(const Result& res, const Request& req) {
+  const auto& b = req.base;
+  if (!req.engine_steps)
+    return fmt::format("engine {} as the baseline's (not searched without --engine-ratios; the strategies that cannot "
+                       "run it refused by the engine)", b.engine.name());
+  if (req.device_kind != "cuda")
+    return fmt::format("engine {} as the baseline's (a {} device: no CUDA graph, no recorded ratio)", b.engine.name(),
+                       req.device_kind);
+  std::string s = fmt::format("engines eager, graph, fused, graph+fused, each priced by its recorded step ratio to "
+                              "{} ({}), the interval widened by the ratio's spread over repeats",
+                              b.engine.name(), req.engine_steps->file);
+  if (!res.unpriced.empty()) s += fmt::format("; no recorded ratio for {}", fmt::join(res.unpriced, ", "));
+  return s;
+}
+
 std::string header(const Result& res, const Request& req) {
   const auto& b = req.base;
   std::string s = fmt::format(
@@ -42,10 +60,9 @@ std::string header(const Result& res, const Request& req) {
   s += fmt::format("# searched {} layouts in {:.2f} s: {} predicted, {} refused ({})\n", res.space.enumerated,
                    res.seconds, res.ranked.size(), res.space.refused.total(), refusals_text(res.space.refused));
   for (auto& n : res.space.not_searched) s += fmt::format("# not searched: {}\n", n);
-  s += fmt::format("# precisions: {} (the baseline's, its compute as measured){}; engine {} as the baseline's (the "
-                   "model has no cost for changing it; the strategies that cannot run it refused by the engine); "
-                   "micro-batch = global batch / data-parallel replicas, compute taken as linear in it\n",
-                   b.precision, searched_precisions(res, req), b.engine.name());
+  s += fmt::format("# precisions: {} (the baseline's, its compute as measured){}; {}; micro-batch = global batch / "
+                   "data-parallel replicas, compute taken as linear in it\n",
+                   b.precision, searched_precisions(res, req), engine_text(res, req));
   for (auto& n : res.space.precisions_refused) s += fmt::format("# precision not searched: {}\n", n);
   s += fmt::format("# calibration: predicted / measured step {:+.1f} % to {:+.1f} % ({}); layouts closer than "
                    "{:.1f} % cannot be separated by it and are ties (=)\n",

@@ -25,8 +25,11 @@ void rename(sweep::SweepJob& j, const std::string& name) {
 std::vector<sweep::SweepJob> verify_jobs(const Result& result, const Request& request, int k,
                                          sweep::SweepOptions& opts) {
   if (k < 1) fail("--verify {}: must be at least 1 (the layouts the sweep runs beside the baseline)", k);
+  std::vector<std::string> own(std::begin(kOwnFlags), std::end(kOwnFlags));
+  // Where the engine was searched each job runs its own.
+  if (request.engine_steps) own.insert(own.end(), {"--cuda-graph", "--fused", "--engine"});
   for (auto& a : opts.run_args)
-    for (std::string flag : kOwnFlags)
+    for (const auto& flag : own)
       if (a == flag || a.starts_with(flag + "="))
         fail("'{}' after '--': plan sets {} for each layout it verifies (--global-batch gives the batch, the "
              "baseline and the search the precision)", a, flag);
@@ -52,6 +55,13 @@ std::vector<sweep::SweepJob> verify_jobs(const Result& result, const Request& re
   const bool in_baseline_batches = b > 0 && g % b == 0;
   jobs.front().extra_args = {"--batch-size", std::to_string(in_baseline_batches ? b : g), "--grad-accum",
                              std::to_string(in_baseline_batches ? g / b : 1), "--precision", request.base.precision};
+  // `--engine eager`: the job runs exactly the flags given, not what auto
+  // would turn on.
+  if (request.engine_steps) {
+    jobs.front().extra_args.insert(jobs.front().extra_args.end(), {"--engine", "eager"});
+    if (request.base.engine.graph()) jobs.front().extra_args.push_back("--cuda-graph");
+    if (request.base.engine.fused_model()) jobs.front().extra_args.push_back("--fused");
+  }
   for (size_t i = 0; i < n; ++i) {
     const auto& c = result.ranked[i].candidate;
     auto j = by_label.at(c.choice.label());
@@ -63,6 +73,14 @@ std::vector<sweep::SweepJob> verify_jobs(const Result& result, const Request& re
     if (c.recompute) {
       name += "-recompute";
       j.extra_args.push_back(kRecomputeFlag);
+    }
+    if (!c.engine.empty()) j.extra_args.insert(j.extra_args.end(), {"--engine", "eager"});
+    if (c.engine.find("graph") != std::string::npos) j.extra_args.push_back("--cuda-graph");
+    if (c.engine.find("fused") != std::string::npos) j.extra_args.push_back("--fused");
+    if (!c.engine.empty() && c.engine != request.base.engine.name()) {
+      std::string tag = c.engine;
+      std::replace(tag.begin(), tag.end(), '+', '-');
+      name += "-" + tag;
     }
     rename(j, name);
     jobs.push_back(std::move(j));

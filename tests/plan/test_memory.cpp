@@ -15,7 +15,7 @@ using namespace hpcbench;
 namespace {
 
 plan::Candidate candidate(const std::string& label, bool recompute, int replicas, int64_t rows) {
-  return {strategies::parse_label(label, "test"), "bf16", recompute, replicas, rows};
+  return {strategies::parse_label(label, "test"), "bf16", recompute, replicas, rows, 1, ""};
 }
 
 }  // namespace

@@ -206,3 +206,25 @@ TEST_CASE("a strategy that cannot run the baseline's engine is refused by it, co
   CHECK(res.space.refused.by_reason.at("the engine") > 0);
   for (auto& x : res.ranked) CHECK(predict::engine_refusal(s.r.base, x.candidate.choice).empty());
 }
+
+// --precisions: the fixture's device rates fp32 at 1 and bf16 at 2 TFLOP/s;
+// restricted to bf16 only bf16 layouts are enumerated (the fp32 baseline's
+// own dropped), a value that is no precision or a list none of whose
+// precisions the baseline can reach is refused naming the flag.
+TEST_CASE("--precisions restricts the precisions searched; bad values refused naming the flag") {
+  test::PlanSetup s;
+  s.r.peak_tflops = {{"fp32", 1}, {"bf16", 2}};
+  auto all = plan::search(s.r);
+  s.r.precisions = {"bf16"};
+  auto only = plan::search(s.r);
+  REQUIRE_FALSE(only.ranked.empty());
+  for (auto& x : only.ranked) CHECK(x.candidate.precision == "bf16");
+  size_t bf16 = 0;
+  for (auto& x : all.ranked) bf16 += x.candidate.precision == "bf16";
+  CHECK(only.ranked.size() == bf16);
+  CHECK(only.space.precisions_refused.empty());
+  s.r.precisions = {"bf16", "fp8"};
+  CHECK_THROWS_WITH(plan::search(s.r), Catch::Contains("--precisions bf16,fp8") && Catch::Contains("'fp8'"));
+  s.r.precisions = {"fp16"};  // no rate for fp16
+  CHECK_THROWS_WITH(plan::search(s.r), Catch::Contains("--precisions fp16: none of them"));
+}

@@ -1,8 +1,14 @@
 // Where the efficiency went, on real runs through the binary (CPU ranks over
-// Gloo, bert-tiny, a few steps): the parts add up for every strategy, and
-// moving one cause on purpose moves its part and, within generous bounds,
-// nothing else. This machine is shared and noisy: every check is on which
-// part moved most or on a sign, never on a time against a constant.
+// Gloo, bert-tiny, a few steps): the parts add up for every strategy, and a
+// rank slowed on purpose is attributed to waiting. This machine is shared
+// and noisy, so nothing here compares a measured time with a constant or two
+// measured runs with each other: which part a cause lands in, as a function
+// of the figures, is checked on hand-made figures (test_efficiency.cpp) and
+// recorded step timelines (tests/train/test_step_timer.cpp); here the checks
+// are that the parts add up exactly and where an injected sleep, far longer
+// than a step, was attributed. (Pairs of runs with and without overlap, or
+// with a smaller batch, judged on how much a part grew: other jobs' load
+// between the two runs decided those verdicts as often as the cause did.)
 #include "test_catch.h"
 
 #include <fmt/format.h>
@@ -54,84 +60,35 @@ std::string describe(const report::EfficiencyRow& r) {
   return s;
 }
 
-// The part that grew most from `a` to `b`, and by how much each grew.
-std::pair<Part, std::array<double, report::kParts>> growth(const report::EfficiencyRow& a,
-                                                           const report::EfficiencyRow& b) {
-  std::array<double, report::kParts> g{};
-  size_t most = 0;
-  for (size_t p = 0; p < report::kParts; ++p) {
-    g[p] = b.d.ms[p] - a.d.ms[p];
-    if (g[p] > g[most]) most = p;
-  }
-  return {Part(most), g};
-}
-
 const char* kBaseline = "--strategy baseline --batch-size 16";
 
-// Runs `a` and `b` (flags, env) alternately `n` times each, each in a folder
-// of its own (repeats of one configuration would otherwise be one row), and
-// returns each part's median over the repeats, per side. Alternating spreads
-// the machine's load changes over both sides.
-struct Side {
-  std::string flags, env;
-};
-// The reference rank's communication time (comm_ms) of a run.
-double reference_comm_ms(const fs::path& run_json, size_t rank) {
-  std::ifstream in(run_json);
-  return nlohmann::json::parse(in)["rank_timing_ms"].at(rank)["comm_ms"].get<double>();
-}
-
-// Each side's median parts, and the median of its repeats' reference-rank
-// comm_ms.
-struct Paired {
-  report::EfficiencyRow a, b;
-  double comm_a = 0, comm_b = 0;
-};
-Paired paired(const fs::path& dir, const Side& a, const Side& b, int n) {
-  run(dir / "base", "baseline", kBaseline);
-  std::vector<report::EfficiencyRow> ra, rb;
-  std::vector<double> ca, cb;
-  for (int i = 0; i < n; ++i) {
-    auto fa = dir / fmt::format("a{}", i), fb = dir / fmt::format("b{}", i);
-    run(fa, "a", a.flags, a.env);
-    run(fb, "b", b.flags, b.env);
-    ra.push_back(decompose({dir / "base", fa}).at(0));
-    rb.push_back(decompose({dir / "base", fb}).at(0));
-    ca.push_back(reference_comm_ms(fa / "a" / "run.json", ra.back().d.reference_rank));
-    cb.push_back(reference_comm_ms(fb / "b" / "run.json", rb.back().d.reference_rank));
-  }
-  std::sort(ca.begin(), ca.end());
-  std::sort(cb.begin(), cb.end());
-  auto median_of = [](std::vector<report::EfficiencyRow> rows) {
-    report::EfficiencyRow m = rows.at(0);
-    auto med = [&](auto get) {
-      std::vector<double> v;
-      for (auto& r : rows) v.push_back(get(r));
-      std::sort(v.begin(), v.end());
-      return v[v.size() / 2];
-    };
-    m.d.measured_ms = med([](auto& r) { return r.d.measured_ms; });
-    m.d.ideal_ms = med([](auto& r) { return r.d.ideal_ms; });
-    for (size_t p = 0; p < report::kParts; ++p) m.d.ms[p] = med([&](auto& r) { return r.d.ms[p]; });
-    return m;
-  };
-  return {median_of(ra), median_of(rb), ca[ca.size() / 2], cb[cb.size() / 2]};
-}
 const char* kTwo = "--nproc-per-node 2 --batch-size 8";
+
+// One run of each strategy (and ddp without overlap) against the baseline,
+// made once for every case below: each case used to run its own baseline
+// and ddp again.
+const fs::path& strategy_runs() {
+  static test::TempDir dir;
+  static const fs::path results = [] {
+    auto r = dir.path / "runs";
+    run(r, "baseline", kBaseline);
+    run(r, "dp", "--strategy dp --dp-replicas 2 --batch-size 8");
+    run(r, "ddp", fmt::format("--strategy ddp {}", kTwo));
+    run(r, "ddp-serial", fmt::format("--strategy ddp --no-overlap {}", kTwo));
+    run(r, "fsdp", fmt::format("--strategy fsdp {}", kTwo));
+    run(r, "zero2", fmt::format("--strategy zero --zero-stage 2 {}", kTwo));
+    run(r, "zero3", fmt::format("--strategy zero --zero-stage 3 {}", kTwo));
+    return r;
+  }();
+  return results;
+}
 
 }  // namespace
 
 TEST_CASE("the parts add up to the measured step for every strategy") {
-  test::TempDir dir;
-  auto results = dir.path / "runs";
-  run(results, "baseline", kBaseline);
-  run(results, "dp", "--strategy dp --dp-replicas 2 --batch-size 8");
-  run(results, "ddp", fmt::format("--strategy ddp {}", kTwo));
-  run(results, "fsdp", fmt::format("--strategy fsdp {}", kTwo));
-  run(results, "zero2", fmt::format("--strategy zero --zero-stage 2 {}", kTwo));
-  run(results, "zero3", fmt::format("--strategy zero --zero-stage 3 {}", kTwo));
+  const auto& results = strategy_runs();
   auto rows = decompose({results});
-  REQUIRE(rows.size() == 5);
+  REQUIRE(rows.size() == 6);
   for (auto& r : rows) {
     INFO(describe(r));
     CHECK(r.d.exact);
@@ -143,12 +100,10 @@ TEST_CASE("the parts add up to the measured step for every strategy") {
     CHECK(std::abs(part(r, Part::Unexplained)) < 0.01 * r.d.measured_ms);
     CHECK(part(r, Part::Exposed) >= 0);
     CHECK(part(r, Part::Waiting) >= -0.01 * r.d.measured_ms);
-    // The measured step is the job's mean step, as the throughput says.
-    CHECK(r.d.measured_ms > r.d.ideal_ms * 0.2);
   }
   // The per-rank figures the parts come from: phases add up to each rank's
   // step, the exposed parts per phase to its exposed communication.
-  for (const char* name : {"ddp", "fsdp", "zero2", "zero3"}) {
+  for (const char* name : {"ddp", "ddp-serial", "fsdp", "zero2", "zero3"}) {
     std::ifstream in(results / name / "run.json");
     auto j = nlohmann::json::parse(in);
     REQUIRE(j["rank_timing_ms"].size() == 2);
@@ -166,87 +121,28 @@ TEST_CASE("the parts add up to the measured step for every strategy") {
   }
 }
 
-// `b` is `a` with less overlapped. When `b` overlaps nothing, computation waited for
-// all of its communication, and the decomposition must put that time in the
-// exposed part (or, where a rank arrived late, in waiting), not in compute or
-// the optimizer. Where `a`'s overlap hid a fifth of its communication or more
-// and the step grew by 10 % or more, the exposed part and waiting together
-// must take that growth (half to twice the step's growth): which of the two
-// takes it, and how much compute grows beside it, moves with the other
-// jobs' load between the two runs. Overlap
-// hides communication only when a core is free to run it: on this shared
-// 2-core machine under other jobs' load it often hides nothing, and then a
-// step's growth is the load's, which no part can be asked to take; the test
-// says so rather than guess.
-void check_exposed_takes_the_growth(const Paired& p, bool b_overlaps_nothing) {
-  const auto &a = p.a, &b = p.b;
-  INFO(describe(a) << " comm " << p.comm_a << "\n" << describe(b) << " comm " << p.comm_b);
-  if (b_overlaps_nothing) CHECK(part(b, Part::Exposed) + part(b, Part::Waiting) >= 0.8 * p.comm_b);
-  const double hidden = p.comm_a - part(a, Part::Exposed) - part(a, Part::Waiting);
-  const double dstep = b.d.measured_ms - a.d.measured_ms;
-  if (hidden < 0.2 * p.comm_a || dstep < 0.1 * a.d.measured_ms) {
-    WARN("overlap hid " << hidden << " of " << p.comm_a << " ms of communication and the step grew by " << dstep
-                        << " ms: too little to attribute on this machine now");
-    return;
-  }
-  const auto g = growth(a, b).second;
-  const double communication = g[size_t(Part::Exposed)] + g[size_t(Part::Waiting)];
-  CHECK(communication > 0.5 * dstep);
-  CHECK(communication < 2 * dstep);
-}
-
-TEST_CASE("ddp without overlap: the exposed communication grows by the step's growth") {
-  test::TempDir dir;
-  check_exposed_takes_the_growth(paired(dir.path, {fmt::format("--strategy ddp {}", kTwo), ""},
-                                        {fmt::format("--strategy ddp --no-overlap {}", kTwo), ""}, 3),
-                                 true);
-}
-
-TEST_CASE("zero-3 without prefetch: the exposed communication grows by the step's growth") {
-  test::TempDir dir;
-  check_exposed_takes_the_growth(
-      paired(dir.path, {fmt::format("--strategy zero --zero-stage 3 {}", kTwo), ""},
-             {fmt::format("--strategy zero --zero-stage 3 --no-prefetch {}", kTwo), ""}, 3),
-      false);
-}
-
 TEST_CASE("a rank slowed on purpose shows up as waiting for the slowest rank") {
   test::TempDir dir;
-  // Larger than the step-to-step noise of a loaded 2-core machine.
-  const double slow_ms = 200;
-  auto [a, b, ca, cb] = paired(dir.path, {fmt::format("--strategy ddp {}", kTwo), ""},
-                       {fmt::format("--strategy ddp {}", kTwo), fmt::format("HPCBENCH_INJECT=slow_rank=1:{}", slow_ms)},
-                       1);
-  INFO(describe(a) << "\n" << describe(b));
-  auto [most, g] = growth(a, b);
-  CHECK(most == Part::Waiting);
-  // The sleep, give or take the machine's noise, and not the compute of the
-  // rank that did not sleep.
-  CHECK(g[size_t(Part::Waiting)] > 0.5 * slow_ms);
-  CHECK(g[size_t(Part::Waiting)] < 2 * slow_ms);
-  CHECK(g[size_t(Part::Compute)] < 0.5 * slow_ms);
-}
-
-TEST_CASE("a smaller per-device batch shows up as compute inflation") {
-  test::TempDir dir;
-  // The same global batch in micro-batches of 1: forward and backward pay
-  // their per-call cost 8 times a step instead of once. Three pairs: under
-  // other jobs' load one rank of a run can fall behind the other for a
-  // while, which is waiting, and one pair can show more of it than of the
-  // inflation.
-  auto [a, b, ca, cb] = paired(dir.path, {fmt::format("--strategy ddp {}", kTwo), ""},
-                       {"--strategy ddp --nproc-per-node 2 --batch-size 1 --grad-accum 8", ""}, 3);
-  INFO(describe(a) << "\n" << describe(b));
-  auto g = growth(a, b).second;
-  // Waiting for the slowest rank grows too when other jobs load the machine (eight
-  // micro-steps a step give a lagging rank eight chances; under load it once outgrew the
-  // inflation, 23 ms against 22), and the slowed-rank experiment above attributes it. What
-  // this one claims is that the rest of the growth, the smaller batch's own cost, is
-  // compute inflation: a decomposition that put it in exposed communication or the
-  // optimizer fails here.
-  const double moved = b.d.measured_ms - a.d.measured_ms - g[size_t(Part::Waiting)];
-  CHECK(g[size_t(Part::Compute)] > 0);
-  CHECK(g[size_t(Part::Compute)] > 0.5 * moved);
+  auto results = dir.path / "runs";
+  // Rank 1 sleeps this long in every step's forward: many times a step of
+  // bert-tiny here, even one slowed several times by other jobs, so that
+  // load cannot make rank 0 the busier rank nor another part the larger.
+  const double slow_ms = 500;
+  run(results, "slow", fmt::format("--strategy ddp {}", kTwo), fmt::format("HPCBENCH_INJECT=slow_rank=1:{}", slow_ms));
+  auto rows = decompose({strategy_runs() / "baseline", results});
+  REQUIRE(rows.size() == 1);
+  const auto& r = rows[0];
+  INFO(describe(r));
+  // A sleep lasts at least its length, whatever the load.
+  std::ifstream in(results / "slow" / "run.json");
+  auto j = nlohmann::json::parse(in);
+  REQUIRE(j["rank_timing_ms"].size() == 2);
+  CHECK(j["rank_timing_ms"][1]["forward_ms"].get<double>() >= slow_ms);
+  // The parts are read from the rank that did not sleep, and its wait for the
+  // one that did is waiting, not exposed communication nor compute.
+  CHECK(r.d.reference_rank == 0);
+  CHECK(report::largest_cause(r.d) == Part::Waiting);
+  CHECK(report::parts_by_size(r.d).front() == Part::Waiting);
 }
 
 namespace {
@@ -278,10 +174,7 @@ std::map<std::string, PartLine> predicted_lines(const std::string& output, const
 
 TEST_CASE("report --comm: the predicted parts beside the measured ones, with the error per part") {
   test::TempDir dir;
-  auto results = dir.path / "runs";
-  run(results, "baseline", kBaseline);
-  run(results, "ddp", fmt::format("--strategy ddp {}", kTwo));
-  run(results, "ddp-serial", fmt::format("--strategy ddp --no-overlap {}", kTwo));
+  const auto& results = strategy_runs();
   // This machine's own Gloo collectives as the model's network.
   auto net = dir.path / "gloo.txt";
   auto bench = test::run_command(fmt::format("'{}' bench-comm --nproc-per-node 2 --min-bytes 1K --max-bytes 4M "

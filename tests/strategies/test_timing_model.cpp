@@ -1,7 +1,11 @@
 // The one timing model (lib/train/step_timer.h) through the real binary, on
 // CPU ranks over Gloo: what comm_ms and comm_exposed_ms must satisfy for
-// every strategy whatever the machine's speed, so that nothing here compares
-// a time with a constant.
+// every strategy whatever the machine's speed and load, so that nothing here
+// compares a time with a constant or two measured times with each other
+// where load can reorder them. How the intervals become comm_ms and
+// comm_exposed_ms (that a collective the computation waited for from issue to
+// completion is exposed for all of it) is checked on timelines the test
+// decides, in tests/train/test_step_timer.cpp.
 #include "test_catch.h"
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -42,12 +46,6 @@ std::vector<Step> run(const test::TempDir& dir, const std::string& name, const s
   return steps;
 }
 
-double sum(const std::vector<Step>& s, double Step::* f) {
-  double t = 0;
-  for (auto& x : s) t += x.*f;
-  return t;
-}
-
 struct Case {
   const char* name;
   std::string flags;           // the strategy
@@ -73,17 +71,20 @@ TEST_CASE("comm and exposed comm follow one definition for every strategy") {
         CHECK(s.comm == 0.0);
         CHECK(s.exposed == 0.0);
       }
-      // Two ranks, nothing overlapped: computation waits for every collective
-      // from start to end, so the exposed time is the communication time.
+      // Two ranks, nothing overlapped: collectives ran, inside the step
+      // (the forward has none), and computation waited for them. How much
+      // of a collective the host's wait covers moves with the load: Gloo's
+      // completion is seen on its own thread, the wait on the host's (a
+      // loaded machine once showed 284 ms exposed of 303 ms), so the two
+      // are not compared here.
       auto serial = run(dir, std::string(c.name) + "-serial", c.flags + " " + c.serial_flags + " --nproc-per-node 2");
       for (auto& s : serial) {
         CHECK(s.collectives > 0);
         CHECK(s.comm > 0.0);
         CHECK(s.comm < s.ms);
+        CHECK(s.exposed > 0.0);
+        CHECK(s.exposed <= s.comm + 1e-9);
       }
-      double comm = sum(serial, &Step::comm), exposed = sum(serial, &Step::exposed);
-      INFO("serial: comm " << comm << " ms, exposed " << exposed << " ms");
-      CHECK(exposed == Approx(comm).epsilon(0.05));
       // Overlapped: never more exposed than there was communication.
       auto overlapped = run(dir, std::string(c.name) + "-overlap", c.flags + " --nproc-per-node 2");
       for (auto& s : overlapped) {

@@ -7,8 +7,10 @@
 #include <ATen/core/ivalue.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <stdexcept>
+#include <thread>
 
 #include "train/step_timer.h"
 
@@ -146,4 +148,36 @@ TEST_CASE("on host clocks a collective neither completed nor waited for within t
   auto t = timer.end();
   CHECK(t.collectives == 1);
   CHECK(t.comm_untimed == 1);
+}
+
+// The timing model's serial case on a timeline the test decides: a
+// collective the computation waits for from its issue to its completion is
+// exposed for all of it but the host's own moment between issuing and
+// waiting, and the host's wait returning after the collective finished adds
+// nothing. Bounds from the test's own clocks around the calls, so that load
+// (which only stretches the moments between them) cannot flip a check.
+TEST_CASE("on host clocks a collective waited for from issue to completion is exposed for all of it") {
+  using Clock = std::chrono::steady_clock;
+  auto ms = [](Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
+  train::StepTimer timer(c10::kCPU);
+  timer.begin();
+  auto work = c10::make_intrusive<FakeWork>(at::zeros({4}));
+  work->future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+  auto h = timer.issuing(&kQueue);
+  auto before_issued = Clock::now();
+  timer.issued(h, work);
+  timer.waiting(h);
+  auto after_waiting = Clock::now();
+  // The collective runs while the host waits, then completes; the host's
+  // wait returns a while later (Gloo's thread wakes the waiter).
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  work->future->markCompleted(c10::IValue(std::vector<at::Tensor>{work->buffer}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  timer.waited(h);
+  auto t = timer.end();
+  INFO("comm " << t.comm_ms << " ms, exposed " << t.comm_exposed_ms << " ms");
+  CHECK(t.comm_untimed == 0);
+  CHECK(t.comm_exposed_ms >= 30);  // at least the wait before completion
+  CHECK(t.comm_exposed_ms <= t.comm_ms + 1e-9);  // not the wait after it
+  CHECK(t.comm_ms - t.comm_exposed_ms <= ms(after_waiting - before_issued) + 1e-9);
 }

@@ -162,6 +162,29 @@ void MasterWeights::step_fused(const train::FusedAdamW& optimizer) {
   clipped_ = false;
 }
 
+void MasterWeights::step(torch::optim::Optimizer& optimizer) {
+  if (fused_) {
+    step_fused(static_cast<const train::FusedAdamW&>(optimizer));
+    return;
+  }
+  if (!have_grads_) gradients_in();
+  optimizer.step();
+  copy_out();
+  have_grads_ = false;
+}
+
+void MasterWeights::zero_grad(torch::optim::Optimizer& optimizer) {
+  optimizer.zero_grad(/*set_to_none=*/true);
+  for (auto& p : flat_.params) p.mutable_grad() = at::Tensor();
+}
+
+const std::vector<at::Tensor>& MasterWeights::clip_gradients() {
+  if (fused_) fail("the fused master step clips on the device (clip_fused), not on fp32 gradient copies (internal)");
+  gradients_in();
+  have_grads_ = true;
+  return masters_;
+}
+
 void MasterWeights::broadcast(dist::Comm& comm) {
   comm.broadcast(flat_.shard, 0);
   copy_out();

@@ -26,9 +26,8 @@ namespace {
 // the whole pipeline's (the stage's replicas hold the same gradients after
 // their all-reduce, so the pipeline's ranks decide for them). With `masters`
 // (--fused under bf16: the stage's weights resident in bf16) AdamW steps the
-// stage's fp32 masters, as the replicated strategies' updater does
-// (master_weights.h): clipping reads their fp32 gradients and the step ends
-// by copying them into the stage's bf16 weights.
+// stage's fp32 masters as the replicated strategies' updater does
+// (master_weights.h); only the norm's all-reduce is the stage's.
 class StageUpdater final : public Updater {
  public:
   StageUpdater(model::BertForQuestionAnswering whole, std::vector<int64_t> counts, int stage, dist::Comm* pp,
@@ -57,15 +56,12 @@ class StageUpdater final : public Updater {
     return bad.item<double>() == 0;
   }
   void step() override {
-    if (masters_ && !masters_have_grads_) masters_->gradients_in();
-    optimizer_->step();
-    if (masters_) masters_->copy_out();
-    masters_have_grads_ = false;
+    if (masters_) masters_->step(*optimizer_);
+    else optimizer_->step();
   }
   void zero_grad() override {
-    optimizer_->zero_grad(/*set_to_none=*/true);
-    if (masters_)
-      for (auto& p : params_) p.mutable_grad() = at::Tensor();
+    if (masters_) masters_->zero_grad(*optimizer_);
+    else optimizer_->zero_grad(/*set_to_none=*/true);
   }
   void gather_whole() override;
   size_t state_bytes() const override {
@@ -84,7 +80,6 @@ class StageUpdater final : public Updater {
   int stage_;
   dist::Comm* pp_;
   std::shared_ptr<MasterWeights> masters_;
-  bool masters_have_grads_ = false;  // gradients_in() ran since the last step
   std::vector<at::Tensor> params_;
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   std::vector<Freed> freed_;
@@ -94,9 +89,7 @@ at::Tensor StageUpdater::clip(double max_norm) {
   std::vector<at::Tensor> grads;
   if (masters_) {
     // The norm of the fp32 copies of the gradients, as the masters step them.
-    masters_->gradients_in();
-    masters_have_grads_ = true;
-    for (const auto& m : masters_->masters()) grads.push_back(m.grad());
+    for (const auto& m : masters_->clip_gradients()) grads.push_back(m.grad());
   } else {
     for (const auto& p : params_)
       if (p.grad().defined()) grads.push_back(p.grad());
@@ -207,10 +200,12 @@ SetUp Pipeline::setup(model::BertForQuestionAnswering& model, const StrategyCont
     for (auto& p : pipeline::PipelineStage(*model, k, counts)->parameters()) n += p.numel();
     most = std::max(most, n);
   }
-  // As the spec counts it (pipeline/spec.cpp): over masters the stage also
-  // keeps the fp32 gradient copies its clip reads, 4 bytes a parameter.
+  // As the spec counts it (pipeline/spec.cpp): over masters stepped op by
+  // op the stage also keeps the fp32 gradient copies its clip reads, 4 bytes
+  // a parameter; the fused master step keeps none.
+  const bool copies = masters_ && !masters_->fused();
   t.state_theory_bytes = replicated_state_bytes(most, masters_ != nullptr, static_cast<int>(at::elementSize(weights))) +
-                         (masters_ ? 4.0 * static_cast<double>(most) : 0.0);
+                         (copies ? 4.0 * static_cast<double>(most) : 0.0);
   t.bubble_theory = pipeline::theoretical_bubble(l.stages, static_cast<int>(opts_.micro_batches));
   std::unique_ptr<Updater> updater =
       std::make_unique<StageUpdater>(model, counts, s, pp_comm_, ctx.optimizer, masters_);

@@ -148,6 +148,14 @@ class MasterWeights {
   // parameter with `optimizer`'s groups (rates, decay, betas, eps; a rate
   // tensor where it keeps one) and the compute copy written.
   void step_fused(const train::FusedAdamW& optimizer);
+  // Fused, for a norm over a group's ranks (a tensor shard's, a pipeline's
+  // stages): the sum of the squares of the gradients the `keep` mask marks
+  // (every one where empty), a one-element fp32 tensor on the device to be
+  // all-reduced; then the clip coefficient the next step_fused takes from
+  // the whole norm `total`, min(1, max_norm / (total + 1e-6)) as
+  // kernels::grad_norm forms it, on the device (nothing read by the host).
+  at::Tensor grad_squares_fused(const std::vector<bool>& keep = {});
+  at::Tensor clip_fused_to(const at::Tensor& total, double max_norm);
 
  private:
   kernels::MasterAdamW fused_args(const train::FusedAdamW* optimizer) const;

@@ -31,9 +31,9 @@ namespace {
 // The shard's optimizer, the global gradient norm over the group's slices,
 // and the whole model gathered back into the trainer's (whose own weights
 // are released while the shard trains). With `masters` (bf16-resident
-// weights) AdamW steps the shard's fp32 masters as the replicated
-// strategies' updater does (master_weights.h); only the norm's all-reduce
-// over the group is the shard's.
+// weights) the shard's fp32 masters step as the replicated strategies' do
+// (master_weights.h, the fused master-weight AdamW); only the norm's
+// all-reduce over the group is the shard's.
 class ShardUpdater final : public Updater {
  public:
   ShardUpdater(TensorParallelBertForQuestionAnswering shard, model::BertForQuestionAnswering whole,
@@ -55,6 +55,17 @@ class ShardUpdater final : public Updater {
   at::Tensor clip(double max_norm) override {
     auto* group = shard_->group();
     const bool grouped = group && group->size() > 1;
+    if (masters_ && masters_->fused()) {
+      // The fused master step's norm over the shard's bf16 gradients, the
+      // split part's square all-reduced on the device before the
+      // coefficient is formed.
+      if (!grouped) return masters_->clip_fused(max_norm);
+      auto keep = split_;
+      auto split_sq = masters_->grad_squares_fused(keep);
+      group->allreduce(split_sq, /*average=*/false, "tensor-parallel all_reduce (gradient norm)");
+      keep.flip();
+      return masters_->clip_fused_to((split_sq + masters_->grad_squares_fused(keep)).sqrt(), max_norm);
+    }
     std::vector<at::Tensor> split, replicated;
     const auto* masters = masters_ ? &masters_->clip_gradients() : nullptr;  // the parameters' order
     size_t k = 0;
@@ -209,7 +220,7 @@ class TensorParallel final : public Strategy {
     shard_ = make_shard(whole, tp_group, ctx.device);
     // After the cut from rank 0's fp32 weights: the masters are those slices.
     if (ctx.engine.resident())
-      masters_ = std::make_shared<MasterWeights>(*shard_, at::kBFloat16);
+      masters_ = std::make_shared<MasterWeights>(*shard_, at::kBFloat16, ctx.engine.fused_kernels());
     // The shard is what trains: the whole model's weights are released
     // until gather_whole brings them back for checkpoints and evaluation.
     {

@@ -28,7 +28,7 @@ struct MemoryInputs {
   int64_t seq = 128;
   // The engine's bytes (predict::engine_step_options): an activation and a
   // gathered parameter take compute_bytes (2 under bf16/fp16); with resident
-  // weights a replica holds 20 bytes a parameter.
+  // weights a replica, a shard or a stage holds 16 bytes a parameter.
   predict::StepOptions options;
 };
 

@@ -47,7 +47,7 @@ StepOptions step_options_of(const results::RunResult& row, const Baseline& base)
 // The step options of a step on `precision` and `engine`: gathered
 // parameters and reductions in the compute dtype; under resident weights
 // (--fused bf16) compute-dtype gradients, which ddp's buckets take, and the
-// replicas' 20 bytes a parameter. step_options_of and `plan` both take them
+// replicas' 16 bytes a parameter. step_options_of and `plan` both take them
 // from here, so that plan prunes by the memory predict reports.
 StepOptions engine_step_options(const std::string& precision, const EnginePolicy& engine);
 

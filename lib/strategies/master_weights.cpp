@@ -162,6 +162,48 @@ void MasterWeights::step_fused(const train::FusedAdamW& optimizer) {
   clipped_ = false;
 }
 
+at::Tensor MasterWeights::grad_squares_fused(const std::vector<bool>& keep) {
+  at::NoGradGuard no_grad;
+  auto a = fused_args(nullptr);
+  // A gradient left out reads as zeros (kernels/master_adamw.h).
+  for (size_t k = 0; k < keep.size() && k < a.grads.size(); ++k)
+    if (!keep[k]) a.grads[k] = at::Tensor();
+  kernels::grad_norm(a, 0.0, norm_, at::Tensor(), scratch_);
+  return norm_ * norm_;
+}
+
+at::Tensor MasterWeights::clip_fused_to(const at::Tensor& total, double max_norm) {
+  at::NoGradGuard no_grad;
+  auto n = total.to(at::kFloat).reshape({1});
+  norm_.copy_(n);
+  coef_.copy_((static_cast<float>(max_norm) / (n + 1e-6f)).clamp_max(1.0f));
+  clipped_ = true;
+  return norm_.reshape({});
+}
+
+void MasterWeights::step(torch::optim::Optimizer& optimizer) {
+  if (fused_) {
+    step_fused(static_cast<const train::FusedAdamW&>(optimizer));
+    return;
+  }
+  if (!have_grads_) gradients_in();
+  optimizer.step();
+  copy_out();
+  have_grads_ = false;
+}
+
+void MasterWeights::zero_grad(torch::optim::Optimizer& optimizer) {
+  optimizer.zero_grad(/*set_to_none=*/true);
+  for (auto& p : flat_.params) p.mutable_grad() = at::Tensor();
+}
+
+const std::vector<at::Tensor>& MasterWeights::clip_gradients() {
+  if (fused_) fail("the fused master step clips on the device (clip_fused), not on fp32 gradient copies (internal)");
+  gradients_in();
+  have_grads_ = true;
+  return masters_;
+}
+
 void MasterWeights::broadcast(dist::Comm& comm) {
   comm.broadcast(flat_.shard, 0);
   copy_out();

@@ -26,6 +26,9 @@ class Comm;
 namespace hpcbench::train {
 class FusedAdamW;
 }
+namespace torch::optim {
+class Optimizer;
+}
 namespace hpcbench::kernels {
 struct MasterAdamW;
 }
@@ -121,6 +124,22 @@ class MasterWeights {
   // (the optimizer then holds no states).
   std::vector<at::Tensor> held() const;
 
+  // What every updater over masters does the same way (the replicas', a
+  // tensor shard's, a pipeline stage's; they differ only in where their
+  // norm's sum of squares is all-reduced):
+  // - step: fused, step_fused with `optimizer` (adamw_of_masters's, a
+  //   FusedAdamW: its groups and rates, never its own step); op by op, the
+  //   masters' fp32 gradients (unless clip_gradients copied them since the
+  //   last step), the optimizer's step, the copy out;
+  // - zero_grad: the optimizer's gradients (the masters') and the
+  //   parameters' own released, as Hugging Face's Trainer sets them to none;
+  // - clip_gradients (op by op): the masters with their fp32 gradients
+  //   copied in now, in the model's parameter order, for a clip to read
+  //   and scale before step() steps them.
+  void step(torch::optim::Optimizer& optimizer);
+  void zero_grad(torch::optim::Optimizer& optimizer);
+  const std::vector<at::Tensor>& clip_gradients();
+
   bool fused() const { return fused_; }
   // Fused: the gradients' norm (a device tensor, read after the step's
   // synchronisation) and the clip coefficient the next step_fused takes.
@@ -129,6 +148,14 @@ class MasterWeights {
   // parameter with `optimizer`'s groups (rates, decay, betas, eps; a rate
   // tensor where it keeps one) and the compute copy written.
   void step_fused(const train::FusedAdamW& optimizer);
+  // Fused, for a norm over a group's ranks (a tensor shard's, a pipeline's
+  // stages): the sum of the squares of the gradients the `keep` mask marks
+  // (every one where empty), a one-element fp32 tensor on the device to be
+  // all-reduced; then the clip coefficient the next step_fused takes from
+  // the whole norm `total`, min(1, max_norm / (total + 1e-6)) as
+  // kernels::grad_norm forms it, on the device (nothing read by the host).
+  at::Tensor grad_squares_fused(const std::vector<bool>& keep = {});
+  at::Tensor clip_fused_to(const at::Tensor& total, double max_norm);
 
  private:
   kernels::MasterAdamW fused_args(const train::FusedAdamW* optimizer) const;
@@ -138,6 +165,7 @@ class MasterWeights {
   std::vector<at::Tensor> grads_;    // views of flat_grad_
   at::Tensor flat_grad_;             // fp32, every parameter end to end (op by op)
   bool on_masters_ = false;
+  bool have_grads_ = false;  // op by op: clip_gradients copied them since the last step
   // Fused: AdamW's moments as flats, the step count, the norm, the clip
   // coefficient and the norm's partial sums, made once (nothing is
   // allocated per step, so that a CUDA graph can hold the step), and each

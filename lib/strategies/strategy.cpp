@@ -38,21 +38,12 @@ at::Tensor ReplicatedUpdater::clip(double max_norm) {
   if (!masters_) return train::clip_grad_norm(params_, max_norm);
   if (masters_->fused()) return masters_->clip_fused(max_norm);
   // The norm of the fp32 copies of the gradients, as the masters step them.
-  masters_->gradients_in();
-  masters_have_grads_ = true;
-  return train::clip_grad_norm(masters_->masters(), max_norm);
+  return train::clip_grad_norm(masters_->clip_gradients(), max_norm);
 }
 
 void ReplicatedUpdater::step() {
-  if (masters_ && masters_->fused()) {
-    // make_adamw's optimizer: its groups and rates, never its own step.
-    masters_->step_fused(static_cast<const train::FusedAdamW&>(*optimizer_));
-    return;
-  }
-  if (masters_ && !masters_have_grads_) masters_->gradients_in();
-  optimizer_->step();
-  if (masters_) masters_->copy_out();
-  masters_have_grads_ = false;
+  if (masters_) masters_->step(*optimizer_);
+  else optimizer_->step();
 }
 
 void ReplicatedUpdater::zero_grad() {
@@ -67,9 +58,8 @@ void ReplicatedUpdater::zero_grad() {
     if (masters_) optimizer_->zero_grad(/*set_to_none=*/true);
     return;
   }
-  optimizer_->zero_grad(/*set_to_none=*/true);
-  if (masters_)
-    for (auto& p : params_) p.mutable_grad() = at::Tensor();
+  if (masters_) masters_->zero_grad(*optimizer_);
+  else optimizer_->zero_grad(/*set_to_none=*/true);
 }
 
 void ReplicatedUpdater::gather_whole() {

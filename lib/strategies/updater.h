@@ -76,7 +76,6 @@ class ReplicatedUpdater final : public Updater {
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   std::function<std::vector<at::Tensor>()> held_;
   std::shared_ptr<MasterWeights> masters_;
-  bool masters_have_grads_ = false;  // gradients_in() ran since the last step
 };
 
 }  // namespace hpcbench::strategies

@@ -204,13 +204,13 @@ TEST_CASE("pipeline: its layouts, the checks naming the flag, memory per stage a
   CHECK(label("pipeline:stage-layers=1/3").memory(in).persistent == 16.0 * (1000 + 10));
   // With replicas, the flat buffer a stage's gradients are all-reduced in.
   CHECK(label("pipeline:stage-layers=1/3").memory(in).working_set == 4.0 * (1000 + 10));
-  // --fused under bf16: bf16 weights and gradients beside fp32 masters,
-  // their gradients and Adam's moments (20 bytes a parameter), the
-  // replicas' gradients all-reduced in bf16; fp32 storage (tf32) is its own
-  // master.
+  // --fused under bf16: bf16 weights and gradients beside fp32 masters and
+  // Adam's moments (16 bytes a parameter: the fused master-weight AdamW
+  // keeps no fp32 gradient copies), the replicas' gradients all-reduced in
+  // bf16; fp32 storage (tf32) is its own master.
   in.resident = true;
   in.compute_bytes = 2;
-  CHECK(label("pipeline:stage-layers=1/3").memory(in).persistent == 20.0 * (1000 + 10));
+  CHECK(label("pipeline:stage-layers=1/3").memory(in).persistent == 16.0 * (1000 + 10));
   CHECK(label("pipeline:stage-layers=1/3").memory(in).working_set == 2.0 * (1000 + 10));
   in.compute_bytes = 4;
   CHECK(label("pipeline:stage-layers=1/3").memory(in).persistent == 16.0 * (1000 + 10));

@@ -55,7 +55,7 @@ struct Measured {
 // One step of `name` at world size 1 (ddp with its communicator, which
 // then runs no collective), measured where the trainer measures: after the
 // optimizer step, before the gradients are released.
-Measured one_step(const std::string& name) {
+Measured one_step(const std::string& name, const EnginePolicy& engine = {}) {
   at::set_num_threads(1);
   auto& alloc = test::counting();
   auto b = batch();
@@ -63,7 +63,7 @@ Measured one_step(const std::string& name) {
   Measured m{};
   {
     torch::manual_seed(1);
-    model::BertForQuestionAnswering model(small());
+    model::BertForQuestionAnswering model(small(), engine);
     model->train();
     strategies::StrategyContext ctx;
     auto choice = strategies::parse_label(name, "test");
@@ -74,6 +74,8 @@ Measured one_step(const std::string& name) {
     }
     auto strategy = strategies::make_strategy(choice);
     ctx.optimizer = {1e-3, 0.01, 0.9, 0.999, 1e-6};
+    ctx.engine = engine;
+    ctx.precision = engine.precision;
     auto [topo, updater_of] = strategy->setup(model, ctx);
     train::StepTimer timer(c10::kCPU);
     timer.begin();
@@ -102,6 +104,26 @@ TEST_CASE("model-state bytes of the replicating strategies match what the alloca
       CHECK(std::abs(static_cast<double>(m.counted) - static_cast<double>(m.held)) <= 2048.0);
       // 16 bytes a parameter: weights, gradients (ddp: in its buckets), Adam's
       // two moments.
+      CHECK(m.theory == Approx(static_cast<double>(m.counted)).epsilon(0.005));
+    }
+  }
+}
+
+// A tensor shard and a pipeline stage under --fused bf16 at world size 1:
+// bf16 weights and gradients beside fp32 masters and Adam's moments, the
+// masters stepped by the fused master-weight AdamW, which keeps no fp32
+// gradient copies. What the allocator holds is what the run counts, and the
+// spec's formula (16 bytes a parameter) is that count; an updater that
+// still copied the gradients to fp32 would hold 4 bytes a parameter more
+// than the formula says.
+TEST_CASE("model-state bytes of a tensor shard and a pipeline stage under --fused bf16 match the allocator and the spec") {
+  const auto fused = EnginePolicy::recorded("bf16", true, "fused");
+  REQUIRE(fused.resident());
+  for (std::string name : {"tensor", "pipeline"}) {
+    DYNAMIC_SECTION(name) {
+      auto m = one_step(name, fused);
+      INFO(name << ": allocator " << m.held << " B, counted " << m.counted << " B, memory model " << m.theory << " B");
+      CHECK(std::abs(static_cast<double>(m.counted) - static_cast<double>(m.held)) <= 2048.0);
       CHECK(m.theory == Approx(static_cast<double>(m.counted)).epsilon(0.005));
     }
   }

@@ -25,10 +25,9 @@ namespace {
 // Steps one stage's parameters; the gradient norm and the fp16 verdict are
 // the whole pipeline's (the stage's replicas hold the same gradients after
 // their all-reduce, so the pipeline's ranks decide for them). With `masters`
-// (--fused under bf16: the stage's weights resident in bf16) AdamW steps the
-// stage's fp32 masters, as the replicated strategies' updater does
-// (master_weights.h): clipping reads their fp32 gradients and the step ends
-// by copying them into the stage's bf16 weights.
+// (--fused under bf16: the stage's weights resident in bf16) the stage's
+// fp32 masters step as the replicated strategies' do (master_weights.h, the
+// fused master-weight AdamW); only the norm's all-reduce is the stage's.
 class StageUpdater final : public Updater {
  public:
   StageUpdater(model::BertForQuestionAnswering whole, std::vector<int64_t> counts, int stage, dist::Comm* pp,
@@ -57,15 +56,12 @@ class StageUpdater final : public Updater {
     return bad.item<double>() == 0;
   }
   void step() override {
-    if (masters_ && !masters_have_grads_) masters_->gradients_in();
-    optimizer_->step();
-    if (masters_) masters_->copy_out();
-    masters_have_grads_ = false;
+    if (masters_) masters_->step(*optimizer_);
+    else optimizer_->step();
   }
   void zero_grad() override {
-    optimizer_->zero_grad(/*set_to_none=*/true);
-    if (masters_)
-      for (auto& p : params_) p.mutable_grad() = at::Tensor();
+    if (masters_) masters_->zero_grad(*optimizer_);
+    else optimizer_->zero_grad(/*set_to_none=*/true);
   }
   void gather_whole() override;
   size_t state_bytes() const override {
@@ -84,19 +80,25 @@ class StageUpdater final : public Updater {
   int stage_;
   dist::Comm* pp_;
   std::shared_ptr<MasterWeights> masters_;
-  bool masters_have_grads_ = false;  // gradients_in() ran since the last step
   std::vector<at::Tensor> params_;
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   std::vector<Freed> freed_;
 };
 
 at::Tensor StageUpdater::clip(double max_norm) {
+  if (masters_ && masters_->fused()) {
+    // The fused master step's norm over the stage's bf16 gradients; with
+    // other stages, its square summed over the pipeline on the device before
+    // the coefficient is formed.
+    if (pp_->size() == 1) return masters_->clip_fused(max_norm);
+    auto sq = masters_->grad_squares_fused();
+    pp_->allreduce(sq, false, "pipeline gradient norm");
+    return masters_->clip_fused_to(sq.sqrt(), max_norm);
+  }
   std::vector<at::Tensor> grads;
   if (masters_) {
     // The norm of the fp32 copies of the gradients, as the masters step them.
-    masters_->gradients_in();
-    masters_have_grads_ = true;
-    for (const auto& m : masters_->masters()) grads.push_back(m.grad());
+    for (const auto& m : masters_->clip_gradients()) grads.push_back(m.grad());
   } else {
     for (const auto& p : params_)
       if (p.grad().defined()) grads.push_back(p.grad());
@@ -182,7 +184,7 @@ SetUp Pipeline::setup(model::BertForQuestionAnswering& model, const StrategyCont
   // gradients cross between stages in the weights' dtype, as they pass
   // between layers inside a stage.
   const auto weights = weight_dtype(ctx.precision, ctx.engine, /*gathered=*/false);
-  if (weights != at::kFloat) masters_ = std::make_shared<MasterWeights>(*stage, weights);
+  if (weights != at::kFloat) masters_ = std::make_shared<MasterWeights>(*stage, weights, ctx.engine.fused_kernels());
   pipeline::RunnerOptions ro;
   ro.schedule = pipeline::parse_schedule(opts_.schedule);
   ro.precision = ctx.engine.autocast();
@@ -207,10 +209,9 @@ SetUp Pipeline::setup(model::BertForQuestionAnswering& model, const StrategyCont
     for (auto& p : pipeline::PipelineStage(*model, k, counts)->parameters()) n += p.numel();
     most = std::max(most, n);
   }
-  // As the spec counts it (pipeline/spec.cpp): over masters the stage also
-  // keeps the fp32 gradient copies its clip reads, 4 bytes a parameter.
-  t.state_theory_bytes = replicated_state_bytes(most, masters_ != nullptr, static_cast<int>(at::elementSize(weights))) +
-                         (masters_ ? 4.0 * static_cast<double>(most) : 0.0);
+  // As the spec counts it (pipeline/spec.cpp): over masters, stepped by the
+  // fused master step, no fp32 gradient copies.
+  t.state_theory_bytes = replicated_state_bytes(most, masters_ != nullptr, static_cast<int>(at::elementSize(weights)));
   t.bubble_theory = pipeline::theoretical_bubble(l.stages, static_cast<int>(opts_.micro_batches));
   std::unique_ptr<Updater> updater =
       std::make_unique<StageUpdater>(model, counts, s, pp_comm_, ctx.optimizer, masters_);

@@ -162,12 +162,11 @@ class PipelineSpec final : public Spec {
   int data_parallel_size(const Options& opts, const Shape& shape) const override {
     return layout_of(options_as<PipelineOptions>(opts), shape.world()).dp;
   }
-  // The largest stage's model state (16 bytes a parameter, as a replica's;
-  // 20 with bf16-resident weights over fp32 masters: replicated_state's
-  // count plus the fp32 copies of the gradients its pipeline-wide clip
-  // reads, its masters stepping op by op, not by the fused step); with data
-  // parallelism, the flat buffer its gradients are all-reduced in (in the
-  // gradients' dtype).
+  // The largest stage's model state (16 bytes a parameter, as a replica's,
+  // bf16-resident weights over fp32 masters included: the fused
+  // master-weight AdamW keeps no fp32 gradient copies, its pipeline-wide
+  // norm all-reduced on the device); with data parallelism, the flat buffer
+  // its gradients are all-reduced in (in the gradients' dtype).
   StateBytes memory(const Options& opts, const MemoryInputs& in) const override {
     const auto& o = options_as<PipelineOptions>(opts);
     const auto l = layout_of(o, in.shape.world());
@@ -177,7 +176,7 @@ class PipelineSpec final : public Spec {
     const bool resident = in.resident && in.compute_bytes != 4;
     MemoryInputs stage = in;
     stage.units = {static_cast<int64_t>(most)};
-    return {replicated_state(stage).total() + (resident ? 4.0 * most : 0.0),
+    return {replicated_state(stage).total(),
             l.dp > 1 ? (resident ? in.compute_bytes : 4) * most : 0};
   }
   // The step of the stage that computes most (the pipeline's pace), as the

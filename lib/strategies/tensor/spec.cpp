@@ -86,15 +86,13 @@ class TensorSpec final : public Spec {
     return "";
   }
   int data_parallel_size(const Options& opts, const Shape& shape) const override { return mesh_of(opts, shape).dp(); }
-  // Each rank steps its shard: 16 bytes a parameter it holds, 20 with
-  // bf16-resident weights (replicated_state's count over the shard, plus
-  // the fp32 copies of the gradients its group-wide clip reads: its masters
-  // step op by op, not by the fused step).
+  // Each rank steps its shard: 16 bytes a parameter it holds, with
+  // bf16-resident weights too (bf16 weights and gradients, fp32 masters and
+  // Adam's moments: the fused master-weight AdamW keeps no fp32 gradient
+  // copies, its group-wide norm all-reduced on the device).
   StateBytes memory(const Options& opts, const MemoryInputs& in) const override {
     const int64_t shard = shard_params(in.units, mesh_of(opts, in.shape).tp());
-    const bool masters = in.resident && in.compute_bytes != 4;
-    return {replicated_state_bytes(shard, in.resident, in.compute_bytes) + (masters ? 4.0 * static_cast<double>(shard) : 0.0),
-            0};
+    return {replicated_state_bytes(shard, in.resident, in.compute_bytes), 0};
   }
   // Per micro-batch and layer, Megatron's g all-reduces the attention's and
   // the MLP's partial outputs forward, f their inputs' gradients backward;

@@ -31,9 +31,9 @@ namespace {
 // The shard's optimizer, the global gradient norm over the group's slices,
 // and the whole model gathered back into the trainer's (whose own weights
 // are released while the shard trains). With `masters` (bf16-resident
-// weights) AdamW steps the shard's fp32 masters, as the replicated
-// strategies' updater does (master_weights.h): clipping reads their fp32
-// gradients and the step ends by copying them into the bf16 shard.
+// weights) the shard's fp32 masters step as the replicated strategies' do
+// (master_weights.h, the fused master-weight AdamW); only the norm's
+// all-reduce over the group is the shard's.
 class ShardUpdater final : public Updater {
  public:
   ShardUpdater(TensorParallelBertForQuestionAnswering shard, model::BertForQuestionAnswering whole,
@@ -43,23 +43,37 @@ class ShardUpdater final : public Updater {
         params_(shard_->parameters()),
         optimizer_(masters ? adamw_of_masters(*shard_, *masters, cfg) : train::make_adamw(*shard_, cfg)),
         job_(job),
-        masters_(std::move(masters)) {}
+        masters_(std::move(masters)) {
+    for (const auto& p : shard_->named_parameters())
+      if (p.value().requires_grad()) split_.push_back(tensor_parallel_dim(p.key()) >= 0);
+  }
   torch::optim::Optimizer& optimizer() override { return *optimizer_; }
   std::vector<at::Tensor> params() const override { return params_; }
 
   // clip_grad_norm_ over the whole model: the split tensors' squares summed
   // over the group, the replicated ones (equal on every rank) counted once.
   at::Tensor clip(double max_norm) override {
-    if (masters_) {
-      masters_->gradients_in();
-      masters_have_grads_ = true;
+    auto* group = shard_->group();
+    const bool grouped = group && group->size() > 1;
+    if (masters_ && masters_->fused()) {
+      // The fused master step's norm over the shard's bf16 gradients, the
+      // split part's square all-reduced on the device before the
+      // coefficient is formed.
+      if (!grouped) return masters_->clip_fused(max_norm);
+      auto keep = split_;
+      auto split_sq = masters_->grad_squares_fused(keep);
+      group->allreduce(split_sq, /*average=*/false, "tensor-parallel all_reduce (gradient norm)");
+      keep.flip();
+      return masters_->clip_fused_to((split_sq + masters_->grad_squares_fused(keep)).sqrt(), max_norm);
     }
     std::vector<at::Tensor> split, replicated;
-    size_t k = 0;  // the masters follow the parameters' order
-    for (const auto& p : shard_->named_parameters()) {
-      if (!p.value().requires_grad()) continue;
-      const auto& g = masters_ ? masters_->masters().at(k++).grad() : p.value().grad();
-      if (g.defined()) (tensor_parallel_dim(p.key()) >= 0 ? split : replicated).push_back(g);
+    const auto* masters = masters_ ? &masters_->clip_gradients() : nullptr;  // the parameters' order
+    size_t k = 0;
+    for (const auto& p : params_) {
+      if (!p.requires_grad()) continue;
+      const auto& g = masters ? masters->at(k).grad() : p.grad();
+      if (g.defined()) (split_[k] ? split : replicated).push_back(g);
+      ++k;
     }
     at::NoGradGuard no_grad;
     auto squares = [&](const std::vector<at::Tensor>& g) {
@@ -67,8 +81,7 @@ class ShardUpdater final : public Updater {
       return at::stack(at::_foreach_norm(g, 2)).pow(2).sum().reshape({1});
     };
     auto split_sq = squares(split);
-    if (auto* group = shard_->group(); group && group->size() > 1)
-      group->allreduce(split_sq, /*average=*/false, "tensor-parallel all_reduce (gradient norm)");
+    if (grouped) group->allreduce(split_sq, /*average=*/false, "tensor-parallel all_reduce (gradient norm)");
     auto total = (split_sq + squares(replicated)).sqrt().reshape({});
     auto coef = (max_norm / (total + 1e-6)).clamp_max(1.0);
     split.insert(split.end(), replicated.begin(), replicated.end());
@@ -84,15 +97,12 @@ class ShardUpdater final : public Updater {
     return bad.item<float>() == 0.0f;
   }
   void step() override {
-    if (masters_ && !masters_have_grads_) masters_->gradients_in();
-    optimizer_->step();
-    if (masters_) masters_->copy_out();
-    masters_have_grads_ = false;
+    if (masters_) masters_->step(*optimizer_);
+    else optimizer_->step();
   }
   void zero_grad() override {
-    optimizer_->zero_grad(/*set_to_none=*/true);
-    if (masters_)
-      for (auto& p : params_) p.mutable_grad() = at::Tensor();
+    if (masters_) masters_->zero_grad(*optimizer_);
+    else optimizer_->zero_grad(/*set_to_none=*/true);
   }
 
   // With masters the fp32 weights are gathered (the shard computes on
@@ -121,7 +131,9 @@ class ShardUpdater final : public Updater {
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   dist::Comm* job_;
   std::shared_ptr<MasterWeights> masters_;
-  bool masters_have_grads_ = false;  // gradients_in() ran since the last step
+  // Per trained parameter, in order: whether the group splits it (its
+  // squares summed over the group) or every rank holds it whole.
+  std::vector<bool> split_;
 };
 
 // Ranks on each node (0: every rank on one), and a clear error when a
@@ -207,7 +219,8 @@ class TensorParallel final : public Strategy {
 
     shard_ = make_shard(whole, tp_group, ctx.device);
     // After the cut from rank 0's fp32 weights: the masters are those slices.
-    if (ctx.engine.resident()) masters_ = std::make_shared<MasterWeights>(*shard_, at::kBFloat16);
+    if (ctx.engine.resident())
+      masters_ = std::make_shared<MasterWeights>(*shard_, at::kBFloat16, ctx.engine.fused_kernels());
     // The shard is what trains: the whole model's weights are released
     // until gather_whole brings them back for checkpoints and evaluation.
     {

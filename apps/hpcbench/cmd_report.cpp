@@ -132,6 +132,8 @@ std::string plan_sections(const std::vector<fs::path>& paths, const std::vector<
     try {
       auto plan = results::read_plan_file(p / "plan.json");
       out += report::plan_check_text(plan, report::check_plan(plan, runs));
+    } catch (const Interrupted&) {
+      throw;
     } catch (const UserError& e) {
       spdlog::warn("skipping {}: {}", (p / "plan.json").string(), e.what());
     }

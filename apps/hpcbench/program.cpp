@@ -8,10 +8,37 @@
 #include "commands.h"
 #include "program.h"
 #include "core/error.h"
+#include "core/number_text.h"
 #include "core/host_allocator.h"
 #include "core/text_wrap.h"
 
 namespace hpcbench::cli {
+
+namespace {
+
+// Every numeric flag of every command read by the one rule for numbers
+// (core/settings.h): CLI11's own cast turns --repeats 99999999999999999999
+// into the largest int64 and --connect-timeout 1e999 into infinity, silently.
+// The text is checked before CLI11 converts it, the settings' flags too
+// (set_from_string says the same of their TOML values).
+void check_numbers(CLI::App& app) {
+  for (CLI::Option* opt : app.get_options()) {
+    std::string type = opt->get_type_name();
+    if (type != "INT" && type != "UINT" && type != "FLOAT") continue;
+    opt->check(CLI::Validator(
+        [type](std::string& text) {
+          // Text that is no number at all is left to the option's own parser,
+          // whose message ("--max-steps abc: expected an integer") stays.
+          auto why = hpcbench::number_problem(text, type);
+          const bool refused = why.starts_with("out of range") || why == "expected a finite number";
+          return refused ? fmt::format("'{}' is {}", text, why) : std::string();
+        },
+        "", "number"));
+  }
+  for (CLI::App* sub : app.get_subcommands({})) check_numbers(*sub);
+}
+
+}  // namespace
 
 int run_program(int argc, char** argv) {
   hpcbench::keep_freed_memory_in_heap();
@@ -41,6 +68,7 @@ int run_program(int argc, char** argv) {
   add(hpcbench::cli::add_plan);
   add(hpcbench::cli::add_run);
   add(hpcbench::cli::add_main);
+  check_numbers(app);
 
   try {
     app.parse(argc, argv);

@@ -1,6 +1,7 @@
 #include "core/bounded_read.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -26,6 +28,29 @@ constexpr size_t kChunk = 8 * kMiB;
 
 // How many ReadsRunToTheirEnd live.
 std::atomic<int> g_reads_run_to_end{0};
+
+// HPCBENCH_INJECT's stop_read=<name>:<TERM|INT|USR1>: before the first chunk
+// of a file called <name>, this process sends itself that signal once, as a
+// time limit that comes while the file is read (deterministic, where a
+// signal from outside must be timed into the read).
+std::atomic<bool> g_stop_read_sent{false};
+
+void send_injected_stop(const std::string& path) {
+  const char* env = std::getenv(kInjectVariable);
+  if (!env || !*env || g_stop_read_sent.load()) return;
+  auto spec = injected("stop_read");
+  if (!spec) return;
+  const auto colon = spec->rfind(':');
+  const std::string name = colon == std::string::npos ? "" : spec->substr(0, colon);
+  const std::string sig = colon == std::string::npos ? "" : spec->substr(colon + 1);
+  if (name.empty() || (sig != "TERM" && sig != "INT" && sig != "USR1"))
+    fail("{} stop_read={}: expected <file name>:<TERM|INT|USR1>", kInjectVariable, *spec);
+  if (name != std::filesystem::path(path).filename().string() || g_stop_read_sent.exchange(true)) return;
+  const int number = sig == "TERM" ? SIGTERM : sig == "INT" ? SIGINT : SIGUSR1;
+  std::fprintf(stderr, "%s stop_read: %s sends itself %s before its first chunk\n", kInjectVariable, path.c_str(),
+               signal_name(number).c_str());
+  ::raise(number);
+}
 
 std::string size_text(uint64_t bytes) {
   if (bytes >= kGiB && bytes % kGiB == 0) return fmt::format("{} GiB", bytes / kGiB);
@@ -72,6 +97,7 @@ ReadableFile::~ReadableFile() {
 }
 
 void ReadableFile::before_chunk() {
+  send_injected_stop(name_);
   if (delay_ms_) {
     if (!delay_said_)
       std::fprintf(stderr, "%s slow_read: %s waits %llu ms before each chunk\n", kInjectVariable, name_.c_str(),

@@ -22,7 +22,8 @@ namespace hpcbench {
 namespace {
 
 const std::vector<std::string_view> kKeys = {"fault",   "slow_rank",       "abort_throws", "memory_bytes",
-                                             "bus_ids", "rename_delay_ms", "slow_read"};
+                                             "bus_ids", "rename_delay_ms", "slow_read",
+                                             "stop_read"};  // stop_read: core/bounded_read.cpp
 const std::vector<std::string> kFaultModes = {"kill", "abort", "exit", "hang", "stop", "term"};
 
 // The longest wait a drill may ask for: ten minutes, so that a value written
@@ -71,6 +72,12 @@ std::string wrong_form(std::string_view key, std::string_view value) {
     return p && !p->first.empty() && whole_number(p->second, kMaxDelayMs)
                ? ""
                : fmt::format("<file name>:<ms>, ms a whole number from 0 to {}", kMaxDelayMs);
+  }
+  if (key == "stop_read") {
+    auto p = two_parts(value);
+    return p && !p->first.empty() && (p->second == "TERM" || p->second == "INT" || p->second == "USR1")
+               ? ""
+               : "<file name>:<TERM|INT|USR1>";
   }
   if (key == "abort_throws") return value == "1" ? "" : "1";
   if (key == "memory_bytes")

@@ -42,6 +42,8 @@ std::vector<std::string> own_command_line() {
   std::string raw;
   try {
     raw = read_file("/proc/self/cmdline", file_limit::kProc);
+  } catch (const Interrupted&) {
+    throw;
   } catch (const std::exception&) {
     return {};
   }

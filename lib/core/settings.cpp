@@ -3,28 +3,21 @@
 #include <toml++/toml.h>
 
 #include <charconv>
+#include <cstdlib>
 
 #include "core/bounded_read.h"
 #include "core/error.h"
+#include "core/number_text.h"
 
 namespace hpcbench {
 
 namespace {
 
+// Text number_problem passed.
 template <typename T>
-bool parse_number(const std::string& s, T& out) {
-  if constexpr (std::is_same_v<T, double>) {
-    try {
-      size_t pos = 0;
-      out = std::stod(s, &pos);
-      return pos == s.size();
-    } catch (...) {
-      return false;
-    }
-  } else {
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-    return ec == std::errc() && p == s.data() + s.size();
-  }
+void parse_number(const std::string& s, T& out) {
+  if constexpr (std::is_same_v<T, double>) out = std::strtod(s.c_str(), nullptr);
+  else std::from_chars(s.data(), s.data() + s.size(), out);
 }
 
 }  // namespace
@@ -39,8 +32,10 @@ void set_from_string(const Setting& s, const std::string& value) {
           if (value == "on" || value == "true" || value == "1") *target = true;
           else if (value == "off" || value == "false" || value == "0") *target = false;
           else fail("{} {}: expected on or off", s.flag, value);
-        } else if (!parse_number(value, *target)) {
-          fail("{} {}: expected {}", s.flag, value, std::is_same_v<T, double> ? "a number" : "an integer");
+        } else if (auto why = number_problem(value, type_name(s)); !why.empty()) {
+          fail("{} {}: {}", s.flag, value, why);
+        } else {
+          parse_number(value, *target);
         }
       },
       s.target);

@@ -12,6 +12,7 @@
 
 #include "core/bounded_read.h"
 #include "core/atomic_file.h"
+#include "core/error.h"
 
 namespace hpcbench::dist {
 
@@ -102,8 +103,10 @@ std::vector<int> read_launch_notes(const std::string& dir) {
     std::string text;
     try {
       text = read_file_bounded(it->path(), file_limit::kSmall);
-    } catch (...) {
-      continue;
+    } catch (const Interrupted&) {
+      throw;
+    } catch (const UserError&) {
+      continue;  // a note that cannot be read names no rank
     }
     size_t pos = 0;
     while (pos < text.size()) {

@@ -162,6 +162,8 @@ std::map<std::string, at::Tensor> read_safetensors(const fs::path& path) {
   std::optional<ReadableFile> opened;
   try {
     opened.emplace(open_regular_file(path, file_limit::kCheckpoint));
+  } catch (const Interrupted&) {
+    throw;
   } catch (const UserError& e) {
     fail("cannot read safetensors file {}: {}", path.string(), e.what());
   }

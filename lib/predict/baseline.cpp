@@ -143,6 +143,8 @@ Baseline read_baseline(const std::string& path, const std::string& row, std::str
   std::vector<results::RunResult> rows;
   try {
     rows = results::read_result_file(file, &settings);
+  } catch (const Interrupted&) {
+    throw;
   } catch (const UserError& e) {
     fail("--baseline {}: {}", file.string(), e.what());
   }

@@ -11,6 +11,12 @@ namespace hpcbench::predict {
 
 namespace {
 
+// The slowest link a system file may describe: 10 MB/s, under a tenth of
+// 1 Gb Ethernet (125 MB/s). Below it a figure is a unit mistaken (bits,
+// MB/s) or a typo, and the prediction would be years of GPU time for a step
+// that takes seconds.
+constexpr double kMinBandwidthGBps = 0.01;
+
 double number(const toml::table& t, const std::string& file, const std::string& key, bool required, double dflt) {
   auto v = t[key];
   if (!v) {
@@ -33,9 +39,16 @@ Tier tier(const toml::table& root, const std::string& file, const std::string& n
   r.latency_us = number(*t, file, "latency_us", true, 0);
   r.efficiency = number(*t, file, "efficiency", false, 1);
   if (!(r.bandwidth_GBps > 0)) fail("{}: [{}] bandwidth_GBps {} must be positive", file, name, r.bandwidth_GBps);
+  if (r.bandwidth_GBps < kMinBandwidthGBps)
+    fail("{}: [{}] bandwidth_GBps {} is below {} GB/s (gigabytes a second, not bits; 1 Gb Ethernet is 0.125): "
+         "no network that carries a job's collectives is that slow, and its GPU-hours would be absurd",
+         file, name, r.bandwidth_GBps, kMinBandwidthGBps);
   if (!(r.latency_us >= 0)) fail("{}: [{}] latency_us {} must not be negative", file, name, r.latency_us);
   if (!(r.efficiency > 0 && r.efficiency <= 1))
     fail("{}: [{}] efficiency {} must be in (0, 1]", file, name, r.efficiency);
+  if (r.bandwidth_GBps * r.efficiency < kMinBandwidthGBps)
+    fail("{}: [{}] bandwidth_GBps {} x efficiency {} is below {} GB/s: no network that carries a job's collectives "
+         "is that slow", file, name, r.bandwidth_GBps, r.efficiency, kMinBandwidthGBps);
   return r;
 }
 

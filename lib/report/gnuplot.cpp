@@ -44,6 +44,8 @@ void run_gnuplot(const std::string& program, const fs::path& dir, const std::str
   if (!ended.empty()) {
     try {
       said = read_file(log, file_limit::kSmall);
+    } catch (const Interrupted&) {
+      throw;
     } catch (const UserError&) {
     }
     while (!said.empty() && (said.back() == '\n' || said.back() == ' ')) said.pop_back();

@@ -349,6 +349,8 @@ PlotOutcome write_utilisation_plot(const fs::path& csv, const fs::path& dir, con
   try {
     // A day of samples of eight GPUs at 100 ms is some 700 MB.
     text = read_file_bounded(csv, size_t{1} << 30);
+  } catch (const Interrupted&) {
+    throw;
   } catch (const UserError& e) {
     out.warnings.push_back(fmt::format("no utilisation plot for {}: {}", csv.string(), e.what()));
     return out;

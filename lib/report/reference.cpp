@@ -82,6 +82,8 @@ std::vector<ReferenceSet> read_references(const fs::path& dir, std::vector<std::
         sources.push_back(extra["source"]);
       }
       sets.push_back({file.stem().string(), file, compare_within(rows, sources)});
+    } catch (const Interrupted&) {
+      throw;
     } catch (const UserError& e) {
       warnings.push_back(fmt::format("skipping {}: {}", file.string(), e.what()));
     }

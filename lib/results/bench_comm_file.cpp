@@ -36,6 +36,8 @@ BenchCommFile read_bench_comm_file(const std::filesystem::path& path, const std:
   try {
     // A bench-comm table is a few hundred lines.
     text = read_file_bounded(path, 16 * kMiB);
+  } catch (const Interrupted&) {
+    throw;
   } catch (const UserError& e) {
     fail("{} {}: cannot read the file: {}", what, path.string(), e.what());
   }

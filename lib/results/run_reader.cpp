@@ -105,6 +105,8 @@ struct Reader {
         out.runs.push_back({std::move(r), file, settings});
       }
       return true;
+    } catch (const Interrupted&) {
+      throw;
     } catch (const UserError& e) {
       warn(file, e.what());
       return false;

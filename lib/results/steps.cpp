@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/bounded_read.h"
+#include "core/error.h"
 #include "results/run_reader.h"
 #include "results/csv.h"
 
@@ -102,6 +103,8 @@ StepSeries read_step_series(const fs::path& origin) {
       s.loss.push_back(std::stod(records[i].at(static_cast<size_t>(loss))));
       s.step.push_back(std::stoll(records[i].at(static_cast<size_t>(step))));
     }
+  } catch (const Interrupted&) {
+    throw;
   } catch (const std::exception&) {
     return {};  // a series is a check's input, never a reason to refuse a report
   }
@@ -146,6 +149,8 @@ std::optional<std::vector<RankTiming>> read_rank_timing(const fs::path& origin) 
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(read_file_bounded(json, kMaxRunJsonBytes), nullptr, false);
+  } catch (const Interrupted&) {
+    throw;
   } catch (const std::exception&) {
     return std::nullopt;  // the run's row says why, where the file is read for it
   }

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/injection.h"
+#include "core/printable.h"
 #include "core/self_exec.h"
 #include "core/stop_signal.h"
 #include "device/device.h"
@@ -48,6 +49,14 @@ bool second_signal_kills() {
 // --nproc-per-node: this machine's ranks, started by the built-in launcher
 // once what they would all check is checked here.
 int launch_ranks(const train::TrainConfig& cfg, const strategies::Choice& choice, const JobOptions& o) {
+  // The launcher's ranks meet on this machine at a port it finds free, as
+  // torchrun --standalone does: a MASTER_ADDR or MASTER_PORT left in the
+  // environment (a job script's, torchrun's habit) is not what they use.
+  for (const char* var : {"MASTER_ADDR", "MASTER_PORT"})
+    if (const char* v = std::getenv(var); v && *v)
+      spdlog::warn("{}={} is not used under --nproc-per-node {}: the built-in launcher's ranks meet on 127.0.0.1 at "
+                   "a free port it picks; to choose the address, start the ranks with torchrun or srun instead",
+                   var, printable(v, 128), o.nproc_per_node);
   if (o.dry_run) preflight::check_folder_writable("--results-dir", cfg.results_dir, results_bytes(cfg));
   else results::check_results_dir(cfg.results_dir);
   dist::LaunchOptions launch{.nproc = o.nproc_per_node};

@@ -88,6 +88,8 @@ std::string job_progress(const Sweep& sweep, const SweepJob& job, SqueueAsker& s
     try {
       auto rows = results::read_result_file(sweep.dir / job.run_dir / "summary.csv");
       if (!rows.empty() && rows.front().status == "interrupted") return "interrupted";
+    } catch (const Interrupted&) {
+      throw;
     } catch (const UserError&) {
     }
     return "done";

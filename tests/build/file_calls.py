@@ -17,6 +17,12 @@ filesystem error" instead of a message naming the path and its cause.
 
 Calls of the C library (rename(2), unlink(2), mkdir(2)) never throw and say
 their failure in their result; they are left to the code that calls them.
+
+A stop signal ends a read or a wait with Interrupted, which is a UserError
+(core/error.h): a catch of UserError, std::exception or anything (...) whose
+try block reads a file or waits (the one reader, a lock, a stop poll) must
+let it through (a `catch (const Interrupted&)` before it, or a rethrow), or a
+stop would be taken for a file to skip.
 """
 import re
 import sys
@@ -77,6 +83,36 @@ def top_level_args(args):
     return [a.strip() for a in out if a.strip()]
 
 
+# What a stop signal can end (core/bounded_read.h, core/file_lock.h,
+# core/stop_signal.h), and what a catch-all does that lets it through.
+STOPPABLE = re.compile(r"\b(?:read_file\w*|open_regular_file|read_some|read_at|FileLock|throw_if_stopped)\b")
+PASSES_ON = re.compile(r"\bthrow\s*;|current_exception|warn_current")
+
+
+def block_after(text, pos):
+    """The text of the {...} block that starts at the first '{' from `pos`."""
+    start = text.find("{", pos)
+    depth = 0
+    for i in range(start, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[start : i + 1]
+    return text[start:]
+
+
+def swallowed_stops(name, text, line_of):
+    found = []
+    for m in re.finditer(r"\bcatch\s*\(\s*(\.\.\.|const\s+(?:hpcbench::)?UserError|const\s+std::exception)", text):
+        try_at = text.rfind("try", 0, m.start())
+        chain = text[try_at : m.start()] if try_at >= 0 else ""
+        if re.search(r"catch\s*\(\s*const\s+(?:hpcbench::)?Interrupted", chain):
+            continue
+        if STOPPABLE.search(chain) and not PASSES_ON.search(block_after(text, m.end())):
+            found.append(f"{name}:{line_of(m.start())}: catch ({m.group(1)}...) around a read or a wait neither lets "
+                         "a stop signal's Interrupted through nor rethrows")
+    return found
+
+
 def strays(name, text):
     text = strip_comments(text)
     found = []
@@ -87,6 +123,7 @@ def strays(name, text):
                 if "/dev/null" in text[m.start() : text.find(";", m.start())]:
                     continue  # a child's stdin, not a file read
                 found.append(f"{name}:{line_of(m.start())}: {what}, not the one reader (core/bounded_read.h)")
+    found += swallowed_stops(name, text, line_of)
     for m in FS_CALL.finditer(text):
         args = top_level_args(call_args(text, m.end() - 1))
         has_ec = bool(args) and re.search(r"\bec\w*\b|error_code", args[-1])
@@ -108,6 +145,8 @@ def self_test():
         "lib/x/f.cpp": "for (auto& e : fs::directory_iterator(dir)) {}",
         "lib/x/g.cpp": "auto t = std::filesystem::temp_directory_path() / \"x\";",
         "lib/x/h.cpp": "fs::rename(a,\n           b);",
+        "lib/x/i.cpp": "try { t = read_file_bounded(p, 9); } catch (...) { continue; }",
+        "lib/x/j.cpp": "try { t = read_file(p, 9); } catch (const UserError& e) { fail(\"{}\", e.what()); }",
     }
     good = {
         "lib/core/bounded_read.cpp": "const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK);",
@@ -117,6 +156,9 @@ def self_test():
         "lib/x/d.cpp": "auto s = fs::symlink_status(p, ec); if (fs::is_directory(s)) {}",
         "lib/x/e.cpp": "for (auto it = fs::directory_iterator(d, ec); it != fs::directory_iterator(); ) {}",
         "lib/core/process.cpp": 'int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);',
+        "lib/x/f.cpp": "try { t = read_file(p, 9); } catch (...) { fs::remove(p, ec); throw; }",
+        "lib/x/g.cpp": "try { v = std::stod(s); } catch (...) { return 0; }",
+        "lib/x/h.cpp": "try { t = read_file(p, 9); } catch (const Interrupted&) { throw; } catch (const UserError&) {}",
     }
     ok = True
     for name, text in bad.items():

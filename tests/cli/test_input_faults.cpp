@@ -9,7 +9,12 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <fstream>
+#include <tuple>
+#include <vector>
 #include <string>
+
+#include <fmt/format.h>
 
 #include "test_env.h"
 
@@ -147,4 +152,79 @@ TEST_CASE("a loop of links in --results-dir or TMPDIR is named as one, not an in
   CHECK(r.exit_code == 2);
   CHECK_THAT(flat(r.output), Catch::Contains("no folder for the feature cache") && Catch::Contains(loop.string()));
   CHECK_THAT(r.output, !Catch::Contains("internal error"));
+}
+
+// Issue 44: a stop signal while a run reads its checkpoint ends the run with
+// the signal's status, before it claims a results folder. HPCBENCH_INJECT
+// stop_read sends the signal before the file's first chunk: deterministic,
+// where a signal from outside must be timed into the read.
+TEST_CASE("a stop signal while --checkpoint is read ends the run with that signal's status, nothing written") {
+  test::TempDir dir;
+  const auto checkpoint = dir.path / "big.safetensors";
+  {
+    std::string header = R"({"w":{"dtype":"F32","shape":[4194304],"data_offsets":[0,16777216]}})";
+    header.append((8 - header.size() % 8) % 8, ' ');
+    const uint64_t len = header.size();
+    std::ofstream out(checkpoint, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(&len), 8);
+    out << header;
+  }
+  fs::resize_file(checkpoint, fs::file_size(checkpoint) + (uint64_t{16} << 20));
+  const auto results = dir.path / "results";
+  for (auto [sig, name, status] : {std::tuple{"USR1", "SIGUSR1", 128 + 10}, std::tuple{"TERM", "SIGTERM", 128 + 15}}) {
+    auto r = run_binary_env(fmt::format("HPCBENCH_INJECT='stop_read=big.safetensors:{}'", sig),
+                            kRun + " --max-steps 2 --checkpoint " + checkpoint.string() + " --results-dir " +
+                                results.string());
+    INFO(r.output);
+    CHECK(r.exit_code == status);
+    CHECK_THAT(flat(r.output), Catch::Contains(fmt::format("interrupted by {} while reading {}", name,
+                                                           checkpoint.string())));
+    CHECK_THAT(r.output, !Catch::Contains("step ") && !Catch::Contains("internal error"));
+    CHECK(test::entries(results) == 0);
+    CHECK(test::entries(results / ".running") == 0);
+  }
+}
+
+// Issue 44: the built-in launcher picks its own address and port; one left
+// in the environment is said to be unused, not silently ignored.
+TEST_CASE("MASTER_ADDR and MASTER_PORT under --nproc-per-node are said to be unused, with what is used") {
+  test::TempDir dir;
+  auto r = run_binary_env("MASTER_ADDR=10.1.2.3 MASTER_PORT=29555",
+                          kDryRun + " --strategy ddp --nproc-per-node 2 --results-dir " + (dir.path / "r").string());
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  const auto out = flat(r.output);
+  CHECK_THAT(out, Catch::Contains("MASTER_ADDR=10.1.2.3 is not used under --nproc-per-node 2"));
+  CHECK_THAT(out, Catch::Contains("MASTER_PORT=29555 is not used under --nproc-per-node 2") &&
+                      Catch::Contains("meet on 127.0.0.1 at a free port"));
+  // Without them, nothing is said.
+  r = run_binary_env("env -u MASTER_ADDR -u MASTER_PORT", kDryRun + " --strategy ddp --nproc-per-node 2 --results-dir " +
+                                                              (dir.path / "r").string());
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, !Catch::Contains("is not used under"));
+}
+
+// Issue 44: a number past its type's range is refused naming the flag and
+// the value, not clamped to the largest int64 (CLI11's cast) nor read as
+// infinity; the same for a setting's flag and a command's own.
+TEST_CASE("numeric flags out of range are refused, naming the flag and the value, not clamped") {
+  test::TempDir dir;
+  const std::string big = "99999999999999999999";
+  for (auto [args, flag, value] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {kDryRun + " --repeats " + big, "--repeats", big},
+           {kDryRun + " --max-steps " + big, "--max-steps", big},
+           {kDryRun + " --seed -" + big, "--seed", "-" + big},
+           {kDryRun + " --connect-timeout 1e999", "--connect-timeout", "1e999"},
+           {kDryRun + " --collective-timeout 1e999", "--collective-timeout", "1e999"},
+           {kDryRun + " --lr 1e999", "--lr", "1e999"},
+           {kDryRun + " --lr 1e-400", "--lr", "1e-400"},
+           {" main --max-steps " + big, "--max-steps", big},
+           {" plan --baseline x --system y --global-batch " + big, "--global-batch", big}}) {
+    auto r = run_binary(args + " --results-dir " + (dir.path / "r").string());
+    INFO(args << "\n" << r.output);
+    CHECK(r.exit_code != 0);
+    CHECK_THAT(flat(r.output), Catch::Contains(flag) && Catch::Contains(value) && Catch::Contains("out of range"));
+    CHECK_THAT(r.output, !Catch::Contains("checks out"));
+    CHECK(test::entries(dir.path / "r") == 0);
+  }
 }

@@ -205,3 +205,39 @@ TEST_CASE("slow_read delays each chunk of the file it names, and a malformed one
   CHECK(read_file(f, 100) == "{}");
   ::unsetenv("HPCBENCH_INJECT");
 }
+
+TEST_CASE("stop_read sends the signal before the first chunk of the file it names; a malformed one is refused") {
+  test::TempDir dir;
+  const auto f = dir.path / "big.bin";
+  { std::ofstream(f) << "x"; }
+  fs::resize_file(f, 20 * kMiB);
+  ::setenv("HPCBENCH_INJECT", "stop_read=big.bin:USR1", 1);
+  // In a child with the run's handlers, which the signal must not kill.
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    install_stop_handlers(false);
+    std::string said;
+    try {
+      said = "whole: " + std::to_string(read_file(f, file_limit::kDataset).size());
+    } catch (const Interrupted& e) {
+      said = fmt::format("Interrupted({}): {}", e.signal(), e.what());
+    }
+    (void)!::write(fds[1], said.data(), said.size());
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string said;
+  char buf[512];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) said.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  ::waitpid(pid, nullptr, 0);
+  CHECK(said ==
+        fmt::format("Interrupted({}): interrupted by SIGUSR1 while reading {}; not read further", SIGUSR1, f.string()));
+  ::setenv("HPCBENCH_INJECT", "stop_read=big.bin:KILL", 1);
+  CHECK_THAT(refusal([&] { read_file(f, file_limit::kDataset); }),
+             Catch::Contains("HPCBENCH_INJECT stop_read=big.bin:KILL: expected <file name>:<TERM|INT|USR1>"));
+  ::unsetenv("HPCBENCH_INJECT");
+}

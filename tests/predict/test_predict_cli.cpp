@@ -186,6 +186,12 @@ TEST_CASE("predict refuses what it cannot predict, naming the reason") {
                                         {"latency_us = 6", "latency_us = -6", "latency_us -6 must not be negative"},
                                         {"bandwidth_GBps = 300", "bandwidth_GBps = inf", "bandwidth_GBps = inf must be"},
                                         {"bandwidth_GBps = 200", "bandwidth_GBps = -200", "bandwidth_GBps -200 must be"},
+                                        // Positive but no network's: GPU-years for a step of seconds.
+                                        {"bandwidth_GBps = 200", "bandwidth_GBps = 1e-12",
+                                         "[inter] bandwidth_GBps 1e-12 is below 0.01 GB/s"},
+                                        {"bandwidth_GBps = 300", "bandwidth_GBps = 0.000001",
+                                         "[intra] bandwidth_GBps 1e-06 is below 0.01 GB/s"},
+                                        {"efficiency = 0.72", "efficiency = 1e-9", "x efficiency 1e-09 is below 0.01"},
                                         {"efficiency = 0.72", "efficiency = nan", "efficiency = nan must be"},
                                         {"gpus_per_node = 8", "gpus_per_node = 8.7", "gpus_per_node = 8.7 must be a whole"},
                                         {"gpus_per_node = 8", "gpus_per_node = 1e12", "must be a whole number from 1"},

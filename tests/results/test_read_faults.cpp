@@ -4,7 +4,10 @@
 // memory. Fixtures are made by each test.
 #include "test_catch.h"
 
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <fstream>
@@ -14,6 +17,7 @@
 #include "core/atomic_file.h"
 #include "core/bounded_read.h"
 #include "core/error.h"
+#include "core/stop_signal.h"
 #include "results/bench_comm_file.h"
 #include "results/run_folder.h"
 #include "results/run_reader.h"
@@ -223,4 +227,48 @@ TEST_CASE("utilisation.csv: a sample no device gives is left out, not plotted") 
   CHECK(rows[0].util_percent == 50);
   CHECK_FALSE(rows[1].util_percent.has_value());
   CHECK_FALSE(rows[1].power_w.has_value());
+}
+
+// Issue 44: a stop signal that comes while the report's scan reads a run is
+// the end of the scan, not a file to skip. HPCBENCH_INJECT stop_read sends
+// the signal before the file's first chunk (a file of more than one chunk,
+// 8 MiB, is one a stop ends), in a child that has the run's handlers.
+TEST_CASE("a stop signal while a run's record is read ends the scan with the signal, not a skipped run") {
+  test::TempDir dir;
+  auto root = dir.path / "runs";
+  write_run_folder(root, "good", good_run("good"));
+  auto big = write_run_folder(root, "big", good_run("big"));
+  fs::resize_file(big / "run.json", 20 * kMiB);  // three chunks
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    ::setenv("HPCBENCH_INJECT", "stop_read=run.json:TERM", 1);
+    install_stop_handlers(false);
+    std::string said;
+    int rc = 0;
+    try {
+      auto l = read_results({root});
+      said = fmt::format("carried on with {} run(s): {}", l.runs.size(), fmt::join(l.warnings, "; "));
+    } catch (const Interrupted& e) {
+      said = e.what();
+      rc = 128 + e.signal();
+    } catch (const std::exception& e) {
+      said = std::string("other: ") + e.what();
+    }
+    (void)!::write(fds[1], said.data(), said.size());
+    ::_exit(rc);
+  }
+  ::close(fds[1]);
+  std::string said;
+  char buf[512];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) said.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  INFO(said);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 128 + SIGTERM);
+  CHECK_THAT(said, Contains("interrupted by SIGTERM while reading " + (big / "run.json").string()));
 }

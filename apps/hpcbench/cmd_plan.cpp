@@ -205,10 +205,17 @@ Action add_plan(CLI::App& app) {
   cmd->add_option("--engine-ratios", a->engine_ratios,
                   "Recorded steps under each engine setting (results/reference/engine-ratios.csv): search "
                   "--cuda-graph and --fused on a CUDA device, each priced by its recorded ratio to the baseline's "
-                  "engine (without it the engine stays the baseline's)");
+                  "engine (without it the engine stays the baseline's)")
+      ->check(CLI::Validator(
+          [](std::string& v) { return v.empty() ? std::string("empty; give a file such as engine-ratios.csv") : std::string(); },
+          "FILE"));
   cmd->add_option("--precisions", a->precisions,
                   "Comma-separated precisions to search (fp32, tf32, bf16, fp16; default: the baseline's and every "
-                  "one the device's peak rates allow)");
+                  "one the device's peak rates allow)")
+      // An empty list read as "not given" searched every precision without a word.
+      ->check(CLI::Validator(
+          [](std::string& v) { return v.empty() ? std::string("empty; give a list such as bf16,fp16") : std::string(); },
+          "LIST"));
   cmd->add_option("--top", a->top, "Layouts to print")->capture_default_str();
   cmd->add_option("--verify", a->verify, "Layouts the written sweep runs beside the baseline")->capture_default_str();
   cmd->add_option("--out", a->out, "Sweep folder (default results/sweeps/plan-<time>)");

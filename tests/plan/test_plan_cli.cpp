@@ -183,3 +183,32 @@ TEST_CASE("plan refuses a zero --gpus-per-node, an empty --memory-limit and a --
     CHECK_FALSE(fs::exists(e.out));
   }
 }
+
+// The flags added with the engine and precision search: each bad value is
+// refused before the ranking, naming the flag (and the file where there is
+// one), with nothing written.
+TEST_CASE("plan refuses a bad --precisions and an unreadable or malformed --engine-ratios") {
+  Env e;
+  const std::string sys = "--system '" + e.system.string() + "' --global-batch 8 ";
+  auto malformed = e.dir.path / "ratios.csv";
+  write_file_atomic(malformed, "device_name,strategy\nx,y\n");
+  const auto missing = (e.dir.path / "no-such.csv").string();
+  struct Case {
+    std::string args, expect;
+  } cases[] = {
+      {sys + "--precisions bogus", "--precisions bogus: 'bogus' is not one of"},
+      {sys + "--precisions ''", "--precisions"},
+      {sys + "--engine-ratios ''", "--engine-ratios"},
+      {sys + "--engine-ratios '" + missing + "'", "--engine-ratios " + missing},
+      {sys + "--engine-ratios '" + malformed.string() + "'", malformed.string()},
+  };
+  for (auto& c : cases) {
+    auto r = e.plan(c.args);
+    INFO(c.args << "\n" << r.output);
+    CHECK(r.exit_code != 0);
+    CHECK(r.output.find(c.expect) != std::string::npos);
+    CHECK(r.output.find("internal error") == std::string::npos);
+    CHECK(r.output.find("verifying the top") == std::string::npos);
+    CHECK_FALSE(fs::exists(e.out));
+  }
+}

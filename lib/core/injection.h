@@ -24,6 +24,10 @@
 //   slow_read=<name>:<ms>        each chunk read of a file called <name> (its
 //                                last path component) waits that long first,
 //                                as a slow shared file system would
+//   stop_read=<name>:<TERM|INT|USR1>  the process sends itself that signal,
+//                                once, before the first chunk of a file called
+//                                <name> (a stop that a catch site must not
+//                                swallow, timed where a real one cannot be)
 //   bus_ids=<id>,<id>,...        local rank k's GPU bus id for the sampler (CPU
 //                                ranks have none)
 //

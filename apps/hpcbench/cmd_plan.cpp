@@ -203,7 +203,7 @@ Action add_plan(CLI::App& app) {
           [](std::string& v) { return v.empty() ? std::string("empty; give a size such as 40GiB") : std::string(); },
           "SIZE"));
   cmd->add_option("--engine-ratios", a->engine_ratios,
-                  "Recorded steps under each engine setting (results/reference/engine-ratios.csv): search "
+                  "Recorded steps under each engine setting (results/reference/gpu/engine-ratios.csv): search "
                   "--cuda-graph and --fused on a CUDA device, each priced by its recorded ratio to the baseline's "
                   "engine (without it the engine stays the baseline's)")
       ->check(CLI::Validator(

@@ -5,10 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <set>
+#include <sstream>
 
+#include "core/bounded_read.h"
 #include "core/error.h"
 #include "core/split.h"
 
@@ -85,8 +86,16 @@ EngineRatio at_batch(const EngineSteps& t, const EngineKey& k, int64_t batch, co
 }  // namespace
 
 EngineSteps read_engine_steps(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) fail("--engine-ratios {}: cannot be read", path);
+  // The one reader: a FIFO or /dev/zero given here is refused, not waited on.
+  std::string text;
+  try {
+    text = read_file_bounded(path, file_limit::kConfig);
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const UserError& e) {
+    fail("--engine-ratios {}: cannot be read: {}", path, e.what());
+  }
+  std::istringstream in(text);
   EngineSteps t{path, {}};
   std::string line;
   int n = 0;

@@ -3,7 +3,7 @@
 // recorded runs rather than modelled: the step-time ratio of one engine
 // setting to another, measured on the same job (device, strategy, precision,
 // micro-batch) and read from a file of recorded steps
-// (results/reference/engine-ratios.csv). The graph's gain is host time it
+// (results/reference/gpu/engine-ratios.csv). The graph's gain is host time it
 // removes and fusion's is kernels it cuts; both depend on the batch and the
 // strategy's own host work, so a ratio is used only where it was recorded
 // (or between two recorded batches), never carried over to another

@@ -244,7 +244,10 @@ Result search(const Request& r, const std::function<void(int64_t, int64_t)>& pro
   for (int64_t k = 0; k < total; ++k) {
     auto& f = kept[static_cast<size_t>(k)];
     const auto& c = f.candidate;
-    Ranked x{c, {}, f.memory, {}, f.ratio, {}, 0, 0};
+    // A named empty Prediction: GCC 12 warned (-Wmaybe-uninitialized) on the
+    // map inside one that the aggregate's braces value-initialised.
+    const predict::Prediction none;
+    Ranked x{c, none, f.memory, {}, f.ratio, {}, 0, 0};
     const auto base = baseline_on(at.at(c.precision), f.engine, f.ratio.ratio);
     // What only the replay can rule out is refused with the strategies' checks.
     try {

@@ -187,6 +187,16 @@ std::string read_file(const std::filesystem::path& path, size_t max_bytes) {
   }
 }
 
+std::string read_flag_file(const std::string& flag, const std::filesystem::path& path, size_t max_bytes) {
+  try {
+    return read_file_bounded(path, max_bytes);
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const UserError& e) {
+    fail("{} {}: {}", flag, path.string(), e.what());
+  }
+}
+
 std::string read_file_or_empty(const std::filesystem::path& path, size_t max_bytes) {
   try {
     return read_file_bounded(path, max_bytes);

@@ -99,6 +99,10 @@ std::string read_file_bounded(const std::filesystem::path& path, size_t max_byte
 // The same, with the error naming the path: "cannot read <path>: <why>".
 std::string read_file(const std::filesystem::path& path, size_t max_bytes);
 
+// The same, with the error naming the flag that gave the path: "<flag>
+// <path>: <why>" (--config, --system, --engine-ratios).
+std::string read_flag_file(const std::string& flag, const std::filesystem::path& path, size_t max_bytes);
+
 // The same, or "" when it cannot be read: for a fact that may be absent (a
 // file of /proc another kernel lacks, a lock file whose owner is writing it).
 std::string read_file_or_empty(const std::filesystem::path& path, size_t max_bytes);

@@ -71,14 +71,7 @@ struct TomlFile::Table {
 };
 
 TomlFile::TomlFile(const std::filesystem::path& path) : path_(path), table_(std::make_unique<Table>()) {
-  std::string text;
-  try {
-    text = read_file_bounded(path, file_limit::kConfig);
-  } catch (const Interrupted&) {
-    throw;
-  } catch (const UserError& e) {
-    fail("--config {}: {}", path.string(), e.what());
-  }
+  const std::string text = read_flag_file("--config", path, file_limit::kConfig);
   try {
     table_->root = toml::parse(text, path.string());
   } catch (const toml::parse_error& e) {

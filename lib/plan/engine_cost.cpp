@@ -87,15 +87,7 @@ EngineRatio at_batch(const EngineSteps& t, const EngineKey& k, int64_t batch, co
 
 EngineSteps read_engine_steps(const std::string& path) {
   // The one reader: a FIFO or /dev/zero given here is refused, not waited on.
-  std::string text;
-  try {
-    text = read_file_bounded(path, file_limit::kConfig);
-  } catch (const Interrupted&) {
-    throw;
-  } catch (const UserError& e) {
-    fail("--engine-ratios {}: cannot be read: {}", path, e.what());
-  }
-  std::istringstream in(text);
+  std::istringstream in(read_flag_file("--engine-ratios", path, file_limit::kConfig));
   EngineSteps t{path, {}};
   std::string line;
   int n = 0;

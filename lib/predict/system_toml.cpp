@@ -56,14 +56,7 @@ Tier tier(const toml::table& root, const std::string& file, const std::string& n
 
 System read_system(const std::string& path) {
   toml::table root;
-  std::string text;
-  try {
-    text = read_file_bounded(path, file_limit::kConfig);
-  } catch (const Interrupted&) {
-    throw;
-  } catch (const UserError& e) {
-    fail("--system {}: {}", path, e.what());
-  }
+  const std::string text = read_flag_file("--system", path, file_limit::kConfig);
   try {
     root = toml::parse(text, path);
   } catch (const toml::parse_error& e) {

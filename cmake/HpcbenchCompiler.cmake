@@ -14,6 +14,13 @@ endif()
 set(HPCBENCH_WARNINGS_DIR ${CMAKE_BINARY_DIR}/compile-warnings)
 set(CMAKE_CXX_COMPILER_LAUNCHER ${CMAKE_SOURCE_DIR}/cmake/keep-warnings.sh ${HPCBENCH_WARNINGS_DIR} ${_ccache})
 
+# Clang writes the headers' modification times into a precompiled header and
+# checks them where it is used; ccache (which hashes the headers' contents)
+# then cannot reuse a compile across clones. GCC needs no such switch.
+if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+  add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:SHELL:-Xclang -fno-pch-timestamp>")
+endif()
+
 add_library(hpcbench_warnings INTERFACE)
 target_compile_options(hpcbench_warnings INTERFACE -Wall -Wextra -Wno-unused-parameter)
 

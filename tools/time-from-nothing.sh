@@ -11,7 +11,7 @@
 #   tools/time-from-nothing.sh --purge     (as root; takes ~30 min on 2 cores)
 #
 # The packages it purges are set-up's list less those a machine of this kind
-# starts with (cmake, g++, git, pkg-config, python3). Run it on an otherwise
+# starts with (cmake, g++, clang, git, pkg-config, python3). Run it on an otherwise
 # idle machine: the figures are wall-clock.
 set -uo pipefail
 [[ ${1:-} == --purge ]] || { echo "usage: $0 --purge  (purges Debian packages and moves caches aside; see the header)" >&2; exit 2; }

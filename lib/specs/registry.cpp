@@ -141,7 +141,11 @@ Choice configure(const std::string& label, const TomlFile* file, const std::map<
   auto settings = choice.options().settings();
   if (file) file->apply(settings, choice.name() + ".");
   for (auto& [k, v] : parts.options) choice.set(k, v, where);
-  for (auto& [flag, value] : flags) {
+  for (const auto& flag_value : flags) {
+    // Named members, not a structured binding: Clang before 16 cannot capture
+    // a binding in a lambda (P1091).
+    const auto& flag = flag_value.first;
+    const auto& value = flag_value.second;
     auto it = std::find_if(settings.begin(), settings.end(), [&](const Setting& s) { return s.flag == flag; });
     if (it != settings.end()) {
       // An option written in the label and given again by its flag: the

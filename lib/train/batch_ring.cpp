@@ -8,7 +8,7 @@
 namespace hpcbench::train {
 
 BatchRing::BatchRing(int64_t micro_steps, int64_t rows, int64_t seq, c10::Device device)
-    : device_(device), rows_(rows), seq_(seq) {
+    : device_(device), rows_(rows) {
   const bool accelerator = !device.is_cpu();
   // A pool stream of normal priority: the copy is small and must not push
   // the step's kernels aside.

@@ -69,7 +69,7 @@ class BatchRing {
   };
 
   c10::Device device_;
-  int64_t rows_, seq_;
+  int64_t rows_;
   std::optional<c10::Stream> copy_stream_;
   std::array<Entry, 2> entries_;
   int next_ = 0;    // the entry the next stage() fills

@@ -72,7 +72,10 @@ TEST_CASE("every result field that changes the work keeps runs apart") {
       {"strategy options", [](auto& r) { r.strategy_options = "overlap=off"; }},
       {"data", [](auto& r) { r.data = "synthetic:512:seed1"; }},
   };
-  for (auto& [name, change] : changes) {
+  for (auto& named_change : changes) {
+    // Not a structured binding: Clang before 16 cannot capture one (P1091).
+    const std::string& name = named_change.first;
+    const auto& change = named_change.second;
     INFO(name);
     auto c = compare(pair([&](results::LoadedRun& r) { change(r.result); }));
     CHECK(ddp_rows(c) == 2);

@@ -20,7 +20,7 @@ double sum(const std::array<double, kPhases>& a) { return std::accumulate(a.begi
 }  // namespace
 
 TEST_CASE("exposed communication is split by the phase it fell in and adds up") {
-  StepTimer timer(c10::Device(c10::kCPU));
+  StepTimer timer{c10::Device(c10::kCPU)};
   timer.begin();
   wait_a_little();
   timer.mark(Phase::Data);

@@ -152,7 +152,10 @@ TEST_CASE("sweep --resume submits only scripts inside the sweep's own jobs/ fold
                       Catch::Contains("job 'ddp-1x2': script '" + path + "' is outside the sweep's jobs/ folder"));
   }
   edit_manifest(s.dir, [&](auto& j) { j["jobs"][2]["script"] = "jobs/ddp-1x2.sbatch"; });
-  for (auto [field, path] : {std::pair{"run_dir", "/home"}, std::pair{"log", "../logs/x-%j.out"}}) {
+  for (auto field_path : {std::pair{"run_dir", "/home"}, std::pair{"log", "../logs/x-%j.out"}}) {
+    // Named members, not a structured binding: Clang before 16 cannot capture one (P1091).
+    const char* field = field_path.first;
+    const char* path = field_path.second;
     INFO(field);
     edit_manifest(s.dir, [&](auto& j) { j["jobs"][0][field] = path; });
     CHECK_THROWS_WITH(sweep::read_manifest(s.dir), Catch::Contains(std::string(field) + " '" + path + "' is outside"));

@@ -94,8 +94,10 @@ struct Claim {
   fs::path partial, final_dir;
   // An empty claim left by a run that failed is given back (rmdir removes
   // only an empty folder: results written into it stay).
-  ~Claim() {
+  ~Claim() { release(); }
+  void release() {
     if (!partial.empty() && ::rmdir(partial.c_str()) == 0) ::rmdir(partial.parent_path().c_str());
+    partial.clear();
   }
 };
 Claim g_claim;
@@ -152,13 +154,20 @@ namespace {
 // The hidden folder that holds a repeat group's id while its repeats run.
 struct GroupClaim {
   fs::path marker;
-  ~GroupClaim() {
+  ~GroupClaim() { release(); }
+  void release() {
     if (!marker.empty() && ::rmdir(marker.c_str()) == 0) ::rmdir(marker.parent_path().c_str());
+    marker.clear();
   }
 };
 GroupClaim g_group;
 
 }  // namespace
+
+void release_claims() {
+  g_claim.release();
+  g_group.release();
+}
 
 std::string claim_repeat_group(const fs::path& results_dir, const std::string& group) {
   check_run_name(group);

@@ -46,6 +46,11 @@ std::filesystem::path claim_run_folder(const std::filesystem::path& results_dir,
 // process ends). Its repeats are then <id>-r1 ... -rN.
 std::string claim_repeat_group(const std::filesystem::path& results_dir, const std::string& group);
 
+// Gives back what this process still holds (an empty claimed folder, its
+// repeat group's id): what happens when the process ends through its static
+// destructors, for a program that ends without them (apps/hpcbench/main.cpp).
+void release_claims();
+
 // Returns the folder written: the one claim_run_folder claimed (claimed now
 // when it was not).
 std::filesystem::path write_run_folder(const std::filesystem::path& results_dir, const std::string& run_name,

@@ -19,7 +19,8 @@
 # configure arguments (-DHPCBENCH_UNITY_BATCH=8, say). Needs the virtual
 # environment tools/setup.sh makes (its LibTorch).
 #
-# A unit's name is its object file (unity batches: <target>_unity_<n>.cpp.o;
+# A unit's name is its object file (unity batches: <target>_<group>_<n>.cpp.o,
+# the group unity or cold, cmake/HpcbenchUnity.cmake;
 # the precompiled header: cmake_pch.hxx.gch).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -19,9 +19,9 @@
 #include "core/self_exec.h"
 #include "core/time.h"
 #include "device/device.h"
-#include "model/bert.h"
+#include "model/bert_config.h"
 #include "specs/registry.h"
-#include "train/setup.h"
+#include "train/model_shape.h"
 
 namespace hpcbench::cli {
 

@@ -17,7 +17,7 @@
 #include "core/progress.h"
 #include "core/split.h"
 #include "core/time.h"
-#include "model/bert.h"
+#include "model/bert_config.h"
 #include "plan/search.h"
 #include "plan/text.h"
 #include "plan/verify.h"
@@ -27,7 +27,7 @@
 #include "sweep/submit.h"
 #include "sweep_checks.h"
 #include "train/flops.h"
-#include "train/setup.h"
+#include "train/model_shape.h"
 
 namespace hpcbench::cli {
 

@@ -16,7 +16,7 @@
 #include "commands.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
-#include "model/bert.h"
+#include "model/bert_config.h"
 #include "predict/baseline.h"
 #include "predict/collective.h"
 #include "predict/layout.h"
@@ -25,7 +25,7 @@
 #include "preflight/run_settings.h"
 #include "results/csv.h"
 #include "specs/registry.h"
-#include "train/setup.h"
+#include "train/model_shape.h"
 
 namespace hpcbench::cli {
 

@@ -16,13 +16,6 @@
 
 namespace hpcbench::train {
 
-strategies::ModelShape model_shape(const model::BertConfig& c) {
-  return {c.vocab_size,        c.hidden_size,
-          c.num_hidden_layers, c.num_attention_heads,
-          c.intermediate_size, c.max_position_embeddings,
-          c.type_vocab_size};
-}
-
 model::BertConfig model_config(const TrainConfig& cfg) {
   namespace fs = std::filesystem;
   // Whatever is there and is not a folder is the reader's to take or refuse

@@ -11,8 +11,8 @@
 
 #include "data/features.h"
 #include "model/bert.h"
-#include "specs/model_shape.h"
 #include "train/config.h"
+#include "train/model_shape.h"
 
 namespace torch::optim {
 class Optimizer;
@@ -23,8 +23,6 @@ namespace hpcbench::train {
 // A preset name or a config.json; checks the sequence length against the
 // position table and applies --dropout.
 model::BertConfig model_config(const TrainConfig& cfg);
-// The sizes the strategies' torch-free formulas and checks take.
-strategies::ModelShape model_shape(const model::BertConfig& config);
 
 data::FeatureConfig feature_config(const TrainConfig& cfg);
 

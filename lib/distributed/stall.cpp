@@ -50,6 +50,26 @@ StallReport find_stalled(c10d::Store& store, const std::string& prefix, int rank
     report.store_unreachable = true;
     return report;
   }
+  // The store is a thread of one of these ranks and ends with its process:
+  // had that rank returned now, a rank that began waiting a moment later and
+  // still reads would find the store gone and blame its host. So each says
+  // it has read, and none returns before every rank that posted has said so,
+  // bounded by another window for a rank killed meanwhile. What was read
+  // stands whatever happens here.
+  try {
+    store.set(key(prefix + "read/", rank), std::vector<uint8_t>{1});
+    const auto end = Clock::now() + window;
+    for (;;) {
+      bool all_read = true;
+      for (int r = 0; r < size && all_read; ++r)
+        if (r != rank && (posts.count(r) || store.check({key(prefix, r)})))
+          all_read = store.check({key(prefix + "read/", r)});
+      if (all_read || Clock::now() >= end) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  } catch (...) {
+    // The host went after the others had read: nothing left to keep.
+  }
   const std::string my_seq = std::to_string(seq);
   for (int r = 0; r < size; ++r) {
     auto it = posts.find(r);

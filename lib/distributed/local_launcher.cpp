@@ -432,6 +432,8 @@ int launch_local(const LaunchOptions& options) {
          "under torchrun or a launcher", options.flag, options.flag);
   // The children must not launch again.
   auto args = strip_flag(own_command_line(), options.flag);
+  for (auto& f : options.drop_flags) args = strip_flag(args, f);
+  if (!args.empty()) args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
   if (args.empty()) fail("launcher: cannot read this process's command line from /proc/self/cmdline");
   int port = free_port();
   CatchSignals catch_signals;

@@ -19,6 +19,11 @@ struct LaunchOptions {
   // > 0: OMP_NUM_THREADS for every rank (LibTorch's intra-op default), so
   // that N ranks on one machine share its cores instead of each taking all.
   int threads_per_rank = 0;
+  // Flags of this process's command line the ranks do not get (besides
+  // `flag`), and flags appended to theirs: a --repeats parent that launches
+  // each repeat's ranks itself drops --repeats and names the repeat.
+  std::vector<std::string> drop_flags{};
+  std::vector<std::string> extra_args{};
 };
 
 // The intra-op threads each of `nproc` local ranks gets when the user chose

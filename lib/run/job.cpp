@@ -47,8 +47,10 @@ bool second_signal_kills() {
 }
 
 // --nproc-per-node: this machine's ranks, started by the built-in launcher
-// once what they would all check is checked here.
-int launch_ranks(const train::TrainConfig& cfg, const strategies::Choice& choice, const JobOptions& o) {
+// once what they would all check is checked here. `repeat_flags`: a
+// --repeats parent's repeat, whose ranks get those flags instead of --repeats.
+int launch_ranks(const train::TrainConfig& cfg, const strategies::Choice& choice, const JobOptions& o,
+                 const std::vector<std::string>& repeat_flags = {}) {
   // The launcher's ranks meet on this machine at a port it finds free, as
   // torchrun --standalone does: a MASTER_ADDR or MASTER_PORT left in the
   // environment (a job script's, torchrun's habit) is not what they use.
@@ -60,6 +62,10 @@ int launch_ranks(const train::TrainConfig& cfg, const strategies::Choice& choice
   if (o.dry_run) preflight::check_folder_writable("--results-dir", cfg.results_dir, results_bytes(cfg));
   else results::check_results_dir(cfg.results_dir);
   dist::LaunchOptions launch{.nproc = o.nproc_per_node};
+  if (!repeat_flags.empty()) {
+    launch.drop_flags = {"--repeats"};
+    launch.extra_args = repeat_flags;
+  }
   if (cfg.threads == 0) {
     launch.threads_per_rank = dist::threads_per_rank(dist::current_environment(), o.nproc_per_node,
                                                      at::get_num_threads());
@@ -157,7 +163,22 @@ int run_job(const train::TrainConfig& cfg, const strategies::Choice& choice, con
   train::use_deterministic_kernels(cfg.deterministic);
   if (o.repeats > 1 && !o.dry_run) {
     results::check_results_dir(cfg.results_dir);
-    return run_repeats(cfg, choice, o);
+    // A repeat of local ranks is started from here: its ranks are fresh
+    // processes either way, and a child in between (the loader, LibTorch's
+    // start-up, the checks: ~0.6 s a repeat) only relayed them.
+    RanksHere ranks_here;
+    if (o.nproc_per_node > 0)
+      ranks_here = [&](const std::string& name, const std::string& group, int64_t index,
+                       const std::vector<std::string>& flags) {
+        auto c = cfg;
+        c.run_name = name;
+        auto one = o;
+        one.repeats = 1;
+        one.repeat_group = group;
+        one.repeat_index = index;
+        return launch_ranks(c, choice, one, flags);
+      };
+    return run_repeats(cfg, choice, o, ranks_here);
   }
   if (o.nproc_per_node > 0) return launch_ranks(cfg, choice, o);
 

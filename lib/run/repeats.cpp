@@ -19,7 +19,8 @@
 
 namespace hpcbench::run {
 
-int run_repeats(const train::TrainConfig& cfg, const strategies::Choice& choice, const JobOptions& o) {
+int run_repeats(const train::TrainConfig& cfg, const strategies::Choice& choice, const JobOptions& o,
+                const RanksHere& ranks_here) {
   auto layout = dist::detect_layout();
   if (layout.world_size > 1)
     fail("--repeats {}: this process is one of {} ranks of a launched job; repeat the job instead "
@@ -43,11 +44,12 @@ int run_repeats(const train::TrainConfig& cfg, const strategies::Choice& choice,
       return interrupted_exit(sig);
     }
     spdlog::info("repeat {}/{} of {}", i, o.repeats, group);
+    const std::string name = fmt::format("{}-r{}", group, i);
+    const std::vector<std::string> flags{"--run-name", name, "--repeat-group", group, "--repeat-index",
+                                         std::to_string(i)};
     auto child = base;
-    for (auto& a : {std::string("--run-name"), fmt::format("{}-r{}", group, i), std::string("--repeat-group"),
-                    group, std::string("--repeat-index"), std::to_string(i)})
-      child.push_back(a);
-    int rc = run_self_passing_stop(child);
+    child.insert(child.end(), flags.begin(), flags.end());
+    int rc = ranks_here ? ranks_here(name, group, i, flags) : run_self_passing_stop(child);
     const bool child_stopped = rc == 128 + SIGTERM || rc == 128 + SIGINT || rc == 128 + SIGUSR1;
     const int sig = stop_signal() ? stop_signal() : (child_stopped ? rc - 128 : 0);
     if (sig) {

@@ -163,6 +163,32 @@ TEST_CASE("SIGTERM to `run --repeats` reaches the running repeat, which is recor
   CHECK_THAT(log, Catch::Contains("repeat 1 of rep stopped on SIGTERM; the 2 repeat(s) after it were not run"));
 }
 
+// A repeat of local ranks is launched by the --repeats process itself
+// (run/job.cpp): the signal reaches its ranks through the launcher, the
+// repeat is recorded interrupted and the ones after it are not started.
+TEST_CASE("SIGTERM to `run --repeats --nproc-per-node 2` stops the running repeat's ranks and the repeats after it",
+          "[signals]") {
+  test::TempDir dir;
+  auto results = dir.path / "results";
+  auto s = start(test::hpcbench_bin().string() + kRun +
+                     " --strategy ddp --nproc-per-node 2 --max-steps 100000 --repeats 3 --run-name rep --results-dir " +
+                     results.string(),
+                 dir.path / "log");
+  REQUIRE(wait_for(s, "step      3/", std::chrono::seconds(120)));
+  ::kill(s.pid, SIGTERM);
+  int rc = finish(s, std::chrono::seconds(60));
+  auto log = test::slurp(s.log);
+  INFO(log);
+  CHECK(rc == 128 + SIGTERM);
+  REQUIRE(fs::exists(results / "rep-r1" / "run.json"));
+  auto run = nlohmann::json::parse(test::slurp(results / "rep-r1" / "run.json"));
+  CHECK(run["result"]["status"] == "interrupted");
+  CHECK(test::slurp(results / "rep-r1" / "run.json").find("\"repeat_group\": \"rep\"") != std::string::npos);
+  CHECK(!fs::exists(results / "rep-r2"));
+  CHECK_THAT(log, Catch::Contains("repeat 1 of rep stopped on SIGTERM; the 2 repeat(s) after it were not run"));
+  CHECK_THAT(log, Catch::Contains("[launcher] interrupted by SIGTERM"));
+}
+
 TEST_CASE("SIGUSR1 before the ranks are ready is an interruption, not a death by signal 10", "[signals]") {
   test::TempDir dir;
   auto s = start(test::hpcbench_bin().string() + kRun + " --strategy ddp --max-steps 100000 --nproc-per-node 2 --results-dir " +

@@ -40,10 +40,10 @@ TEST_CASE("the main job's output fits 120 columns; report --wide prints every co
   test::TempDir dir;
   // The default width (the suite's environment turns wrapping off).
   const std::string bin = "env -u HPCBENCH_COLUMNS " + test::hpcbench_bin().string();
-  // 7 steps: 5 warm-up (fixed by the main job) and 2 timed; 2 repeats, so
+  // 5 steps: 3 warm-up (fixed by the main job) and 2 timed; 2 repeats, so
   // that the report has intervals and a significance section.
   auto job = test::run_command(bin + " main --out " + (dir.path / "main").string() +
-                               " --max-steps 7 --repeats 2 --no-plots");
+                               " --max-steps 5 --repeats 2 --no-plots");
   INFO(job.output);
   REQUIRE(job.exit_code == 0);
   REQUIRE(job.output.find("largest loss") != std::string::npos);  // the headline table was printed

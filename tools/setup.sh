@@ -47,17 +47,39 @@ HPCBENCH_VENV=${HPCBENCH_VENV:-$venv_root/venv-$key}
 # parallel, does not byte-compile them (below, for the tests only) and
 # links the files from its cache: the 2.8 GB of torch and its CUDA libraries
 # install in ~25 s on this project's 2-core machine, where pip took ~85 s
-# (~50 s with --no-compile). pip --no-compile is the fallback where uv cannot
-# be installed. uv's cache sits beside the venvs (hard links need the same
+# (~50 s with --no-compile). uv sits beside the venvs, installed with the
+# system Python's pip where it has one, so the venv is made without pip of
+# its own: ensurepip and then pip installing uv into the venv took 13 s of a
+# fresh machine's first command, this 6 s. Without a system pip, the venv's
+# pip installs uv; pip --no-compile is the fallback where uv cannot be
+# installed. uv's cache sits beside the venvs too (hard links need the same
 # file system); UV_CACHE_DIR overrides it.
 UV_VERSION=0.13.9
+uv_home=$venv_root/uv-$UV_VERSION
+# Only when something is to be installed.
+uv_bootstrap() {
+  [[ ! -x "$uv_home/bin/uv" && ! -x "$HPCBENCH_VENV/bin/uv" ]] || return 0
+  python3 -m pip --version >/dev/null 2>&1 || return 0
+  mkdir -p "$venv_root"
+  rm -rf "$uv_home.partial"
+  if python3 -m pip install -q --disable-pip-version-check --target "$uv_home.partial" "uv==$UV_VERSION" >/dev/null 2>&1; then
+    mv "$uv_home.partial" "$uv_home"
+  else
+    rm -rf "$uv_home.partial"
+  fi
+}
+uv_bin() {
+  if [[ -x "$uv_home/bin/uv" ]]; then echo "$uv_home/bin/uv"; elif [[ -x "$HPCBENCH_VENV/bin/uv" ]]; then echo "$HPCBENCH_VENV/bin/uv"; fi
+}
 py_install() {
-  if [[ ! -x "$HPCBENCH_VENV/bin/uv" ]]; then
+  uv_bootstrap
+  if [[ -z $(uv_bin) ]]; then
+    [[ -x "$HPCBENCH_VENV/bin/pip" ]] || "$HPCBENCH_VENV/bin/python" -m ensurepip -q >/dev/null
     "$HPCBENCH_VENV/bin/pip" install -q --disable-pip-version-check "uv==$UV_VERSION" ||
       say "could not install uv $UV_VERSION from PyPI; installing with pip instead (slower)"
   fi
-  if [[ -x "$HPCBENCH_VENV/bin/uv" ]]; then
-    UV_CACHE_DIR=${UV_CACHE_DIR:-$venv_root/uv-cache} "$HPCBENCH_VENV/bin/uv" pip install -q \
+  if [[ -n $(uv_bin) ]]; then
+    UV_CACHE_DIR=${UV_CACHE_DIR:-$venv_root/uv-cache} "$(uv_bin)" pip install -q \
       --python "$HPCBENCH_VENV/bin/python" "$@"
   else
     "$HPCBENCH_VENV/bin/pip" install -q --disable-pip-version-check --no-compile "$@"
@@ -67,7 +89,8 @@ if [[ ! -f "$HPCBENCH_VENV/.complete" ]]; then
   say "creating the virtual environment $HPCBENCH_VENV (torch and the reference stack; a few GB, once)"
   rm -rf "$HPCBENCH_VENV"
   mkdir -p "$(dirname "$HPCBENCH_VENV")"
-  python3 -m venv "$HPCBENCH_VENV"
+  uv_bootstrap
+  if [[ -n $(uv_bin) ]]; then python3 -m venv --without-pip "$HPCBENCH_VENV"; else python3 -m venv "$HPCBENCH_VENV"; fi
   py_install -r "$req"
   touch "$HPCBENCH_VENV/.complete"
 fi
@@ -103,6 +126,8 @@ squad_eval="$HPCBENCH_VENV/share/squad-eval"
 if [[ $test_tools != 0 && ! -f "$squad_eval/.complete" ]]; then
   say "fetching the official SQuAD evaluation scripts (datasets==2.14.7 sdist) into $squad_eval"
   tmp=$(mktemp -d)
+  # uv has no `download`: pip, into the venv where it was made without it.
+  [[ -x "$HPCBENCH_VENV/bin/pip" ]] || py_install pip
   "$HPCBENCH_VENV/bin/pip" download -q datasets==2.14.7 --no-binary :all: --no-deps -d "$tmp" >/dev/null
   tar -xzf "$tmp/datasets-2.14.7.tar.gz" -C "$tmp" \
     datasets-2.14.7/metrics/squad/evaluate.py datasets-2.14.7/metrics/squad_v2/evaluate.py

@@ -33,11 +33,3 @@ if(HPCBENCH_SANITIZE)
   add_compile_definitions(HPCBENCH_SANITIZED=1)
 endif()
 
-# An executable exports every symbol a shared library it links also defines,
-# and the dynamic linker then binds the library's calls to the executable's
-# copy: LibTorch's operator registration at start-up ran the -O0 copies of
-# std::string's members that the cold files (lib/CMakeLists.txt) emit, 10 %
-# of a process's start (perf). Symbols of the static libraries stay inside.
-if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
-  add_link_options("$<$<STREQUAL:$<TARGET_PROPERTY:TYPE>,EXECUTABLE>:LINKER:--exclude-libs,ALL>")
-endif()

@@ -141,14 +141,18 @@ TEST_CASE("a rank whose peer never comes still fails at --connect-timeout, namin
                            Catch::Contains("within 2 s"));
 }
 
-TEST_CASE("SIGTERM to `run --repeats` reaches the running repeat, which is recorded interrupted", "[signals]") {
+namespace {
+
+// `run --repeats 3` of `strategy` sent SIGTERM (only the parent, as `kill
+// <pid>` or a supervisor does) once the first repeat is training: the
+// running repeat is recorded interrupted and the ones after it are not
+// started. Returns the run's output.
+std::string stop_repeats(const std::string& strategy) {
   test::TempDir dir;
   auto results = dir.path / "results";
-  auto s = start(test::hpcbench_bin().string() + kRun + " --strategy baseline --max-steps 100000 --repeats 3 --run-name rep --results-dir " +
-                     results.string(),
+  auto s = start(test::hpcbench_bin().string() + kRun + strategy +
+                     " --max-steps 100000 --repeats 3 --run-name rep --results-dir " + results.string(),
                  dir.path / "log");
-  // Only the parent is signalled (as `kill <pid>` or a supervisor does),
-  // once the first repeat is training.
   REQUIRE(wait_for(s, "step      3/", std::chrono::seconds(120)));
   ::kill(s.pid, SIGTERM);
   int rc = finish(s, std::chrono::seconds(60));
@@ -159,33 +163,24 @@ TEST_CASE("SIGTERM to `run --repeats` reaches the running repeat, which is recor
   auto run = nlohmann::json::parse(test::slurp(results / "rep-r1" / "run.json"));
   CHECK(run["result"]["status"] == "interrupted");
   CHECK(run["interrupted"]["signal"] == "SIGTERM");
-  CHECK(!fs::exists(results / "rep-r2"));
-  CHECK_THAT(log, Catch::Contains("repeat 1 of rep stopped on SIGTERM; the 2 repeat(s) after it were not run"));
-}
-
-// A repeat of local ranks is launched by the --repeats process itself
-// (run/job.cpp): the signal reaches its ranks through the launcher, the
-// repeat is recorded interrupted and the ones after it are not started.
-TEST_CASE("SIGTERM to `run --repeats --nproc-per-node 2` stops the running repeat's ranks and the repeats after it",
-          "[signals]") {
-  test::TempDir dir;
-  auto results = dir.path / "results";
-  auto s = start(test::hpcbench_bin().string() + kRun +
-                     " --strategy ddp --nproc-per-node 2 --max-steps 100000 --repeats 3 --run-name rep --results-dir " +
-                     results.string(),
-                 dir.path / "log");
-  REQUIRE(wait_for(s, "step      3/", std::chrono::seconds(120)));
-  ::kill(s.pid, SIGTERM);
-  int rc = finish(s, std::chrono::seconds(60));
-  auto log = test::slurp(s.log);
-  INFO(log);
-  CHECK(rc == 128 + SIGTERM);
-  REQUIRE(fs::exists(results / "rep-r1" / "run.json"));
-  auto run = nlohmann::json::parse(test::slurp(results / "rep-r1" / "run.json"));
-  CHECK(run["result"]["status"] == "interrupted");
   CHECK(test::slurp(results / "rep-r1" / "run.json").find("\"repeat_group\": \"rep\"") != std::string::npos);
   CHECK(!fs::exists(results / "rep-r2"));
   CHECK_THAT(log, Catch::Contains("repeat 1 of rep stopped on SIGTERM; the 2 repeat(s) after it were not run"));
+  return log;
+}
+
+}  // namespace
+
+TEST_CASE("SIGTERM to `run --repeats` reaches the running repeat, which is recorded interrupted", "[signals]") {
+  stop_repeats(" --strategy baseline");
+}
+
+// A repeat of local ranks is launched by the --repeats process itself
+// (run/job.cpp): the signal reaches its ranks through the launcher.
+TEST_CASE("SIGTERM to `run --repeats --nproc-per-node 2` stops the running repeat's ranks and the repeats after it",
+          "[signals]") {
+  auto log = stop_repeats(" --strategy ddp --nproc-per-node 2");
+  INFO(log);
   CHECK_THAT(log, Catch::Contains("[launcher] interrupted by SIGTERM"));
 }
 

@@ -361,14 +361,16 @@ namespace {
 
 // Two significant digits, more where rounding would put a p-value on the
 // other side of 5 % than the verdict ("0.05" for 0.0504 beside "not
-// significant" reads like a contradiction); below 0.001 a bound.
+// significant" reads like a contradiction); below 0.001 a bound. The
+// relation comes with it, so that a line reads "p < 0.001", not "p = < 0.001".
 std::string p_text(double p) {
-  if (p < 0.001) return "< 0.001";
+  if (p < 0.001) return "p < 0.001";
   for (int digits = 2; digits < 8; ++digits) {
     auto text = fmt::format("{:.{}g}", p, digits);
-    if ((std::stod(text) < kVerdictAlpha) == (p < kVerdictAlpha) && std::stod(text) != kVerdictAlpha) return text;
+    if ((std::stod(text) < kVerdictAlpha) == (p < kVerdictAlpha) && std::stod(text) != kVerdictAlpha)
+      return "p = " + text;
   }
-  return fmt::format("{:.8g}", p);
+  return fmt::format("p = {:.8g}", p);
 }
 
 std::string runs_word(size_t n) { return fmt::format("{} run{}", n, n == 1 ? "" : "s"); }
@@ -382,7 +384,7 @@ std::string test_text(const Verdict& v) {
     return fmt::format("{} on a side cannot show 5 % with Welch's t-test (no spread to test against): --repeats {}",
                        runs_word(fewest), kRecommendedRepeats);
   if (!t.defined) return fmt::format("Welch's t-test undefined ({}): not ranked", t.why);
-  return fmt::format("[{:.3f}, {:.3f}], Welch's t-test p = {}", t.ratio.lo, t.ratio.hi, p_text(t.p));
+  return fmt::format("[{:.3f}, {:.3f}], Welch's t-test {}", t.ratio.lo, t.ratio.hi, p_text(t.p));
 }
 
 std::string verdict_line(const Verdict& v) {
@@ -406,7 +408,7 @@ std::string significant_line(const Verdict& v) {
                          : fmt::format("{} ({}) > {} ({})", v.faster, count(v.devices), v.slower,
                                        count(v.slower_devices));
   // The p-value right after the verdict, so that a wrapped line keeps them together.
-  return fmt::format("{} (Welch's t-test p = {}), {:.3f}x [{:.3f}, {:.3f}]", head, p_text(v.test.p),
+  return fmt::format("{} (Welch's t-test {}), {:.3f}x [{:.3f}, {:.3f}]", head, p_text(v.test.p),
                      v.test.ratio.point, v.test.ratio.lo, v.test.ratio.hi);
 }
 

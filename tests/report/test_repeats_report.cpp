@@ -139,6 +139,11 @@ TEST_CASE("the table: intervals, \"1 run\", devices on CPU, no empty columns") {
   CHECK(narrow.find("not significant at 5 %") == std::string::npos);
   CHECK(narrow.find("significance: ranking, 2 devices: zero ~ ddp ~ fsdp ~ dp") != std::string::npos);
   CHECK(narrow.find("significance: 2 devices: ddp > dp (Welch's t-test p = 0.0056), ") != std::string::npos);
+  // ddp against the baseline: scipy's p 0.000220, printed as a bound, with
+  // one relation ("p = < 0.001" before).
+  CHECK(narrow.find("ddp (2 devices) > base (1 device) (Welch's t-test p < 0.001),") != std::string::npos);
+  CHECK(text.find("p = <") == std::string::npos);
+  CHECK(narrow.find("p = <") == std::string::npos);
   size_t significant = 0;
   for (auto& v : c.verdicts) significant += v.significant;
   REQUIRE(significant > 0);
@@ -237,6 +242,8 @@ TEST_CASE("no line calls a pair significant at 5 % while printing a p-value abov
                                              "at 5 %, not ranked\n")
                     .empty());
     CHECK_FALSE(test::csv_verdict_contradictions("run_id,speedup_p,speedup_verdict\nx,0.2,faster\n").empty());
+    CHECK_FALSE(test::verdict_contradictions("significance: 2 devices: a > b (Welch's t-test p = < 0.001), 1.9x\n")
+                    .empty());
     // A row named "dp" is no p-value.
     CHECK(test::verdict_contradictions("- 2 devices: ddp / dp = 1.486x [1.300, 1.700], Welch's t-test p = 0.0056: "
                                        "significant at 5 %, ddp is faster\n")

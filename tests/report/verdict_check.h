@@ -13,7 +13,7 @@ namespace hpcbench::test {
 
 inline std::vector<std::string> verdict_contradictions(const std::string& text) {
   // "p" as a word: a row named "dp" is followed by " = 1.5x" too.
-  static const std::regex p_re(R"(\bp = (< )?([0-9.eE+-]+))");
+  static const std::regex p_re(R"(\bp (=|<) ([0-9.eE+-]+))");
   std::vector<std::string> bad;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
@@ -25,12 +25,13 @@ inline std::vector<std::string> verdict_contradictions(const std::string& text) 
     std::smatch m;
     bool has_p = std::regex_search(line, m, p_re);
     if (line.find("Mann-Whitney") != std::string::npos) bad.push_back("another test's p-value: " + line);
+    if (line.find("p = <") != std::string::npos) bad.push_back("two relations before a p-value: " + line);
     if (!has_p) {
       if (positive || ranked) bad.push_back("significant without a p-value: " + line);
       continue;
     }
     double p = std::stod(m[2].str());
-    bool below = m[1].matched || p < 0.05;
+    bool below = m[1].str() == "<" || p < 0.05;
     if ((positive || ranked) && !below) bad.push_back("significant with p >= 0.05: " + line);
     if (negative && below) bad.push_back("not significant with p < 0.05: " + line);
   }

@@ -157,11 +157,22 @@ std::vector<std::pair<int, std::string>> sync_lines(const test::TempDir& dir, co
 
 TEST_CASE("no host synchronisation runs inside the graph-ready step, and the detector sees one that does") {
   test::TempDir dir;
-  for (const std::string args : {"--batch-size 4 --cuda-graph", "--strategy ddp --nproc-per-node 2 --batch-size 2 --cuda-graph",
-                                  "--strategy zero --zero-stage 2 --nproc-per-node 2 --batch-size 2 --cuda-graph",
-                                  "--strategy fsdp --sharding full --nproc-per-node 2 --batch-size 2 --cuda-graph"}) {
+  int case_index = 0;
+  // Every strategy that declares capture (pipeline's one stage has its own
+  // case below, tensor under --fused too).
+  for (const std::string strategy : {"", "--strategy ddp --nproc-per-node 2",
+                                     "--strategy zero --zero-stage 1 --nproc-per-node 2",
+                                     "--strategy zero --zero-stage 2 --nproc-per-node 2",
+                                     "--strategy zero --zero-stage 3 --nproc-per-node 2",
+                                     "--strategy fsdp --sharding full --nproc-per-node 2",
+                                     "--strategy fsdp --sharding grad-op --nproc-per-node 2",
+                                     "--strategy fsdp --sharding hybrid --shard-group-size 1 --nproc-per-node 2",
+                                     "--strategy tensor --tp-size 2 --nproc-per-node 2"}) {
+    // Each data-parallel replica two rows; the baseline and tensor's one replica four.
+    bool one_replica = strategy.empty() || strategy.find("tensor") != std::string::npos;
+    const std::string args = strategy + (one_replica ? " --batch-size 4" : " --batch-size 2") + " --cuda-graph";
     INFO(args);
-    auto lines = sync_lines(dir, "graph" + std::to_string(args.size()), args);
+    auto lines = sync_lines(dir, "graph" + std::to_string(case_index++), args);
     CHECK(lines.size() >= 4);  // every step of every rank reports
     for (auto& [n, names] : lines) {
       INFO(names);

@@ -7,6 +7,7 @@ import glob
 import json
 import os
 import re
+import statistics
 
 import protocol
 
@@ -96,6 +97,56 @@ def part(work, prefix, batch, min_steps, dry=False):
     return row, checks
 
 
+# Issue 41's targets for this call, judged on the graph + fused runs' median samples/s (the
+# median over the set's graphed runs of each run's median step) against the HF + torch.compile
+# runs measured in the same call: at the small batches 1.3x reduce-overhead (the mode made for
+# them), at the largest 1.1x the best mode measured there, and bf16 MFU 30 % (33 % a stretch,
+# reported, not required). A target not measured in the call is listed as not met, saying so:
+# targets are what the call shows, not checks that fail it.
+TARGET_SMALL_BATCH = 1.3
+TARGET_LARGE_BATCH = 1.1
+TARGET_MFU, STRETCH_MFU = 0.30, 0.33
+
+
+def targets(work, rows, references):
+    out = []
+    by_batch = {r["batch"]: r for r in rows if r.get("dropout", 0) == 0 and r.get("speed")}
+    largest = max([r["batch"] for r in rows] or [0])
+    compile_sps = {}
+    for ref in references:
+        if not ref.get("error") and isinstance(ref.get("samples_per_s"), (int, float)):
+            b = int(ref["batch"])
+            compile_sps[b] = max(compile_sps.get(b, 0), float(ref["samples_per_s"]))
+    for b in sorted(set(by_batch) | set(compile_sps)):
+        want = TARGET_LARGE_BATCH if b == largest else TARGET_SMALL_BATCH
+        mode = "the best HF + compile mode measured" if b == largest else "HF + compile reduce-overhead"
+        name = f"batch {b}: graph + fused >= {want:g}x {mode}"
+        row = by_batch.get(b)
+        cand = [x["samples_per_s"] for x in ((row or {}).get("speed") or {}).get("runs", []) if x["side"] == "candidate"]
+        if not cand or b not in compile_sps:
+            why = "no graph + fused runs at dropout 0" if not cand else "no HF + compile run in this call"
+            out.append(protocol_check(name, False, f"not measured: {why}"))
+            continue
+        ratio = statistics.median(cand) / compile_sps[b]
+        out.append(protocol_check(name, ratio >= want, f"{ratio:.3f}x ({statistics.median(cand):.1f} against "
+                                                       f"{compile_sps[b]:.1f} samples/s)"))
+    row = by_batch.get(largest)
+    mfus = []
+    for x in ((row or {}).get("speed") or {}).get("runs", []):
+        if x["side"] == "candidate":
+            mfu = read_run_json(work, x["name"])["result"].get("mfu")
+            if isinstance(mfu, (int, float)) and mfu > 0:
+                mfus.append(float(mfu))
+    name = f"batch {largest}: bf16 MFU >= {100 * TARGET_MFU:.0f} % (stretch {100 * STRETCH_MFU:.0f} %)"
+    if not mfus:
+        out.append(protocol_check(name, False, "not measured: no MFU (no peak for the device, or no graphed run)"))
+    else:
+        m = statistics.median(mfus)
+        out.append(protocol_check(name, m >= TARGET_MFU, f"{100 * m:.1f} %" + (", the stretch too" if m >= STRETCH_MFU
+                                                                                 else "")))
+    return out
+
+
 def protocol_check(name, ok, detail):
     return {"name": name, "ok": bool(ok), "detail": detail}
 
@@ -113,6 +164,7 @@ def phase_engine_protocol(a):
         res["references"].append({"file": os.path.basename(path), "batch": ref.get("batch"),
                                    "samples_per_s": ref.get("samples_per_s"), "error": ref.get("error"),
                                    "compile_s": ref.get("compile_s")})
+    res["targets"] = targets(a.work, res["rows"], res["references"])
     try:
         with open(os.path.join(a.work, "skipped-engine-protocol.txt")) as f:
             res["skipped"] = [l.strip() for l in f if l.strip()]

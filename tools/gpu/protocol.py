@@ -26,7 +26,12 @@ collect the figures (validate_report.py) so that it is tested on recorded runs
   buffers and the caching allocator's unused reserve: the column may not exceed NVML's,
   and NVML may exceed it by at most MEMORY_ALLOWANCE_BYTES (eager on the H100: 1.46 GiB
   at batch 8 and 32); more is memory the column hides (the graphed step's pool: 6.4 GiB
-  at batch 32 in the second GPU table).
+  at batch 32 in the second GPU table). Issue 40's graphed strategies are held to a
+  relative bound instead, the column within MEMORY_RELATIVE (5 %) of NVML's peak either way
+  (memory_check_relative), as the issue states it; the column counts the graph's pool since
+  (lib/device/device.h). The other phases keep the absolute allowance: their issues state no
+  relative bound, and the eager H100 runs' context and workspaces alone were 20 % of NVML's
+  peak at batch 32 (1.46 GiB of 7.3), which a 5 % bound would fail whatever the column held.
 """
 import math
 import statistics
@@ -49,6 +54,7 @@ FUSED_FLOOR = 1e-3
 SHARDED_FLOOR = 1e-4
 PIPELINE_FLOOR = 3e-3
 MEMORY_ALLOWANCE_BYTES = 2048 << 20
+MEMORY_RELATIVE = 0.05
 SPIKE_FACTOR = 2.0
 DRIFT_LIMIT = 0.05
 
@@ -239,3 +245,13 @@ def memory_check(column_bytes, nvml_bytes, allowance=MEMORY_ALLOWANCE_BYTES):
     ok = column_bytes <= nvml_bytes and gap <= allowance
     return ok, (f"column {column_bytes / 2**20:.0f} MiB, NVML {nvml_bytes / 2**20:.0f} MiB: NVML above by "
                 f"{gap / 2**20:.0f} MiB (at most {allowance / 2**20:.0f} MiB: context, workspaces, NCCL)")
+
+
+def memory_check_relative(column_bytes, nvml_bytes, bound=MEMORY_RELATIVE):
+    """The memory column within `bound` of NVML's process peak, as a fraction of NVML's, on
+    either side (issue 40's graphed strategies): (ok, detail)."""
+    if not nvml_bytes or nvml_bytes <= 0:
+        return False, "no NVML peak recorded"
+    off = (column_bytes - nvml_bytes) / nvml_bytes
+    return abs(off) <= bound, (f"column {column_bytes / 2**20:.0f} MiB, NVML {nvml_bytes / 2**20:.0f} MiB: "
+                               f"{100 * off:+.1f} % (at most {100 * bound:.0f} % either way)")

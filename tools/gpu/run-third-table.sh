@@ -21,12 +21,13 @@
 #        while HPCBENCH_ENGINE_PROTOCOL_BUDGET_S (default 240) lasts
 #   4.   [slot] profile: the kernel table of three graphed, fused steps at batch 32
 #   5.   squad-eval: the shipped SQuAD sample with evaluation, eager against graph + fused
-#   6.   [slot] strategies-graph: ddp, zero 1 and zero 3 graphed at world size 1 on NCCL
+#   6.   [slot] strategies-graph: ddp, zero 1 and zero 3 graphed and fused at world size 1 on NCCL
+#        (three rounds between four graphed, fused baselines)
 #   7.   shared-gpu (pipeline and tensor over Gloo) only with HPCBENCH_THIRD_SHARED=1 (in
 #        either call; the second table measured it)
 # The second call (--second): strategies-graph for zero 2, fsdp full / grad-op, tensor and
-# pipeline (unfused and fused), then adamw (the master-weight AdamW kernel checked again, then
-# timed), then fp8 (the FP8 GEMM microbenchmark; moved here when
+# the one-stage pipeline (each graphed and fused), then adamw (the master-weight AdamW kernel
+# checked again, then timed), then fp8 (the FP8 GEMM microbenchmark; moved here when
 # the first call's kernel check and two more profile levers took it past 8 minutes).
 # The slots are validate.sh phases that other branches add; each runs here when validate.sh
 # knows it, in this order, and is skipped with a line saying so when it does not.
@@ -69,12 +70,14 @@ export HPCBENCH_BIN=${HPCBENCH_BIN:-$PWD/.gpu-run/hpcbench}
 export HPCBENCH_ENGINE_PROTOCOL_BUDGET_S=${HPCBENCH_ENGINE_PROTOCOL_BUDGET_S:-240}
 export HPCBENCH_SHARED_SCOPE=${HPCBENCH_SHARED_SCOPE:-model-parallel}
 export HPCBENCH_ONE_ARCHIVE=1
-# The strategies-graph phase in two parts (37 runs, about 200 s, do not fit beside the rest:
-# tools/gpu/estimate.py): in the first call ddp (the first NCCL capture), zero 1 (the sharded
-# optimizer) and zero 3 (sharded parameters, gathered and reduce-scattered in the capture);
-# in the second, zero 2, fsdp full / grad-op (zero 3's engine again), tensor and pipeline
-# (unfused and fused).
-first_half="ddp zero1 zero3" second_half="zero2 fsdp-full fsdp-grad-op tensor pipeline pipeline-fused"
+# The strategies-graph phase in two parts (46 runs, graph + fused, three rounds, do not fit beside
+# the rest: tools/gpu/estimate.py): in the first call ddp (the first NCCL capture), zero 1 (the
+# sharded optimizer) and zero 3 (sharded parameters, gathered and reduce-scattered in the capture),
+# 21 runs, 107 s, the call 473 s of its 480; in the second, zero 2, fsdp full / grad-op (zero 3's
+# engine again), tensor and the pipeline, 31 runs, 195 s, the call 246 s of its 250. Each part
+# runs its own baseline and eager pair, so moving a strategy over moves its 5 runs: zero 2 in the
+# first call takes it to 498 s.
+first_half="ddp zero1 zero3" second_half="zero2 fsdp-full fsdp-grad-op tensor pipeline"
 
 known() { grep -q "^phase_${1//-/_}()" tools/gpu/validate.sh; }
 phases=()
@@ -85,7 +88,7 @@ else
 fi
 # A --plan's limit: the first call in 8 minutes of the session's 15, the second in 250 s, the two
 # together in 12 (720 s; the machine's start and the transfers take the rest): the first is
-# estimated at 454 s, so the second's 250 leaves them 699 s.
+# estimated at 473 s and the second at 246 s, 719 s together.
 export HPCBENCH_PLAN_LIMIT_S=${HPCBENCH_PLAN_LIMIT_S:-$( ((second)) && echo 250 || echo 480)}
 for ph in "${call[@]}"; do
   if known "$ph"; then phases+=("$ph"); else echo "run-third-table.sh: phase $ph: not in this tree's validate.sh (its slot is kept)"; fi

@@ -1,29 +1,34 @@
-"""Checks of tools/gpu/validate.sh's strategies-graph phase: every strategy that
-declares --cuda-graph, graphed at world size 1 (--keep-collectives) and interleaved
-with the graphed baseline (B, S..., B, S..., B), against the bounds of issue 40:
+"""Checks of tools/gpu/validate.sh's strategies-graph phase: every strategy graphed and
+fused (--cuda-graph --fused; each declares both, the pipeline at one stage) at world size 1
+(--keep-collectives), interleaved with the graphed, fused baseline in three rounds
+(B, S..., B, S..., B, S..., B), against the bounds of issue 40:
 
-- overhead over the graphed baseline (median of the repeats' median steps): at most
-  3 % for ddp, zero 1/2, fsdp grad-op and tensor, at most 5 % for zero 3 and fsdp full;
-  the pipeline (one stage at world size 1, its micro-batches; and pipeline-fused, the
-  same under --fused: the stage's bf16-resident weights over fp32 masters, graph and
-  fused together) is not bounded by the baseline but by its bubble model: its measured
-  bubble within 5 points of the model's (P - 1) / (M + P - 1);
-- run-to-run spread (max - min over the median, per side's repeats) at most 2 %;
-- losses inside each strategy's own eager envelope: two eager runs of the same
-  strategy on the same batches (attention's backward sums with atomics, so eager
-  drifts from itself; a strategy's collectives and shards sum in its own order, so the
-  baseline's drift is not its own), and every graphed run's per-step median and
-  last-10 mean distance from their median curve at most protocol.py's
-  ENVELOPE_FACTOR times the eager runs' own (protocol.envelope_check); the graphed
-  baseline against the eager baseline's pair the same way;
-- the graph captured (run.json's cuda_graph says "captured").
+- overhead over the graphed, fused baseline (median of the repeats' median steps): at
+  most 3 % for ddp, zero 1/2, fsdp grad-op and tensor, at most 5 % for zero 3 and fsdp
+  full; the pipeline (one stage at world size 1, its micro-batches, the stage's
+  bf16-resident weights over fp32 masters) is not bounded by the baseline but by its
+  bubble model: its measured bubble within 5 points of the model's (P - 1) / (M + P - 1);
+- run-to-run spread (max - min over the median) at most 2 % over each strategy's three
+  repeats (the baseline's over its four);
+- losses inside each strategy's own eager envelope: two fused runs of the same strategy
+  without the capture, on the same batches (attention's backward sums with atomics, so
+  eager drifts from itself; a strategy's collectives and shards sum in its own order, and
+  the fused kernels round as its graph does, so neither the baseline's drift nor an
+  unfused pair is its own), and every graphed run's per-step median and last-10 mean
+  distance from their median curve at most protocol.py's ENVELOPE_FACTOR times the eager
+  runs' own (protocol.envelope_check); the graphed baseline against its fused eager pair;
+- every run fused (run.json's fused) and every graphed run captured (its cuda_graph);
+- each graphed run's memory column (run.json's peak_memory_bytes: the allocator's reserved
+  peak, the graph's pool included) within 5 % of NVML's process peak
+  (protocol.memory_check_relative).
 
   strategies_graph.py WORK OUT.json --strategies a,b,... --repeats N [--dry]
 
-Under --dry (a CPU, bert-tiny, nothing captured) the figures are computed and written
-and only the structure is checked: every run present, finite losses, the graph-ready
-step reported as not captured on the CPU, and the losses inside the envelope (the CPU's
-graph-ready step is its eager step's, bit for bit, tests/strategies/test_cuda_graph.cpp)."""
+Under --dry (a CPU, bert-tiny, nothing captured, no NVML) the figures are computed and
+written and only the structure is checked: every run present and fused, finite losses,
+the graph-ready step reported as not captured on the CPU, and the losses inside the
+envelope (the CPU's graph-ready step is its eager step's, bit for bit,
+tests/strategies/test_cuda_graph.cpp)."""
 import argparse
 import csv
 import json
@@ -34,8 +39,10 @@ import statistics
 import protocol
 
 BOUND = {"ddp": 0.03, "zero1": 0.03, "zero2": 0.03, "fsdp-grad-op": 0.03, "tensor": 0.03,
-         "zero3": 0.05, "fsdp-full": 0.05, "pipeline": None, "pipeline-fused": None}
+         "zero3": 0.05, "fsdp-full": 0.05, "pipeline": None}
 SPREAD = 0.02
+# Repeats a side's spread is taken over: two give one difference, not a spread.
+REPEATS = 3
 # The pipeline's measured bubble against its model, in points of its step window.
 BUBBLE_POINTS = 0.05
 
@@ -54,6 +61,9 @@ def read(work, name):
     return {"step_ms_median": float(row["step_ms_median"]),
             "losses": [float(s["loss"]) for s in rj.get("steps", [])],
             "cuda_graph": str(rj.get("result", {}).get("cuda_graph", "")),
+            "fused": bool(int(rj.get("result", {}).get("fused", 0) or 0)),
+            "column_bytes": int(rj.get("result", {}).get("peak_memory_bytes", 0) or 0),
+            "nvml_bytes": int(rj.get("result", {}).get("nvml_peak_memory_bytes", 0) or 0),
             "bubble": number("bubble_fraction"), "bubble_theory": number("bubble_theory")}
 
 
@@ -89,6 +99,8 @@ def main():
         finite = all(math.isfinite(l) for r in runs + eager for l in r["losses"]) and \
             all(len(r["losses"]) == n for r in runs + eager)
         res["checks"].append(check(f"{label}: every step's loss finite, as many steps as its eager runs", finite, ""))
+        res["checks"].append(check(f"{label}: every run fused, the eager pair too",
+                                   all(r["fused"] for r in runs + eager), ""))
         res["checks"].append(check(f"{label}: the graph-ready step ran as {captured!r}",
                                    all(r["cuda_graph"].startswith(captured) for r in runs),
                                    ", ".join(r["cuda_graph"] for r in runs)))
@@ -103,12 +115,19 @@ def main():
         if label.startswith("pipeline"):
             row["bubble"] = statistics.median(bubbles) if bubbles else None
             row["bubble_theory"] = runs[0]["bubble_theory"]
+        memory = [protocol.memory_check_relative(r["column_bytes"], r["nvml_bytes"]) for r in runs]
+        row["memory"] = [{"column_bytes": r["column_bytes"], "nvml_bytes": r["nvml_bytes"], "ok": ok}
+                         for r, (ok, _) in zip(runs, memory)]
         if a.dry:
             return row
-        res["checks"].append(check(f"{label}: run-to-run spread at most {100 * SPREAD:.0f} %", row["spread"] <= SPREAD,
+        res["checks"].append(check(f"{label}: memory column within {100 * protocol.MEMORY_RELATIVE:.0f} % of NVML's "
+                                   "process peak, each graphed run", all(ok for ok, _ in memory),
+                                   " | ".join(detail for _, detail in memory)))
+        res["checks"].append(check(f"{label}: run-to-run spread at most {100 * SPREAD:.0f} % over at least {REPEATS} "
+                                   "repeats", row["spread"] <= SPREAD and len(ms) >= REPEATS,
                                    f"{100 * row['spread']:.2f} % over {len(ms)} repeats"))
         if bound is not None:
-            res["checks"].append(check(f"{label}: overhead over the graphed baseline at most {100 * bound:.0f} %",
+            res["checks"].append(check(f"{label}: overhead over the graphed, fused baseline at most {100 * bound:.0f} %",
                                        row["overhead"] <= bound, f"{100 * row['overhead']:+.2f} %"))
         if label.startswith("pipeline"):
             ok = row["bubble"] is not None and row["bubble_theory"] is not None and \

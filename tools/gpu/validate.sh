@@ -495,29 +495,29 @@ phase_strategies() {
   report strategies "$work" "$OUTDIR/strategies.json"
 }
 
-# Every strategy that declares --cuda-graph, graphed at world size 1 on NCCL with
-# --keep-collectives, interleaved with the graphed baseline (B, S..., B, S..., B: each
-# strategy twice, the baseline three times, in one call), bf16, dropout off, at the big
-# batch; each strategy (the baseline too) run eagerly twice on the same batches, its own
-# loss envelope. tools/gpu/strategies_graph.py holds the bounds (issue 40). pipeline-fused is
-# the one-stage pipeline under --fused (bf16-resident stage weights over fp32 masters),
-# graph and fused together, against its own fused eager pair: four runs more.
+# Every strategy graphed and fused (--cuda-graph --fused: each declares both, lib/strategies/*/spec.cpp
+# and shard/plan.h, the pipeline at one stage) at world size 1 on NCCL with --keep-collectives,
+# bf16, dropout off, at the big batch, interleaved with the graphed, fused baseline in three rounds
+# (B, S..., B, S..., B, S..., B: each strategy three times, the baseline four), so that a spread over
+# three repeats is measured rather than a difference of two. Each strategy (the baseline too) also runs
+# twice fused without the capture on the same batches: its loss envelope is the same engine's, the
+# fused kernels and bf16-resident weights rounding as its graph does. tools/gpu/strategies_graph.py
+# holds the bounds (issue 40), the memory column against NVML's process peak included.
 phase_strategies_graph() {
   ensure_bin
-  local common=(--precision bf16 --batch-size "$big" --dropout 0)
-  # HPCBENCH_SG_STRATEGIES: a subset, so that the phase can be split over two calls (37 runs,
-  # about 200 s on an H100, do not fit one call beside the engine protocol: tools/gpu/estimate.py).
+  local common=(--precision bf16 --batch-size "$big" --dropout 0 --fused)
+  # HPCBENCH_SG_STRATEGIES: a subset, so that the phase can be split over two calls (46 runs
+  # do not fit one call beside the engine protocol: tools/gpu/estimate.py).
   # shellcheck disable=SC2206 # a list of words
-  local names=(${HPCBENCH_SG_STRATEGIES:-ddp zero1 zero2 zero3 fsdp-full fsdp-grad-op tensor pipeline pipeline-fused}) repeats=2 i n
+  local names=(${HPCBENCH_SG_STRATEGIES:-ddp zero1 zero2 zero3 fsdp-full fsdp-grad-op tensor pipeline}) repeats=3 i n
   declare -A flags=([ddp]="--strategy ddp" [zero1]="--strategy zero --zero-stage 1"
     [zero2]="--strategy zero --zero-stage 2" [zero3]="--strategy zero --zero-stage 3"
     [fsdp-full]="--strategy fsdp --sharding full" [fsdp-grad-op]="--strategy fsdp --sharding grad-op"
-    [tensor]="--strategy tensor" [pipeline]="--strategy pipeline --micro-batches 4"
-    [pipeline-fused]="--strategy pipeline --micro-batches 4 --fused")
+    [tensor]="--strategy tensor" [pipeline]="--strategy pipeline --micro-batches 4")
   for n in "${names[@]}"; do
     [[ -n ${flags[$n]:-} ]] || { say "strategies-graph: HPCBENCH_SG_STRATEGIES: unknown strategy '$n' (${!flags[*]})"; return 1; }
   done
-  say "strategies-graph: each strategy's two eager runs (its loss envelope)"
+  say "strategies-graph: each strategy's two fused eager runs (its loss envelope)"
   hb_run sg-eager-0 "${common[@]}" --dump-data "$work/data-sg.safetensors"
   hb_run sg-eager-1 "${common[@]}"
   for n in "${names[@]}"; do

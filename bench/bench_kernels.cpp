@@ -19,6 +19,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/cuda.h>
+#include <torch/nn/functional/embedding.h>
 #include <torch/nn/functional/normalization.h>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/dropout.h>
@@ -47,6 +48,7 @@
 #include <vector>
 
 #include "fp8_gemms.h"
+#include "kernels/embedding_layernorm.h"
 #include "kernels/fused.h"
 #include "kernels/master_adamw.h"
 #include "train/op_count.h"
@@ -59,6 +61,7 @@ using Named = std::vector<std::pair<std::string, at::Tensor>>;
 
 constexpr double kEps = 1e-12;  // BERT's layer_norm_eps
 constexpr double kDropout = 0.1;  // BERT's hidden_dropout_prob
+constexpr int64_t kPad = 0;  // BERT's pad_token_id: its word row gets no gradient
 
 // Checked element by element: each element's error against the
 // reference's value there, |a - b| / (|b| + rms(b)) <= tol. A norm-wise
@@ -204,6 +207,69 @@ at::Tensor unfused_ln(const at::Tensor& h, const at::Tensor& r, const at::Tensor
   return F::layer_norm(h + r, F::LayerNormFuncOptions({h.size(-1)}).weight(w).bias(lb).eps(kEps));
 }
 
+// The embeddings' op (kernels/embedding_layernorm.h): sequences of `seq`
+// tokens, a table of 1000 words (the lookups read rows; the vocabulary's
+// size changes nothing else, and ids repeat, so that gradient rows
+// accumulate), BERT's 2 types and 512 positions, the last 3 tokens of each
+// sequence the padding id.
+struct EmbInputs {
+  at::Tensor ids, types, word, type, pos, ln_w, ln_b, dy;
+};
+
+EmbInputs make_emb_inputs(int64_t rows, int64_t seq, int64_t n, at::ScalarType dtype, c10::Device device,
+                          uint64_t seed) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  auto f = at::TensorOptions().dtype(at::kFloat);
+  auto l = at::TensorOptions().dtype(at::kLong);
+  auto to = [&](at::Tensor t) { return t.to(device, dtype); };
+  EmbInputs in;
+  in.ids = at::randint(1, 1000, {rows / seq, seq}, gen, l);
+  in.ids.narrow(1, seq - 3, 3).fill_(kPad);
+  in.ids = in.ids.to(device);
+  in.types = at::randint(0, 2, {rows / seq, seq}, gen, l).to(device);
+  in.word = to(at::randn({1000, n}, gen, f));
+  in.type = to(at::randn({2, n}, gen, f));
+  in.pos = to(at::randn({512, n}, gen, f));
+  in.ln_w = to(1 + 0.2 * at::randn({n}, gen, f));
+  in.ln_b = to(0.1 * at::randn({n}, gen, f));
+  in.dy = to(at::randn({rows / seq, seq, n}, gen, f));
+  return in;
+}
+
+using EmbFn = std::function<at::Tensor(const EmbInputs&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                       const at::Tensor&, const at::Tensor&)>;
+
+Named run_emb(const EmbInputs& in, const EmbFn& fn) {
+  auto w = leaf(in.word), t = leaf(in.type), p = leaf(in.pos), lw = leaf(in.ln_w), lb = leaf(in.ln_b);
+  at::Tensor y = fn(in, w, t, p, lw, lb);
+  y.backward(in.dy);
+  return {{"out", y.detach()},  {"d_word", w.grad()},   {"d_type", t.grad()},
+          {"d_pos", p.grad()}, {"d_weight", lw.grad()}, {"d_lnbias", lb.grad()}};
+}
+
+// The unfused module's operations: the two lookups added, then the
+// positions', then LayerNorm; the word lookup with BERT's padding_idx.
+at::Tensor unfused_emb(const EmbInputs& in, const at::Tensor& w, const at::Tensor& t, const at::Tensor& p,
+                       const at::Tensor& lw, const at::Tensor& lb) {
+  namespace F = torch::nn::functional;
+  auto positions = at::arange(in.ids.size(1), in.ids.options()).unsqueeze(0);
+  auto e = F::embedding(in.ids, w, F::EmbeddingFuncOptions().padding_idx(kPad)) + F::embedding(in.types, t);
+  e = e + F::embedding(positions, p);
+  return F::layer_norm(e, F::LayerNormFuncOptions({w.size(1)}).weight(lw).bias(lb).eps(kEps));
+}
+at::Tensor composite_emb(const EmbInputs& in, const at::Tensor& w, const at::Tensor& t, const at::Tensor& p,
+                         const at::Tensor& lw, const at::Tensor& lb) {
+  return K::composite::embedding_layernorm_autograd(in.ids, in.types, w, t, p, lw, lb, kEps, kPad);
+}
+at::Tensor dispatched_emb(const EmbInputs& in, const at::Tensor& w, const at::Tensor& t, const at::Tensor& p,
+                          const at::Tensor& lw, const at::Tensor& lb) {
+  return K::embedding_layernorm_autograd(in.ids, in.types, w, t, p, lw, lb, kEps, kPad);
+}
+
+// 8 x 384 tokens (the users' batch) where there are that many, else
+// sequences of 16, or of 7 (77 rows: the ragged shape).
+int64_t emb_seq(int64_t rows) { return rows % 384 == 0 ? 384 : rows % 16 == 0 ? 16 : 7; }
+
 // The composites against the unfused modules: the reference semantics. With
 // dropout the module draws the mask and the composite is given it: the same
 // generator state applied to ones gives the same draws (at::dropout's draws
@@ -228,6 +294,9 @@ void check_composites(c10::Device dev, int64_t rows, int64_t n_gelu, int64_t n_l
       });
       compare("composite vs unfused layernorm", got, want, dtype, rows, n_ln, p);
     }
+    EmbInputs e = make_emb_inputs(rows, emb_seq(rows), n_ln, dtype, dev, 10);
+    compare("composite vs unfused embeddings", run_emb(e, composite_emb), run_emb(e, unfused_emb), dtype, rows, n_ln,
+            0);
   }
 }
 
@@ -568,7 +637,10 @@ void time_adamw(c10::Device dev, int iters) {
 
 #if HPCBENCH_BENCH_CUDA
 // The kernels (through the dispatcher) against the composites on the same
-// device; with dropout, the composite is given the kernel's mask.
+// device; with dropout, the composite is given the kernel's mask. The
+// embeddings' op: its kernel forward against the composite forward, each
+// under the op's autograd node (whose backward then starts from each
+// forward's mean and rstd).
 void check_kernels(c10::Device dev, int64_t rows, int64_t n_gelu, int64_t n_ln) {
   for (auto dtype : {at::kFloat, at::kBFloat16}) {
     Inputs g = make_inputs(rows, n_gelu, dtype, dev, 3);
@@ -594,6 +666,9 @@ void check_kernels(c10::Device dev, int64_t rows, int64_t n_gelu, int64_t n_ln) 
              std::abs(kept - (1 - p)) < 5 * sd, fmt::format("kept {:.5f}, want {:.3f} +- {:.5f}", kept, 1 - p, 5 * sd));
       }
     }
+    EmbInputs e = make_emb_inputs(rows, emb_seq(rows), n_ln, dtype, dev, 11);
+    compare("kernel vs composite embeddings", run_emb(e, dispatched_emb), run_emb(e, composite_emb), dtype, rows,
+            n_ln, 0);
   }
 }
 

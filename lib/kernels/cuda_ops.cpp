@@ -1,5 +1,6 @@
 // Tensors in, pointers out: the autograd Functions that run the kernels of
-// bias_gelu.cu and layernorm.cu on the current stream.
+// bias_gelu.cu and layernorm.cu on the current stream, and the embeddings'
+// forward of embedding_layernorm.cu.
 #include "kernels/cuda_ops.h"
 
 #include <ATen/ATen.h>
@@ -171,6 +172,27 @@ MaskedOutput bias_dropout_add_layernorm(const at::Tensor& x, const at::Tensor& b
                                         bool training) {
   auto out = BiasDropoutAddLayerNorm::apply(x, bias, residual, weight, ln_bias, p, eps, training);
   return {out[0], training && p > 0 ? out[1] : at::Tensor()};
+}
+
+EmbeddingLayerNormOut embedding_layernorm(const at::Tensor& ids_in, const at::Tensor& types_in,
+                                          const at::Tensor& word_w, const at::Tensor& type_w, const at::Tensor& pos_w,
+                                          const at::Tensor& ln_w, const at::Tensor& ln_b, double eps) {
+  c10::cuda::CUDAGuard guard(word_w.device());
+  at::Tensor ids = ids_in.contiguous(), types = types_in.contiguous();
+  at::Tensor word = word_w.contiguous(), type = type_w.contiguous(), pos = pos_w.contiguous();
+  at::Tensor w = ln_w.contiguous(), b = ln_b.contiguous();
+  const int64_t batch = ids.size(0), seq = ids.size(1), n = word.size(1);
+  at::Tensor y = at::empty({batch, seq, n}, word.options());
+  // [batch, seq, 1], the shape at::native_layer_norm gives its statistics,
+  // which at::native_layer_norm_backward then takes.
+  at::Tensor mean = at::empty({batch, seq, 1}, word.options().dtype(at::kFloat));
+  at::Tensor rstd = at::empty({batch, seq, 1}, word.options().dtype(at::kFloat));
+  C10_CUDA_CHECK(launch::embedding_layernorm_forward(
+      dtype_of(word), ids.const_data_ptr<int64_t>(), types.const_data_ptr<int64_t>(), word.const_data_ptr(),
+      type.const_data_ptr(), pos.const_data_ptr(), w.const_data_ptr(), b.const_data_ptr(), y.mutable_data_ptr(),
+      mean.mutable_data_ptr<float>(), rstd.mutable_data_ptr<float>(), static_cast<float>(eps), batch * seq, seq, n,
+      word.size(0), type.size(0), stream()));
+  return {y, mean, rstd};
 }
 
 }  // namespace hpcbench::kernels::cuda

@@ -59,6 +59,15 @@ cudaError_t layernorm_backward(DType t, const void* dy, const void* z, const flo
                                void* dbias, void* dweight, void* dln_bias, float* scratch, int64_t rows, int64_t n,
                                cudaStream_t stream);
 
+// The embeddings (embedding_layernorm.cu): for token r of `rows` (position
+// r % seq), e = (word[ids[r]] + type[types[r]]) + pos[r % seq], rounded to
+// the dtype after each add; y = (e - mean) * rstd * ln_w + ln_b, mean and
+// rstd (fp32, per token) stored. ids and types int64; tables of n columns.
+cudaError_t embedding_layernorm_forward(DType t, const int64_t* ids, const int64_t* types, const void* word,
+                                        const void* type, const void* pos, const void* ln_w, const void* ln_b,
+                                        void* y, float* mean, float* rstd, float eps, int64_t rows, int64_t seq,
+                                        int64_t n, int64_t vocab, int64_t type_vocab, cudaStream_t stream);
+
 // The master-weight AdamW step (master_adamw.cu) over a flat of parameters
 // laid end to end: the fp32 master, m and v and the compute-dtype weights
 // are flat buffers, the gradients one tensor per parameter (autograd's).

@@ -5,9 +5,11 @@
 #include "model/qkv_split.h"
 #include "model/residual_fold.h"
 #include "model/sharding_units.h"
+#include "kernels/embedding_layernorm.h"
 #include "kernels/fused.h"
 
 #include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
 #include <c10/util/Half.h>
 #include <c10/util/BFloat16.h>
 
@@ -41,7 +43,8 @@ double lowest(at::ScalarType t) {
 
 }  // namespace
 
-BertEmbeddingsImpl::BertEmbeddingsImpl(const BertConfig& c) {
+BertEmbeddingsImpl::BertEmbeddingsImpl(const BertConfig& c, EnginePolicy::Kernels kernels)
+    : fused_(kernels == EnginePolicy::Kernels::Fused) {
   word_embeddings = register_module(
       "word_embeddings",
       torch::nn::Embedding(torch::nn::EmbeddingOptions(c.vocab_size, c.hidden_size).padding_idx(c.pad_token_id)));
@@ -53,10 +56,25 @@ BertEmbeddingsImpl::BertEmbeddingsImpl(const BertConfig& c) {
   dropout = register_module("dropout", torch::nn::Dropout(c.hidden_dropout_prob));
 }
 
+bool BertEmbeddingsImpl::takes_fused_op() const {
+  // The one op takes one dtype and no autocast (which would run LayerNorm in
+  // fp32 over lower-precision lookups): otherwise the modules, as unfused.
+  const auto t = word_embeddings->weight.scalar_type();
+  return fused_ && !at::autocast::is_autocast_enabled(word_embeddings->weight.device().type()) &&
+         token_type_embeddings->weight.scalar_type() == t && position_embeddings->weight.scalar_type() == t &&
+         LayerNorm->weight.scalar_type() == t && LayerNorm->bias.scalar_type() == t;
+}
+
 at::Tensor BertEmbeddingsImpl::forward(const at::Tensor& input_ids, const at::Tensor& token_type_ids) {
+  auto types = token_type_ids.defined() ? token_type_ids : at::zeros_like(input_ids);
+  if (takes_fused_op()) {
+    return dropout(kernels::embedding_layernorm_autograd(
+        input_ids, types, word_embeddings->weight, token_type_embeddings->weight, position_embeddings->weight,
+        LayerNorm->weight, LayerNorm->bias, LayerNorm->options.eps(),
+        word_embeddings->options.padding_idx().value_or(-1)));
+  }
   const int64_t seq = input_ids.size(1);
   auto positions = at::arange(seq, input_ids.options().dtype(at::kLong)).unsqueeze(0);
-  auto types = token_type_ids.defined() ? token_type_ids : at::zeros_like(input_ids);
   // Same order of additions as Hugging Face: rounding follows it bit for bit.
   auto e = word_embeddings(input_ids) + token_type_embeddings(types);
   e = e + position_embeddings(positions);
@@ -229,7 +247,7 @@ at::Tensor key_mask_of(const at::Tensor& attention_mask) {
 }
 
 BertModelImpl::BertModelImpl(const BertConfig& c, const EnginePolicy& engine) {
-  embeddings = register_module("embeddings", BertEmbeddings(c));
+  embeddings = register_module("embeddings", BertEmbeddings(c, engine.kernels));
   encoder = register_module("encoder", std::make_shared<torch::nn::Module>("BertEncoder"));
   layer = encoder->register_module("layer", torch::nn::ModuleList());
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) layer->push_back(BertLayer(c, engine));

@@ -19,12 +19,18 @@ namespace hpcbench::model {
 
 class BertEmbeddingsImpl : public torch::nn::Module {
  public:
-  explicit BertEmbeddingsImpl(const BertConfig& c);
+  // `kernels` Fused: the lookups, adds and LayerNorm as one op
+  // (kernels/embedding_layernorm.h), dropout after it as in Hugging Face's.
+  explicit BertEmbeddingsImpl(const BertConfig& c, EnginePolicy::Kernels kernels = EnginePolicy::Kernels::Aten);
   at::Tensor forward(const at::Tensor& input_ids, const at::Tensor& token_type_ids);
 
   torch::nn::Embedding word_embeddings{nullptr}, position_embeddings{nullptr}, token_type_embeddings{nullptr};
   torch::nn::LayerNorm LayerNorm{nullptr};  // NOLINT: Hugging Face's name
   torch::nn::Dropout dropout{nullptr};
+
+ private:
+  bool takes_fused_op() const;
+  bool fused_;
 };
 TORCH_MODULE(BertEmbeddings);
 

@@ -88,6 +88,20 @@ struct StepFacts {
 // data split over the ranks.
 Topology replica_topology(const StrategyContext& ctx);
 
+// The capture contract: what a strategy that declares capture (Spec::engine)
+// and its Updater must hold between the step's first mark and its end, so
+// that one recorded CUDA graph can replay the step (docs/gpu.md, "CUDA graph"):
+// - storage a replay touches is made before the capture and reused: nothing
+//   made before the step is freed in it, nothing it makes outlives it
+//   (HPCBENCH_CHECK_ALLOC=1, test_cuda_graph);
+// - no host reads of device values (HPCBENCH_CHECK_SYNC=1, test_cuda_graph);
+// - collectives issued in the same order on every rank, from the same code
+//   path every step (no per-step hook registration);
+// - learning rate and step counts as device tensors (the loop fills them);
+// - one step body: the eager step is the same code, not captured
+//   (run/loop.cpp step_body; bit for bit over 20 steps, test_cuda_graph);
+// - the graph's pool made after the allocator's cache is emptied
+//   (train/cuda_graph.cpp), so that the memory column counts it.
 class Strategy {
  public:
   virtual ~Strategy() = default;

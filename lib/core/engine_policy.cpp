@@ -9,6 +9,18 @@ std::string EnginePolicy::name() const {
   return "eager";
 }
 
+std::vector<std::string> EnginePolicy::flags() const {
+  std::vector<std::string> out;
+  if (graph()) out.push_back("--cuda-graph");
+  if (fused_model()) {
+    out.push_back("--fused");
+    if (residual == Residual::Added) out.push_back("--no-residual-fold");
+    if (!embedding_kernel) out.push_back("--no-fused-embedding");
+    if (!adamw_kernel) out.push_back("--no-fused-adamw");
+  }
+  return out;
+}
+
 EnginePolicy::Weights EnginePolicy::fused_weights(const std::string& precision) {
   return precision == "bf16" ? Weights::Resident : Weights::Fp32;
 }

@@ -5,6 +5,7 @@
 // flag each. Torch-free and at the bottom, so that the model (below the
 // strategies' specs) and the strategies read the same value.
 #include <string>
+#include <vector>
 
 namespace hpcbench {
 
@@ -35,6 +36,13 @@ struct EnginePolicy {
   Weights weights = Weights::Fp32;
   Step step = Step::Eager;
   Residual residual = Residual::Folded;
+  // Two more levers of the fused kernels, each on by default and turned off
+  // on its own so that a GPU run can time it A/B (tools/gpu/validate.sh
+  // profile): the embeddings' lookups, adds and LayerNorm as one kernel
+  // (--no-fused-embedding), and the master weights' clip and AdamW as one
+  // kernel over the flat (--no-fused-adamw; the op-by-op master step then).
+  bool embedding_kernel = true;
+  bool adamw_kernel = true;
   // How the engine was chosen (run.json's engine_reason): the flags that
   // asked for it, or why --engine auto resolved as it did.
   std::string reason;
@@ -48,11 +56,18 @@ struct EnginePolicy {
   bool folds_residual() const { return fused_model() && residual == Residual::Folded; }
   // The fused model as --fused names it: packed QKV and the fused kernels.
   bool fused_model() const { return fused_kernels() && packed_qkv(); }
+  // The kernels the embeddings and the master step run.
+  Kernels embedding_kernels() const { return fused_kernels() && embedding_kernel ? Kernels::Fused : Kernels::Aten; }
+  bool fused_master_step() const { return fused_kernels() && adamw_kernel; }
   // The precision forward runs its autocast under: none (fp32) where the
   // weights are resident in the compute dtype.
   std::string autocast() const { return resident() ? "fp32" : precision; }
   // "graph+fused", "fused", "graph", "eager": the record's one word for it.
   std::string name() const;
+  // The command-line flags that ask for this engine (train/config.cpp), the
+  // inverse of train::choose_engine under --engine eager: what a plan's
+  // verification run passes to get the engine the plan was costed for.
+  std::vector<std::string> flags() const;
 
   // The weights the fused model keeps under `precision`: resident in bf16
   // (forward without autocast's per-step casts), fp32 otherwise, where the

@@ -196,10 +196,15 @@ QAOutput BertForQuestionAnsweringImpl::forward(const at::Tensor& input_ids, cons
   auto hidden = bert_->forward(input_ids, token_type_ids, attention_mask, hooks_);
   const size_t head = static_cast<size_t>(config_.num_hidden_layers) + 1;
   if (hooks_) hooks_->before(head);
-  auto logits = linear(qa_outputs_, hidden);
-  if (engine_.fused_model() && at::isReducedFloatingType(logits.scalar_type())) logits = logits.to(at::kFloat);
+  auto logits = qa_logits(qa_outputs_, hidden, engine_);
   if (hooks_) hooks_->after(head, logits);
   return qa_output(logits, start_positions, end_positions);
+}
+
+at::Tensor qa_logits(const torch::nn::Linear& head, const at::Tensor& hidden, const EnginePolicy& engine) {
+  auto logits = linear(head, hidden);
+  if (engine.fused_model() && at::isReducedFloatingType(logits.scalar_type())) logits = logits.to(at::kFloat);
+  return logits;
 }
 
 QAOutput qa_output(const at::Tensor& logits, const std::optional<at::Tensor>& start_positions,

@@ -30,6 +30,12 @@ struct QAOutput {
 QAOutput qa_output(const at::Tensor& logits, const std::optional<at::Tensor>& start_positions,
                    const std::optional<at::Tensor>& end_positions);
 
+// The QA head's [batch, seq, 2] logits of `hidden`. Under the fused model
+// they are made fp32 when the weights are resident in a reduced dtype:
+// nothing autocasts there, and the loss is cross-entropy in fp32 as
+// autocast computes it elsewhere. Every model ending in the head uses it.
+at::Tensor qa_logits(const torch::nn::Linear& head, const at::Tensor& hidden, const EnginePolicy& engine);
+
 class BertModelImpl;  // embeddings + encoder, defined in bert_modules.h
 class UnitHooks;      // sharding_units.h
 

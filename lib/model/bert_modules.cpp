@@ -168,16 +168,17 @@ BertResidualOutputImpl::BertResidualOutputImpl(int64_t in, const BertConfig& c, 
 at::Tensor BertResidualOutputImpl::forward(const at::Tensor& x, const at::Tensor& residual) {
   if (fused_)
     return bias_dropout_residual_layernorm(*this, at::linear(x, dense->weight), dense, dropout, LayerNorm, residual,
-                                           true);
+                                           EnginePolicy::Kernels::Fused);
   return LayerNorm(dropout(linear(dense, x)) + residual);
 }
 
 at::Tensor bias_dropout_residual_layernorm(const torch::nn::Module& module, const at::Tensor& product,
                                            const torch::nn::Linear& dense, torch::nn::Dropout dropout,
-                                           torch::nn::LayerNorm norm, const at::Tensor& residual, bool fused) {
+                                           torch::nn::LayerNorm norm, const at::Tensor& residual,
+                                           EnginePolicy::Kernels which) {
   // The dropout module's probability and the module's training mode, as
   // the unfused path's dropout(...) reads them.
-  if (fused)
+  if (which == EnginePolicy::Kernels::Fused)
     return kernels::bias_dropout_add_layernorm(product, dense->bias, residual, norm->weight, norm->bias,
                                                dropout->options.p(), norm->options.eps(), module.is_training());
   return norm(dropout(product + dense->bias) + residual);
@@ -247,7 +248,7 @@ at::Tensor key_mask_of(const at::Tensor& attention_mask) {
 }
 
 BertModelImpl::BertModelImpl(const BertConfig& c, const EnginePolicy& engine) {
-  embeddings = register_module("embeddings", BertEmbeddings(c, engine.kernels));
+  embeddings = register_module("embeddings", BertEmbeddings(c, engine.embedding_kernels()));
   encoder = register_module("encoder", std::make_shared<torch::nn::Module>("BertEncoder"));
   layer = encoder->register_module("layer", torch::nn::ModuleList());
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) layer->push_back(BertLayer(c, engine));

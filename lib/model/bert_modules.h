@@ -89,7 +89,8 @@ TORCH_MODULE(BertResidualOutput);
 // shard) sums its partial products before it.
 at::Tensor bias_dropout_residual_layernorm(const torch::nn::Module& module, const at::Tensor& product,
                                            const torch::nn::Linear& dense, torch::nn::Dropout dropout,
-                                           torch::nn::LayerNorm norm, const at::Tensor& residual, bool fused);
+                                           torch::nn::LayerNorm norm, const at::Tensor& residual,
+                                           EnginePolicy::Kernels which);
 
 class BertAttentionImpl : public torch::nn::Module {
  public:

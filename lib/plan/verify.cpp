@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "core/engine_policy.h"
 #include "core/error.h"
 
 namespace hpcbench::plan {
@@ -59,8 +60,7 @@ std::vector<sweep::SweepJob> verify_jobs(const Result& result, const Request& re
   // would turn on.
   if (request.engine_steps) {
     jobs.front().extra_args.insert(jobs.front().extra_args.end(), {"--engine", "eager"});
-    if (request.base.engine.graph()) jobs.front().extra_args.push_back("--cuda-graph");
-    if (request.base.engine.fused_model()) jobs.front().extra_args.push_back("--fused");
+    for (const auto& f : request.base.engine.flags()) jobs.front().extra_args.push_back(f);
   }
   for (size_t i = 0; i < n; ++i) {
     const auto& c = result.ranked[i].candidate;
@@ -75,8 +75,7 @@ std::vector<sweep::SweepJob> verify_jobs(const Result& result, const Request& re
       j.extra_args.push_back(kRecomputeFlag);
     }
     if (!c.engine.empty()) j.extra_args.insert(j.extra_args.end(), {"--engine", "eager"});
-    if (c.engine.find("graph") != std::string::npos) j.extra_args.push_back("--cuda-graph");
-    if (c.engine.find("fused") != std::string::npos) j.extra_args.push_back("--fused");
+    for (const auto& f : EnginePolicy::recorded(c.precision, false, c.engine).flags()) j.extra_args.push_back(f);
     if (!c.engine.empty() && c.engine != request.base.engine.name()) {
       std::string tag = c.engine;
       std::replace(tag.begin(), tag.end(), '+', '-');

@@ -68,7 +68,7 @@ void set_up_strategy(Run& r, const strategies::Choice& choice, const RunContext&
   const auto& cfg = r.cfg;
   r.strategy_name = choice.name();
   r.strategy = strategies::make_strategy(choice);
-  strategies::StrategyContext sctx{r.device, ctx.rank, ctx.world_size, cfg.precision, ctx.comm, ctx.host_list(),
+  strategies::StrategyContext sctx{r.device, ctx.rank, ctx.world_size, ctx.comm, ctx.host_list(),
                                    {cfg.lr, cfg.weight_decay, cfg.adam_beta1, cfg.adam_beta2, cfg.adam_eps},
                                    cfg.batch_size, r.engine};
   auto set_up = r.strategy->setup(r.model, sctx);

@@ -31,8 +31,8 @@ at::Tensor slot_of(const at::Tensor& flat, int64_t offset, const at::Tensor& lik
 
 }  // namespace
 
-c10::ScalarType weight_dtype(const std::string& precision, const EnginePolicy& engine, bool gathered) {
-  if (gathered || engine.resident()) return dtype_of(precision);
+c10::ScalarType weight_dtype(const EnginePolicy& engine, bool gathered) {
+  if (gathered || engine.resident()) return dtype_of(engine.precision);
   return c10::kFloat;
 }
 
@@ -75,10 +75,9 @@ void view_whole(MasterFlat& f, const at::Tensor& whole) {
   for (size_t k = 0; k < f.params.size(); ++k) f.params[k].set_data(f.view_of(whole, k));
 }
 
-MasterWeights::MasterWeights(model::BertForQuestionAnswering model, c10::ScalarType dtype, bool fused)
-    : MasterWeights(*model, dtype, fused) {}
-
-MasterWeights::MasterWeights(torch::nn::Module& model, c10::ScalarType dtype, bool fused) : fused_(fused) {
+MasterWeights::MasterWeights(torch::nn::Module& model, const EnginePolicy& engine)
+    : fused_(engine.fused_master_step()) {
+  const auto dtype = dtype_of(engine.precision);
   at::NoGradGuard no_grad;
   for (auto& p : model.parameters())
     if (p.requires_grad()) flat_.add(p);
@@ -243,10 +242,9 @@ void MasterWeights::use_compute() {
   on_masters_ = false;
 }
 
-std::shared_ptr<MasterWeights> resident_weights(model::BertForQuestionAnswering& model, const EnginePolicy& engine) {
-  const auto dtype = weight_dtype(engine.precision, engine, /*gathered=*/false);
-  if (dtype == c10::kFloat) return nullptr;
-  return std::make_shared<MasterWeights>(model, dtype, engine.fused_kernels());
+std::shared_ptr<MasterWeights> resident_weights(torch::nn::Module& model, const EnginePolicy& engine) {
+  if (weight_dtype(engine, /*gathered=*/false) == c10::kFloat) return nullptr;
+  return std::make_shared<MasterWeights>(model, engine);
 }
 
 }  // namespace hpcbench::strategies

@@ -41,9 +41,9 @@ namespace hpcbench::strategies {
 // (autocast casts per use) unless the engine makes its weights resident; a
 // model whose parameters are gathered (`gathered`: the shard engine) is cast
 // on every gather anyway, so under mixed precision it holds the compute
-// dtype whatever the engine (FSDP2's param_dtype). `precision`: the run's
-// (fp32, tf32, fp16, bf16).
-c10::ScalarType weight_dtype(const std::string& precision, const EnginePolicy& engine, bool gathered);
+// dtype whatever the engine (FSDP2's param_dtype). The engine's precision:
+// the run's (fp32, tf32, fp16, bf16).
+c10::ScalarType weight_dtype(const EnginePolicy& engine, bool gathered);
 
 // Parameters laid end to end, padded to a multiple of the ranks the flat is
 // cut over, so that rank r's master partition is one contiguous slice and
@@ -90,7 +90,7 @@ void view_whole(MasterFlat& f, const at::Tensor& whole);
 // order). Stepped one of two ways:
 // - op by op: fp32 copies of the gradients (gradients_in), clipping and
 //   AdamW on them, the masters copied out;
-// - fused (`fused`, the --fused engine's kernels): the step of
+// - fused (the engine's fused master step, EnginePolicy::fused_master_step): the step of
 //   kernels/master_adamw.h over the flat itself, reading the compute-dtype
 //   gradients where autograd left them and writing the compute copy, with
 //   m and v as flats of this class (no fp32 gradients at all). The same
@@ -98,11 +98,10 @@ void view_whole(MasterFlat& f, const at::Tensor& whole);
 class MasterWeights {
  public:
   // The model's current (fp32) values become the masters; its parameters
-  // are then `dtype` views of the flat's compute copy.
-  MasterWeights(model::BertForQuestionAnswering model, c10::ScalarType dtype, bool fused = false);
-  // The same over any module's parameters: a model-parallel shard of it
-  // (tensor parallelism's layers) holds its own parameters.
-  MasterWeights(torch::nn::Module& model, c10::ScalarType dtype, bool fused = false);
+  // are then views of the flat's compute copy in `engine`'s precision,
+  // stepped as `engine` says. Any module: a pipeline stage or a
+  // tensor-parallel shard holds its own parameters.
+  MasterWeights(torch::nn::Module& model, const EnginePolicy& engine);
   // Rank 0's masters win (each rank drew its own initial weights); the
   // compute copy follows.
   void broadcast(dist::Comm& comm);
@@ -176,9 +175,11 @@ class MasterWeights {
   bool clipped_ = false;  // clip_fused ran since the last step
 };
 
-// The masters the run's engine asks for (weight_dtype of a replicated
-// model not fp32); null otherwise (the model stays fp32, under autocast
-// where mixed). Forward then runs under engine.autocast().
-std::shared_ptr<MasterWeights> resident_weights(model::BertForQuestionAnswering& model, const EnginePolicy& engine);
+// The masters the run's engine asks for (weights resident in the compute
+// dtype), over `model`'s parameters; null otherwise (the model stays fp32,
+// under autocast where mixed). Forward then runs under engine.autocast().
+// The one place a replicated, pipelined or tensor-parallel model's
+// residency is decided (the shard engine's flats: weight_dtype above).
+std::shared_ptr<MasterWeights> resident_weights(torch::nn::Module& model, const EnginePolicy& engine);
 
 }  // namespace hpcbench::strategies

@@ -29,7 +29,6 @@ struct StrategyContext {
   c10::Device device{c10::kCPU};
   int rank = 0;
   int world_size = 1;
-  std::string precision = "fp32";  // autocast around forward for bf16/fp16
   // The job's communicator; null when the run is a single process without
   // one (the one-device reference, one process driving several devices).
   std::shared_ptr<dist::Comm> comm;
@@ -38,7 +37,7 @@ struct StrategyContext {
   std::vector<std::string> hosts;
   train::OptimizerConfig optimizer;  // what the updater's AdamW is built with
   int64_t batch_size = 0;            // --batch-size: rows of a micro-step per device (0: not known)
-  // The run's engine (train/engine.h): the model was built with its QKV
+  // The run's engine (train/engine.h), its precision included: the model was built with its QKV
   // layout and kernels; with resident weights a strategy keeps them in the
   // compute dtype with fp32 masters and runs forward without autocast
   // (master_weights.h). A strategy is handed only what its spec's engine()

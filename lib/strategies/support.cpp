@@ -20,8 +20,8 @@ struct GradReadyHook final : torch::autograd::PostAccumulateGradHook {
 }  // namespace
 
 at::Tensor forward_backward_step(model::BertForQuestionAnswering& model, const train::Batch& b, double scale,
-                                 c10::DeviceType device, const std::string& precision, train::StepTimer& timer) {
-  return forward_backward_of(model, b, scale, device, precision, timer);
+                                 c10::DeviceType device, const EnginePolicy& engine, train::StepTimer& timer) {
+  return forward_backward_of(model, b, scale, device, engine, timer);
 }
 
 void install_grad_ready_hooks(const std::vector<at::Tensor>& params, std::function<void(size_t)> ready) {

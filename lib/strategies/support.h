@@ -22,16 +22,17 @@ class Comm;
 
 namespace hpcbench::strategies {
 
-// Forward under autocast (`precision` bf16/fp16, nothing otherwise), then
+// Forward under the autocast `engine` asks for (EnginePolicy::autocast:
+// bf16/fp16 unless the weights are resident, nothing otherwise), then
 // backward of `scale` x the loss, the two phases marked on `timer`; returns
 // the unscaled loss, detached (nothing waits for it). `Model`: any module
 // holder whose forward is BertForQuestionAnswering's (the tensor-parallel one).
 template <typename Model>
 at::Tensor forward_backward_of(Model& model, const train::Batch& b, double scale, c10::DeviceType device,
-                               const std::string& precision, train::StepTimer& timer) {
+                               const EnginePolicy& engine, train::StepTimer& timer) {
   model::QAOutput out;
   {
-    train::AutocastGuard autocast(device, precision);
+    train::AutocastGuard autocast(device, engine.autocast());
     out = model->forward(b.input_ids, b.token_type_ids, b.attention_mask, b.start_positions, b.end_positions);
   }
   timer.mark(train::Phase::Forward);
@@ -40,7 +41,7 @@ at::Tensor forward_backward_of(Model& model, const train::Batch& b, double scale
   return out.loss.detach();
 }
 at::Tensor forward_backward_step(model::BertForQuestionAnswering& model, const train::Batch& batch, double scale,
-                                 c10::DeviceType device, const std::string& precision, train::StepTimer& timer);
+                                 c10::DeviceType device, const EnginePolicy& engine, train::StepTimer& timer);
 
 // Calls ready(k) after backward has accumulated params[k]'s gradient (a
 // post-accumulate-grad hook, which may run on autograd's device threads).

@@ -78,6 +78,13 @@ std::vector<Setting> settings_of(TrainConfig& c) {
       {"train.residual_fold", "--no-residual-fold",
        "Under --fused, let autograd add each residual join's two gradients in a kernel of its own instead of the "
        "branch's GEMM accumulating one into the other (beta = 1)", &c.residual_fold},
+      {"train.fused_embedding", "--no-fused-embedding",
+       "Under --fused, run the embeddings' three lookups, their sum and LayerNorm as ATen's operations instead "
+       "of one kernel", &c.fused_embedding},
+      {"train.fused_adamw", "--no-fused-adamw",
+       "Under --fused with bf16-resident weights, step the fp32 masters op by op (fp32 gradient copies, "
+       "clip_grad_norm_, fused AdamW, the copy into bf16) instead of one clip-and-AdamW kernel over the flat",
+       &c.fused_adamw},
       {"train.tunableop", "--tunableop",
        "Choose each GEMM shape's implementation by timing in step 1 (ATen's TunableOp; CUDA only, where PyTorch "
        "2.11 offers one candidate: docs/gpu.md), the choices in tunableop_results.csv in the results folder; on "

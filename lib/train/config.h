@@ -62,6 +62,10 @@ struct TrainConfig {
   // Under the fused model, each residual join's gradient accumulated by the
   // branch's GEMM (EnginePolicy::Residual); off: added by autograd.
   bool residual_fold = true;
+  // Under the fused kernels, the embeddings' and the master step's own
+  // kernels (EnginePolicy::embedding_kernel, adamw_kernel); off: ATen's ops.
+  bool fused_embedding = true;
+  bool fused_adamw = true;
   // GEMM implementations chosen by timing in step 1 (train/gemm_tuning.h).
   bool tunableop = false;
   // [timing]

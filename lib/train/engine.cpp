@@ -101,8 +101,13 @@ EnginePolicy choose_engine(const TrainConfig& cfg, const strategies::Choice& cho
   if (cfg.engine == "auto") choose_auto(cfg, choice, support, device, e, why);
   else why.push_back("--engine eager: only what the flags ask for");
   e.residual = cfg.residual_fold ? EnginePolicy::Residual::Folded : EnginePolicy::Residual::Added;
-  if (e.fused_model())
+  e.embedding_kernel = cfg.fused_embedding;
+  e.adamw_kernel = cfg.fused_adamw;
+  if (e.fused_model()) {
     why.push_back(e.folds_residual() ? "residual gradients folded into the GEMMs" : "--no-residual-fold");
+    if (!e.embedding_kernel) why.push_back("--no-fused-embedding");
+    if (!e.adamw_kernel) why.push_back("--no-fused-adamw");
+  }
   e.reason = fmt::format("{}", fmt::join(why, "; "));
   return e;
 }

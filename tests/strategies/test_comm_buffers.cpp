@@ -145,7 +145,7 @@ TEST_CASE("comm buffers worker", "[.][comm_buffers_worker]") {
   auto made = strategies::make_strategy(strategies::parse_label(spec == "zero1" ? "zero:stage=1" : "fsdp", "test"));
   auto* strategy = dynamic_cast<strategies::shard::Sharded*>(made.get());
   REQUIRE(strategy);
-  strategies::StrategyContext sctx{c10::kCPU, rank, world, "fp32", comm, {}, {1e-3, 0.01, 0.9, 0.999, 1e-6}, 0, {}};
+  strategies::StrategyContext sctx{c10::kCPU, rank, world, comm, {}, {1e-3, 0.01, 0.9, 0.999, 1e-6}, 0, {}};
   auto [topo, updater_of] = strategy->setup(model, sctx);
   auto& updater = *updater_of;
   train::StepTimer timer(c10::kCPU);

@@ -25,6 +25,15 @@ EnginePolicy engine_of(const std::string& precision, bool resident) {
   return e;
 }
 
+// bf16-resident with the fused kernels: the master step is the one kernel
+// unless the engine turns that lever off (--no-fused-adamw).
+EnginePolicy fused_engine(bool adamw_kernel = true) {
+  auto e = engine_of("bf16", true);
+  e.kernels = EnginePolicy::Kernels::Fused;
+  e.adamw_kernel = adamw_kernel;
+  return e;
+}
+
 // Three parameters of 15, 7 and 4 elements: 26, padded to 28 over 4 ranks.
 std::vector<at::Tensor> three_params() {
   torch::manual_seed(3);
@@ -60,14 +69,14 @@ model::BertConfig small() {
 TEST_CASE("weight_dtype: replicated weights are fp32 unless resident; gathered ones take the compute dtype",
           "[strategies][masters]") {
   using strategies::weight_dtype;
-  CHECK(weight_dtype("bf16", engine_of("bf16", false), false) == c10::kFloat);
-  CHECK(weight_dtype("bf16", engine_of("bf16", true), false) == c10::kBFloat16);
-  CHECK(weight_dtype("fp16", engine_of("fp16", false), false) == c10::kFloat);
-  CHECK(weight_dtype("fp32", engine_of("fp32", false), false) == c10::kFloat);
-  CHECK(weight_dtype("tf32", engine_of("tf32", false), false) == c10::kFloat);
-  CHECK(weight_dtype("bf16", engine_of("bf16", false), true) == c10::kBFloat16);
-  CHECK(weight_dtype("fp16", engine_of("fp16", false), true) == c10::kHalf);
-  CHECK(weight_dtype("fp32", engine_of("fp32", false), true) == c10::kFloat);
+  CHECK(weight_dtype(engine_of("bf16", false), false) == c10::kFloat);
+  CHECK(weight_dtype(engine_of("bf16", true), false) == c10::kBFloat16);
+  CHECK(weight_dtype(engine_of("fp16", false), false) == c10::kFloat);
+  CHECK(weight_dtype(engine_of("fp32", false), false) == c10::kFloat);
+  CHECK(weight_dtype(engine_of("tf32", false), false) == c10::kFloat);
+  CHECK(weight_dtype(engine_of("bf16", false), true) == c10::kBFloat16);
+  CHECK(weight_dtype(engine_of("fp16", false), true) == c10::kHalf);
+  CHECK(weight_dtype(engine_of("fp32", false), true) == c10::kFloat);
 }
 
 TEST_CASE("a bf16 flat cut over 4 ranks: rank 2's master, its write-back, the parameters' views",
@@ -136,7 +145,7 @@ TEST_CASE("a replicated model's masters: one flat over one rank, per-parameter m
   model::BertForQuestionAnswering model(small());
   std::vector<at::Tensor> fp32;
   for (auto& p : model->parameters()) fp32.push_back(p.detach().clone());
-  strategies::MasterWeights masters(model, c10::kBFloat16);
+  strategies::MasterWeights masters(*model, engine_of("bf16", true));
   auto params = model->parameters();
   REQUIRE(masters.masters().size() == params.size());
   for (size_t k = 0; k < params.size(); ++k) {
@@ -165,7 +174,22 @@ TEST_CASE("a replicated model's masters: one flat over one rank, per-parameter m
   masters.use_compute();
   CHECK(params[0].scalar_type() == c10::kBFloat16);
   // Resident only where the engine says so.
-  CHECK(strategies::resident_weights(model, engine_of("bf16", false)) == nullptr);
+  CHECK(strategies::resident_weights(*model, engine_of("bf16", false)) == nullptr);
+}
+
+TEST_CASE("the engine decides residency and how the masters are stepped", "[strategies][masters]") {
+  auto masters = [](const EnginePolicy& e) {
+    model::BertForQuestionAnswering m(small());
+    return strategies::resident_weights(*m, e);
+  };
+  CHECK(masters(engine_of("bf16", false)) == nullptr);
+  CHECK(masters(engine_of("fp16", false)) == nullptr);
+  CHECK(masters(engine_of("fp32", false)) == nullptr);
+  // The fused kernels step the masters with the one kernel, except where
+  // that lever is off (--no-fused-adamw); the unfused engine op by op.
+  CHECK_FALSE(masters(engine_of("bf16", true))->fused());
+  CHECK(masters(fused_engine())->fused());
+  CHECK_FALSE(masters(fused_engine(/*adamw_kernel=*/false))->fused());
 }
 
 TEST_CASE("the fused master step (the --fused engine's) equals the op-by-op one: fp32 copies, clip, AdamW, copy out",
@@ -182,7 +206,7 @@ TEST_CASE("the fused master step (the --fused engine's) equals the op-by-op one:
   model::BertForQuestionAnswering a(small());
   torch::manual_seed(7);
   model::BertForQuestionAnswering b(small());
-  strategies::MasterWeights ma(a, c10::kBFloat16), mb(b, c10::kBFloat16, /*fused=*/true);
+  strategies::MasterWeights ma(*a, engine_of("bf16", true)), mb(*b, fused_engine());
   REQUIRE_FALSE(ma.fused());
   REQUIRE(mb.fused());
   auto oa = strategies::adamw_of_masters(*a, ma, cfg);

@@ -75,7 +75,6 @@ Measured one_step(const std::string& name, const EnginePolicy& engine = {}) {
     auto strategy = strategies::make_strategy(choice);
     ctx.optimizer = {1e-3, 0.01, 0.9, 0.999, 1e-6};
     ctx.engine = engine;
-    ctx.precision = engine.precision;
     auto [topo, updater_of] = strategy->setup(model, ctx);
     train::StepTimer timer(c10::kCPU);
     timer.begin();

@@ -231,7 +231,9 @@ TEST_CASE("shard worker", "[.][shard_worker]") {
       for (int r = 0; r < world; ++r) REQUIRE(all[size_t(r)] == std::to_string(100 * i + r));
     }
     auto strategy = make(spec);
-    strategies::StrategyContext sctx{c10::kCPU, rank, world, spec.precision, comm, {}, ocfg, 0, {}};
+    EnginePolicy engine;
+    engine.precision = spec.precision;
+    strategies::StrategyContext sctx{c10::kCPU, rank, world, comm, {}, ocfg, 0, engine};
     for (int r = 0; r < world && !spec.hosts.empty(); ++r)
       sctx.hosts.push_back(spec.hosts == "hb" ? (r < world / 2 ? "n1" : "n2") : (r % 2 ? "n2" : "n1"));
     auto [topo, updater_of] = strategy->setup(model, sctx);

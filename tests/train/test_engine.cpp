@@ -221,3 +221,69 @@ TEST_CASE("once shown, --engine auto takes on CUDA what each strategy declares, 
   CHECK(gloo.name() == "fused");
   CHECK_THAT(gloo.reason, Catch::Contains("Gloo"));
 }
+
+namespace {
+
+// A config with `flags` applied as the command line applies them (the
+// settings table's switches).
+train::TrainConfig with_flags(const std::string& precision, const std::vector<std::string>& flags) {
+  train::TrainConfig cfg;
+  cfg.precision = precision;
+  cfg.engine = "eager";
+  for (const auto& f : flags) {
+    bool found = false;
+    for (auto& s : train::settings_of(cfg))
+      if (s.flag == f) {
+        *std::get<bool*>(s.target) = switch_value(s);
+        found = true;
+      }
+    INFO(f);
+    REQUIRE(found);
+  }
+  return cfg;
+}
+
+}  // namespace
+
+TEST_CASE("the fused kernels' levers turn off one at a time, and flags() asks for the same engine again") {
+  const auto choice = strategies::parse_label("baseline", "--strategy");
+  auto fused = with_flags("bf16", {"--fused"});
+  auto e = train::choose_engine(fused, choice);
+  CHECK(e.embedding_kernels() == Policy::Kernels::Fused);
+  CHECK(e.fused_master_step());
+  e = train::choose_engine(with_flags("bf16", {"--fused", "--no-fused-embedding"}), choice);
+  CHECK(e.embedding_kernels() == Policy::Kernels::Aten);
+  CHECK(e.fused_master_step());
+  CHECK(e.kernels == Policy::Kernels::Fused);  // the other kernels stay
+  CHECK(e.reason.find("--no-fused-embedding") != std::string::npos);
+  e = train::choose_engine(with_flags("bf16", {"--fused", "--no-fused-adamw"}), choice);
+  CHECK(e.embedding_kernels() == Policy::Kernels::Fused);
+  CHECK_FALSE(e.fused_master_step());
+  CHECK(e.reason.find("--no-fused-adamw") != std::string::npos);
+  // Without the fused kernels neither lever has anything to turn on.
+  e = train::choose_engine(with_flags("bf16", {}), choice);
+  CHECK(e.embedding_kernels() == Policy::Kernels::Aten);
+  CHECK_FALSE(e.fused_master_step());
+
+  // Every combination of the engine's flags: the policy chosen from
+  // flags() is the one flags() was read from (a plan's verification run
+  // gets the engine the plan was costed for).
+  const std::vector<std::string> all = {"--fused", "--cuda-graph", "--no-residual-fold", "--no-fused-embedding",
+                                        "--no-fused-adamw"};
+  for (unsigned mask = 0; mask < (1u << all.size()); ++mask) {
+    std::vector<std::string> flags;
+    for (size_t k = 0; k < all.size(); ++k)
+      if (mask & (1u << k)) flags.push_back(all[k]);
+    INFO(mask);
+    const auto a = train::choose_engine(with_flags("bf16", flags), choice);
+    const auto b = train::choose_engine(with_flags("bf16", a.flags()), choice);
+    CHECK(a.name() == b.name());
+    CHECK(a.kernels == b.kernels);
+    CHECK(a.qkv == b.qkv);
+    CHECK(a.weights == b.weights);
+    CHECK(a.step == b.step);
+    CHECK(a.folds_residual() == b.folds_residual());
+    CHECK(a.embedding_kernels() == b.embedding_kernels());
+    CHECK(a.fused_master_step() == b.fused_master_step());
+  }
+}

@@ -4,9 +4,10 @@
     levers_report.py profile WORK OUT.json [--dry]
         WORK/runs/<name>/run.json and kernel_table.csv of the profile phase's runs: the
         profiled run's kernel table (top rows, the idle row, its sums and what it profiled),
-        each lever's A/B step medians (A, B, A again: the drift between the two A runs is the
-        floor a lever's gain is read against), what --tunableop tuned and chose, and dropout 0.1
-        beside 0.
+        each lever's step medians off and on (one of the two is the base run, which runs
+        first and again last: the drift between the two base runs, which bracket every lever
+        run, is the floor a lever's gain is read against), what --tunableop tuned and chose,
+        and dropout 0.1 beside 0.
     levers_report.py fp8 BENCH_OUTPUT OUT.json
         bench_kernels --fp8's rows and verdict lines.
 
@@ -21,13 +22,15 @@ import re
 import sys
 
 PROFILED = "profile-graph-fused"
-LEVERS = {  # lever: (A, B, A again)
-    "qkv_packed_grad": ("lever-base", "lever-qkv-packed", "lever-base-repeat"),
-    # On by default: the runs without it are A.
-    "batch_prefetch": ("lever-no-prefetch", "lever-base", "lever-no-prefetch-repeat"),
-    # On by default too.
-    "residual_fold": ("lever-no-residual-fold", "lever-base", "lever-no-residual-fold-repeat"),
-    "tunableop": ("lever-base", "lever-tunableop", "lever-base-repeat"),
+BASE, BASE_REPEAT = "lever-base", "lever-base-repeat"
+LEVERS = {  # lever: (run without it, run with it); BASE is the default engine's run
+    "qkv_packed_grad": (BASE, "lever-qkv-packed"),
+    # On by default: the base run is the one with them.
+    "batch_prefetch": ("lever-no-prefetch", BASE),
+    "residual_fold": ("lever-no-residual-fold", BASE),
+    "fused_embedding": ("lever-no-fused-embedding", BASE),
+    "fused_adamw": ("lever-no-fused-adamw", BASE),
+    "tunableop": (BASE, "lever-tunableop"),
 }
 TUNED = "lever-tunableop"
 DROPOUT = {"0": "lever-base", "0.1": "dropout-0.1"}
@@ -59,15 +62,7 @@ def profile(work, out, dry):
         replay_ok = whats == {"graph replay"} if not dry else all(w.startswith("graph-ready step") for w in whats)
         checks.append({"name": "profiled steps are what was asked", "ok": replay_ok, "detail": ", ".join(sorted(whats))})
         res["kernel_table"] = rows[:40] + ([rows[-1]] if len(rows) > 40 else [])
-    levers = {}
-    for lever, names in LEVERS.items():
-        ms = [step_ms(run_json(work, n)) for n in names]
-        checks.append({"name": f"{lever}: runs finished", "ok": all(m is not None for m in ms), "detail": ", ".join(names)})
-        if all(m is not None for m in ms):
-            a = (ms[0] + ms[2]) / 2
-            levers[lever] = {"a_ms": ms[0], "b_ms": ms[1], "a_repeat_ms": ms[2], "gain_ms": a - ms[1],
-                             "a_drift_ms": abs(ms[0] - ms[2]), "speedup": a / ms[1]}
-    res["levers"] = levers
+    res["levers"] = levers(work, checks)
     checks.append(tunableop_check(work, dry, res))
     drop = {p: step_ms(run_json(work, n)) for p, n in DROPOUT.items()}
     checks.append({"name": "dropout 0 and 0.1 finished", "ok": all(v is not None for v in drop.values()),
@@ -78,6 +73,27 @@ def profile(work, out, dry):
     for c in checks:
         print(f"{'ok  ' if c['ok'] else 'FAIL'} {c['name']}: {c['detail']}")
     return all(c["ok"] for c in checks)
+
+
+def levers(work, checks):
+    """Each lever's off and on step medians. The base run stands for the default engine on
+    its side: the mean of its two runs, whose drift (they bracket every lever run) is the
+    floor; a gain below it is not one this run shows."""
+    base = [step_ms(run_json(work, n)) for n in (BASE, BASE_REPEAT)]
+    checks.append({"name": "base runs finished (first and last)", "ok": None not in base,
+                   "detail": f"{BASE}, {BASE_REPEAT}"})
+    out = {}
+    for lever, (off, on) in LEVERS.items():
+        other = on if off == BASE else off
+        ms = step_ms(run_json(work, other))
+        checks.append({"name": f"{lever}: run finished", "ok": ms is not None, "detail": other})
+        if ms is None or None in base:
+            continue
+        b = sum(base) / 2
+        off_ms, on_ms = (b, ms) if off == BASE else (ms, b)
+        out[lever] = {"off_run": off, "on_run": on, "off_ms": off_ms, "on_ms": on_ms, "gain_ms": off_ms - on_ms,
+                      "floor_ms": abs(base[0] - base[1]), "speedup": off_ms / on_ms}
+    return out
 
 
 def tunableop_check(work, dry, res):

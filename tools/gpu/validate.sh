@@ -48,8 +48,9 @@
 #               bubble beside (P-1)/(M+P-1); HPCBENCH_SHARED_SCOPE=model-parallel runs only those
 #   profile     bert-base seq 384 bf16 batch 32, --cuda-graph --fused, dropout 0: the kernel table
 #               of three replays (--profile 4-6; kernel_table.csv, the trace in
-#               profile-trace.tar.gz); each lever's step A/B/A (HPCBENCH_QKV_GRAD=packed; --no-batch-prefetch;
-#               --no-residual-fold; --tunableop, its choices read from run.json);
+#               profile-trace.tar.gz); each lever's step off and on between two runs of the
+#               default engine (HPCBENCH_QKV_GRAD=packed; --no-batch-prefetch; --no-residual-fold;
+#               --no-fused-embedding; --no-fused-adamw; --tunableop, its choices read from run.json);
 #               dropout 0.1 timed beside 0 (not in all: run it by name)
 #   adamw       bench_kernels --adamw: the master-weight AdamW kernel (issue 41) against its ATen
 #               composite element by element (bert-base's 201 parameters, a ragged layout, a
@@ -609,7 +610,10 @@ num_attention_heads=2, intermediate_size=512); json.dump(c, open(sys.argv[2], "w
 }
 
 # The graphed, fused step at the MFU target's batch: its kernel table over three replays
-# (the capture is step 3), then each lever A/B/A on unprofiled runs, and dropout 0.1 beside 0.
+# (the capture is step 3), then each lever on unprofiled runs, and dropout 0.1 beside 0.
+# The default engine's run comes first and last: every lever's other side runs between the two,
+# whose drift is the floor its gain is read against (one run a lever: the 480 s of the third
+# table's first call hold no more, tools/gpu/estimate.py).
 phase_profile() {
   ensure_bin
   local common=(--precision bf16 --batch-size "$big" --cuda-graph --fused)
@@ -617,22 +621,19 @@ phase_profile() {
   hb_run profile-graph-fused "${common[@]}" --dropout 0 --profile 4-6
   (cd "$work/runs/profile-graph-fused" && tar -czf "$OUTDIR/profile-trace.tar.gz" profile-rank0.pt.trace.json \
     kernel_table.txt) || true
-  say "profile: levers A/B/A: HPCBENCH_QKV_GRAD=packed"
+  say "profile: levers, each between the default engine's two runs"
   hb_run lever-base "${common[@]}" --dropout 0
+  # Off by default: the run with it.
   HPCBENCH_QKV_GRAD=packed hb_run lever-qkv-packed "${common[@]}" --dropout 0
-  hb_run lever-base-repeat "${common[@]}" --dropout 0
-  # Double-buffered batches (on by default): the run without them is A, lever-base is B.
-  say "profile: levers A/B/A: --no-batch-prefetch against lever-base"
+  # On by default: the runs without them.
   hb_run lever-no-prefetch "${common[@]}" --dropout 0 --no-batch-prefetch
-  hb_run lever-no-prefetch-repeat "${common[@]}" --dropout 0 --no-batch-prefetch
-  # The residual gradient folded into the GEMMs (on by default): the runs without it are A.
-  say "profile: levers A/B/A: --no-residual-fold against lever-base"
   hb_run lever-no-residual-fold "${common[@]}" --dropout 0 --no-residual-fold
-  hb_run lever-no-residual-fold-repeat "${common[@]}" --dropout 0 --no-residual-fold
-  # TunableOp, tuned in step 1 (eager, before the capture at step 3): B against lever-base and
-  # lever-base-repeat; its record (what it tuned, what each GEMM chose) from run.json.
-  say "profile: levers A/B/A: --tunableop against lever-base"
+  hb_run lever-no-fused-embedding "${common[@]}" --dropout 0 --no-fused-embedding
+  hb_run lever-no-fused-adamw "${common[@]}" --dropout 0 --no-fused-adamw
+  # TunableOp, tuned in step 1 (eager, before the capture at step 3); its record (what it
+  # tuned, what each GEMM chose) from run.json.
   hb_run lever-tunableop "${common[@]}" --dropout 0 --tunableop
+  hb_run lever-base-repeat "${common[@]}" --dropout 0
   say "profile: dropout 0.1 beside 0 (lever-base)"
   hb_run dropout-0.1 "${common[@]}" --dropout 0.1
   run "$PY" "$root/tools/gpu/levers_report.py" profile "$work" "$OUTDIR/profile.json" $( ((dry)) && echo --dry)

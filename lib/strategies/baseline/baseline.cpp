@@ -8,7 +8,7 @@ SetUp Baseline::setup(model::BertForQuestionAnswering& model, const StrategyCont
   ctx_ = ctx;
   int64_t parameters = 0;
   for (auto& p : model->parameters()) parameters += p.numel();
-  masters_ = resident_weights(model, ctx.engine);
+  masters_ = resident_weights(*model, ctx.engine);
   auto t = replica_topology(ctx);
   t.state_theory_bytes = replicated_state_bytes(parameters, masters_ != nullptr);
   std::unique_ptr<Updater> updater = std::make_unique<ReplicatedUpdater>(model, ctx.optimizer, nullptr, masters_);
@@ -18,7 +18,7 @@ SetUp Baseline::setup(model::BertForQuestionAnswering& model, const StrategyCont
 at::Tensor Baseline::forward_backward(model::BertForQuestionAnswering& model, const train::Batch& b, double scale,
                                       bool, train::StepTimer& timer) {
   if (masters_) masters_->use_compute();
-  return forward_backward_step(model, b, scale, ctx_.device.type(), ctx_.engine.autocast(),
+  return forward_backward_step(model, b, scale, ctx_.device.type(), ctx_.engine,
                                timer);
 }
 

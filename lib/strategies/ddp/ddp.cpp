@@ -62,7 +62,7 @@ SetUp Ddp::setup(model::BertForQuestionAnswering& model, const StrategyContext& 
   // Before the buckets are cut: they take the parameters' dtype, so that
   // bf16-resident weights have their gradients all-reduced in bf16 (as the
   // sharded strategies reduce in the compute dtype by default).
-  masters_ = resident_weights(model, ctx.engine);
+  masters_ = resident_weights(*model, ctx.engine);
   params_.clear();
   for (auto& p : model->parameters())
     if (p.requires_grad()) params_.push_back(p);
@@ -168,7 +168,7 @@ at::Tensor Ddp::forward_backward(model::BertForQuestionAnswering& model, const t
     next_bucket_ = 0;
   }
   if (masters_) masters_->use_compute();
-  auto loss = forward_backward_step(model, b, scale, ctx_.device.type(), ctx_.engine.autocast(),
+  auto loss = forward_backward_step(model, b, scale, ctx_.device.type(), ctx_.engine,
                                     timer);
   syncing_ = false;
   return loss;

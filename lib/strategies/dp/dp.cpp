@@ -136,7 +136,7 @@ at::Tensor Dp::forward_backward(model::BertForQuestionAnswering& model, const tr
     auto part = b.slice(static_cast<int64_t>(i) * chunk, std::min<int64_t>(rows, (static_cast<int64_t>(i) + 1) * chunk));
     if (devices_[i] != devices_[0]) part = part.to(devices_[i]);
     weight[i] = static_cast<double>(part.size()) / static_cast<double>(rows);
-    train::AutocastGuard autocast(devices_[i].type(), ctx_.precision);
+    train::AutocastGuard autocast(devices_[i].type(), ctx_.engine.autocast());
     outs[i] = module(i).forward(part.input_ids, part.token_type_ids, part.attention_mask, part.start_positions,
                                 part.end_positions);
   });

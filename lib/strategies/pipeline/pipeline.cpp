@@ -183,8 +183,8 @@ SetUp Pipeline::setup(model::BertForQuestionAnswering& model, const StrategyCont
   // kernels). Forward then runs without autocast, so activations and their
   // gradients cross between stages in the weights' dtype, as they pass
   // between layers inside a stage.
-  const auto weights = weight_dtype(ctx.precision, ctx.engine, /*gathered=*/false);
-  if (weights != at::kFloat) masters_ = std::make_shared<MasterWeights>(*stage, weights, ctx.engine.fused_kernels());
+  const auto weights = weight_dtype(ctx.engine, /*gathered=*/false);
+  masters_ = resident_weights(*stage, ctx.engine);
   pipeline::RunnerOptions ro;
   ro.schedule = pipeline::parse_schedule(opts_.schedule);
   ro.precision = ctx.engine.autocast();

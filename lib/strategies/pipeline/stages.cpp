@@ -18,7 +18,7 @@ PipelineStageImpl::PipelineStageImpl(BertForQuestionAnsweringImpl& whole, int st
     : config_(whole.config()),
       stage_(stage),
       stages_(static_cast<int>(counts.size())),
-      fused_model_(whole.engine().fused_model()) {
+      engine_(whole.engine()) {
   if (stage < 0 || stage >= stages_) fail("internal: stage {} of {}", stage, stages_);
   // The checks that name flags are the cut's (strategies::pipeline::
   // stage_layer_counts); here only what would build a wrong stage.
@@ -48,12 +48,7 @@ at::Tensor PipelineStageImpl::forward(const at::Tensor& input, const at::Tensor&
   at::Tensor additive;
   for (auto& l : layers_) h = run_layer(l.get(), h, key_mask, additive, recompute_);
   if (!last()) return h;
-  auto logits = at::linear(h, qa_outputs_->weight, qa_outputs_->bias);
-  // The loss from fp32 logits where the fused model's weights are resident
-  // in bf16 (no autocast to compute cross-entropy in fp32), as the whole
-  // model's forward does (model/bert.cpp).
-  if (fused_model_ && at::isReducedFloatingType(logits.scalar_type())) logits = logits.to(at::kFloat);
-  return logits;
+  return qa_logits(qa_outputs_, h, engine_);
 }
 
 }  // namespace hpcbench::strategies::pipeline

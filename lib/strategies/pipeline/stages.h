@@ -45,7 +45,7 @@ class PipelineStageImpl : public torch::nn::Module {
   std::vector<model::BertLayer> layers_;
   torch::nn::Linear qa_outputs_{nullptr};
   bool recompute_ = false;
-  bool fused_model_ = false;  // the whole model's --fused layout and kernels, which its modules run
+  EnginePolicy engine_;  // the whole model's, whose modules this stage runs
 };
 TORCH_MODULE(PipelineStage);
 

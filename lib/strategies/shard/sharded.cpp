@@ -32,10 +32,10 @@ SetUp Sharded::setup(model::BertForQuestionAnswering& model, const StrategyConte
   if (!ctx.comm) fail("--strategy {} needs the job's communicator (internal: none was created)", s_.plan.name);
   auto& plan = s_.plan;
   // The spec checked the dtypes against the precision (shard/plan.cpp).
-  s_.compute_dtype = weight_dtype(ctx.precision, ctx.engine, /*gathered=*/true);
+  s_.compute_dtype = weight_dtype(ctx.engine, /*gathered=*/true);
   s_.mixed = s_.compute_dtype != c10::kFloat;
   s_.reduce_dtype = plan.reduce_dtype.empty() ? s_.compute_dtype : dtype_named(plan.reduce_dtype);
-  if (s_.mixed && plan.reduce_dtype.empty()) plan.reduce_dtype = ctx.precision;
+  if (s_.mixed && plan.reduce_dtype.empty()) plan.reduce_dtype = ctx.engine.precision;
   place(s_);
   if (!plan.shard_params) plan.prefetch = false;  // nothing to gather between uses
 
@@ -99,7 +99,7 @@ at::Tensor Sharded::forward_backward(model::BertForQuestionAnswering& model, con
   } hooks(model.ptr().get(), s_.plan.shard_params ? this : nullptr);
   // Resident weights: the compute copies are the bf16 weights forward runs
   // without autocast (master_weights.h).
-  return forward_backward_step(model, b, scale, s_.ctx.device.type(), s_.ctx.engine.autocast(), timer);
+  return forward_backward_step(model, b, scale, s_.ctx.device.type(), s_.ctx.engine, timer);
 }
 
 void Sharded::finish_gradients(train::StepTimer& timer) {

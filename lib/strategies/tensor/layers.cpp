@@ -115,7 +115,7 @@ int tensor_parallel_dim(const std::string& name) {
 
 RowParallelResidualOutputImpl::RowParallelResidualOutputImpl(int64_t in_per_rank, const BertConfig& c,
                                                              dist::Comm* group, EnginePolicy::Kernels kernels)
-    : group_(group), fused_(kernels == EnginePolicy::Kernels::Fused) {
+    : group_(group), kernels_(kernels) {
   dense = register_module("dense", torch::nn::Linear(in_per_rank, c.hidden_size));
   LayerNorm = register_module("LayerNorm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.hidden_size})
                                                                      .eps(c.layer_norm_eps)));
@@ -125,7 +125,7 @@ RowParallelResidualOutputImpl::RowParallelResidualOutputImpl(int64_t in_per_rank
 at::Tensor RowParallelResidualOutputImpl::forward(const at::Tensor& x, const at::Tensor& residual) {
   // The bias is added once, after the partial products are summed.
   auto product = reduce_from_tensor_parallel(at::linear(x, dense->weight), group_);
-  return bias_dropout_residual_layernorm(*this, product, dense, dropout, LayerNorm, residual, fused_);
+  return bias_dropout_residual_layernorm(*this, product, dense, dropout, LayerNorm, residual, kernels_);
 }
 
 TensorParallelAttentionImpl::TensorParallelAttentionImpl(const BertConfig& c, dist::Comm* group, int ranks,
@@ -164,7 +164,7 @@ TensorParallelBertForQuestionAnsweringImpl::TensorParallelBertForQuestionAnsweri
   // every other strategy; its slices are kept and the rest freed.
   BertForQuestionAnswering whole(config_, engine_);
   auto bert = register_module("bert", std::make_shared<torch::nn::Module>("BertModel"));
-  embeddings = bert->register_module("embeddings", BertEmbeddings(config_));
+  embeddings = bert->register_module("embeddings", BertEmbeddings(config_, engine_.embedding_kernels()));
   auto encoder = bert->register_module("encoder", std::make_shared<torch::nn::Module>("BertEncoder"));
   layer = encoder->register_module("layer", torch::nn::ModuleList());
   for (int64_t i = 0; i < config_.num_hidden_layers; ++i)
@@ -185,10 +185,7 @@ QAOutput TensorParallelBertForQuestionAnsweringImpl::forward(const at::Tensor& i
   at::Tensor additive;
   for (size_t i = 0; i < layer->size(); ++i)
     h = run_layer(layer[i]->as<TensorParallelBertLayer>(), h, key_mask, additive, recompute_);
-  auto logits = at::linear(h, qa_outputs->weight, qa_outputs->bias);
-  // The loss from fp32 logits, as the whole fused model computes it.
-  if (engine_.fused_model() && at::isReducedFloatingType(logits.scalar_type())) logits = logits.to(at::kFloat);
-  return qa_output(logits, start_positions, end_positions);
+  return qa_output(qa_logits(qa_outputs, h, engine_), start_positions, end_positions);
 }
 
 std::map<std::string, at::Tensor> named_tensors(const torch::nn::Module& module) {

@@ -83,7 +83,7 @@ class RowParallelResidualOutputImpl : public torch::nn::Module {
 
  private:
   dist::Comm* group_;
-  bool fused_;
+  EnginePolicy::Kernels kernels_;
 };
 TORCH_MODULE(RowParallelResidualOutput);
 

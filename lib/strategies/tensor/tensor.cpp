@@ -219,8 +219,7 @@ class TensorParallel final : public Strategy {
 
     shard_ = make_shard(whole, tp_group, ctx.device);
     // After the cut from rank 0's fp32 weights: the masters are those slices.
-    if (ctx.engine.resident())
-      masters_ = std::make_shared<MasterWeights>(*shard_, at::kBFloat16, ctx.engine.fused_kernels());
+    masters_ = resident_weights(*shard_, ctx.engine);
     // The shard is what trains: the whole model's weights are released
     // until gather_whole brings them back for checkpoints and evaluation.
     {
@@ -240,7 +239,7 @@ class TensorParallel final : public Strategy {
     MemoryInputs in;
     in.units = whole->config().unit_parameters();
     in.resident = masters_ != nullptr;
-    in.compute_bytes = ctx.precision == "bf16" || ctx.precision == "fp16" ? 2 : 4;
+    in.compute_bytes = ctx.engine.precision == "bf16" || ctx.engine.precision == "fp16" ? 2 : 4;
     in.shape = per_node > 0 ? Shape{ctx.world_size / per_node, per_node} : Shape{1, ctx.world_size};
     t.state_theory_bytes = choice_.memory(in).total();
     std::unique_ptr<Updater> updater = std::make_unique<ShardUpdater>(shard_, whole, ctx.optimizer, ctx.comm.get(), masters_);
@@ -250,7 +249,7 @@ class TensorParallel final : public Strategy {
   at::Tensor forward_backward(model::BertForQuestionAnswering&, const train::Batch& b, double scale, bool,
                               train::StepTimer& timer) override {
     if (masters_) masters_->use_compute();
-    return forward_backward_of(shard_, b, scale, ctx_.device.type(), ctx_.engine.autocast(), timer);
+    return forward_backward_of(shard_, b, scale, ctx_.device.type(), ctx_.engine, timer);
   }
 
   void finish_gradients(train::StepTimer& timer) override {

@@ -31,7 +31,7 @@ class Toy final : public Strategy {
 
   at::Tensor forward_backward(model::BertForQuestionAnswering& model, const train::Batch& b, double scale, bool,
                               train::StepTimer& timer) override {
-    return forward_backward_step(model, b, scale, ctx_.device.type(), ctx_.precision, timer);
+    return forward_backward_step(model, b, scale, ctx_.device.type(), ctx_.engine, timer);
   }
 
   // The mean over ranks of every gradient, in `chunks` all-reduces of one

@@ -89,7 +89,7 @@ TEST_CASE("the graph-ready step trains exactly as the eager step") {
 }
 
 // The sharded engine (zero 1-3, fsdp full / grad-op / hybrid) on 1 and 2
-// Gloo ranks, and the other strategies that declare capture at 1 rank: the
+// Gloo ranks (hybrid on 4 too), and the other strategies that declare capture at 1 rank: the
 // same bit-for-bit equality. On 2 ranks the collectives run (Gloo), so the
 // in-place gathers, the static gradient and part rings and the zeroed
 // gradients are all exercised as a replay would run them.
@@ -111,6 +111,11 @@ TEST_CASE("the graph-ready step of every capturable strategy trains exactly as i
   cases.emplace_back("ddp-1", "--strategy ddp --nproc-per-node 1 --batch-size 4");
   cases.emplace_back("tensor-1", "--strategy tensor --tp-size 1 --nproc-per-node 1 --batch-size 4");
   cases.emplace_back("zero3-accum-2", "--strategy zero --zero-stage 3 --nproc-per-node 2 --batch-size 1 --grad-accum 2");
+  // Hybrid on 2 ranks is either of its degenerate ends (a shard group of 1:
+  // replicas only; of 2: fsdp full). On 4, two groups of 2 shard within and
+  // reduce across: the gathers, reduce-scatters and the replicas'
+  // all-reduce in one step, as a replay would issue them.
+  cases.emplace_back("fsdp-hybrid-4", "--strategy fsdp --sharding hybrid --shard-group-size 2 --nproc-per-node 4 --batch-size 1");
   for (const auto& [name, args] : cases) {
     INFO(name);
     graph_equals_eager(dir, name, args);

@@ -483,7 +483,7 @@ Pending Comm::issue(std::string what, Issue&& call) {
   CommObserver* obs = *observer_;
   if (obs) {
     p.handle = obs->issuing(backend_.get());
-    p.observed = true;
+    p.observer = obs;
   }
   p.seq = ++issued_;
   const bool watched = monitor_ && !capture_under_way();
@@ -507,7 +507,9 @@ Pending Comm::issue_call(std::string what, const std::function<c10::intrusive_pt
 
 void Comm::wait(Pending& p) {
   if (!p.work) return;  // nothing ran
-  CommObserver* obs = p.observed ? *observer_ : nullptr;
+  // Only the observer that saw the issue, while it still observes (a wait
+  // in a later step, or after the loop, is not that step's to time).
+  CommObserver* obs = p.observer == *observer_ ? p.observer : nullptr;
   if (obs) obs->waiting(p.handle);
   auto t0 = Clock::now();
   const std::string range_name = device_.is_cpu() ? std::string() : "wait " + p.what;

@@ -61,7 +61,9 @@ std::string resolve_backend(const std::string& requested, const c10::Device& dev
 struct Pending {
   c10::intrusive_ptr<c10d::Work> work;
   size_t handle = 0;  // the observer's, when there is one
-  bool observed = false;
+  // The observer that saw it issued, the only one told of its wait: the
+  // loop switches observers between steps (a step timer each, run/loop.cpp).
+  CommObserver* observer = nullptr;
   uint64_t watch = 0;  // the hang monitor's, when there is one
   uint64_t seq = 0;    // the collective's number on its communicator (1, 2, ...), the same on every rank
   std::string what;

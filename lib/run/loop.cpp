@@ -6,9 +6,11 @@
 
 #include <ATen/ATen.h>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <thread>
 
 #include "core/progress.h"
@@ -46,17 +48,16 @@ train::StepTimer peak_reset_timer(const c10::Device& device, const RunContext& c
   return train::StepTimer(device, comm_timing(device, ctx));
 }
 
-// The job's Comm reports every collective to the step timer (one timing
-// model for every strategy, train/step_timer.h), and stops before the timer
-// goes, whichever way the loop ends.
+// The job's Comm reports every collective to the current step's timer (one
+// timing model for every strategy, train/step_timer.h), and stops before the
+// timers go, whichever way the loop ends.
 struct ObserverScope {
   dist::Comm* comm;
-  ObserverScope(dist::Comm* comm, dist::CommObserver* timer) : comm(comm) {
+  explicit ObserverScope(dist::Comm* comm) : comm(comm) {}
+  void set(dist::CommObserver* timer) const {
     if (comm) comm->set_observer(timer);
   }
-  ~ObserverScope() {
-    if (comm) comm->set_observer(nullptr);
-  }
+  ~ObserverScope() { set(nullptr); }
 };
 
 // Eager steps before the capture (--cuda-graph): the first allocates the
@@ -90,6 +91,31 @@ struct StepOutcome {
   bool finite = true;
 };
 
+// A host scalar's value, read without an ATen operation, so that the
+// operation counter's steps hold what they held before the late read.
+double host_value(const at::Tensor& t) {
+  switch (t.scalar_type()) {
+    case at::kFloat: return *t.const_data_ptr<float>();
+    case at::kDouble: return *t.const_data_ptr<double>();
+    case at::kBFloat16: return static_cast<float>(*t.const_data_ptr<at::BFloat16>());
+    case at::kHalf: return static_cast<float>(*t.const_data_ptr<at::Half>());
+    default: fail("internal: a step's loss or norm in {}", c10::toString(t.scalar_type()));
+  }
+}
+
+// A step launched and not yet read (docs/gpu.md, "Batches ahead of the
+// step"): what the host knew of it when its host part ended, its timer, and
+// its loss sum and gradient norm copied into host memory behind its work.
+struct Launched {
+  results::StepRecord r;  // all but the times, the loss and the norm
+  train::StepTimer* timer = nullptr;
+  double lr = 0;
+  std::vector<std::string> synced;
+  train::AllocWindow allocs;
+  std::string ops;  // HPCBENCH_COUNT_OPS's lines for the step
+  at::Tensor loss, norm;  // host; undefined where the step had none
+};
+
 // Where an optimizer step's rows come from: the epoch, its order of the
 // samples and the step's first micro-batch in it.
 struct StepPos {
@@ -113,8 +139,9 @@ class StepLoop {
   StepOutcome device_step(const StepPos& p);
   StepOutcome step_body(const std::vector<train::Batch>& batches);
   void one_step(const StepPos& p, const StepPos& next);
-  void report(const results::StepRecord& r, double lr, const std::vector<std::string>& synced,
-              const train::AllocWindow& allocs);
+  void keep_values(const StepOutcome& o, Launched& s);
+  void read(Launched& s);
+  void report(const Launched& s);
   std::string step_kind(bool was_captured, int64_t short_before) const;
   // Micro-batch `a` of the step starting at micro-step m: rows [begin, end) of the epoch's order.
   std::pair<int64_t, int64_t> rows_of(const at::Tensor& order, int64_t m, int64_t a) const {
@@ -133,8 +160,20 @@ class StepLoop {
   train::LinearSchedule schedule_;
   train::GradScaler scaler_;
   std::vector<at::Tensor> params_;
-  train::StepTimer timer_;
+  // Two step timers, alternating: step k is read (its timer's end(), the
+  // step's one synchronisation) after step k + 1 was launched, which the
+  // other times, so that the device never waits for the host between steps.
+  // timer_: the current step's.
+  train::StepTimer timer_a_, timer_b_;
+  train::StepTimer* timer_ = &timer_a_;
   ObserverScope observer_;
+  // --no-batch-prefetch: each step read at its end, as before the double buffering.
+  const bool late_read_;
+  std::optional<Launched> launched_;
+  // Each timer's host copies of its step's loss and norm (pinned on an
+  // accelerator), made at its first step.
+  std::array<std::pair<at::Tensor, at::Tensor>, 2> host_values_;
+  int capture_parity_ = -1;  // the timer (0: a, 1: b) the graph's own events belong to
   Steps out_;
   // A bar only where a person watches (the log lines are the record).
   LoopProgress progress_;
@@ -171,8 +210,10 @@ StepLoop::StepLoop(Run& run, const RunContext& ctx, const LoopObservers& obs)
                 b_.total_steps),
       scaler_(run.device, cfg_.precision == "fp16"),
       params_(updater_.params()),
-      timer_(peak_reset_timer(run.device, ctx)),
-      observer_(ctx.comm.get(), &timer_),
+      timer_a_(peak_reset_timer(run.device, ctx)),
+      timer_b_(run.device, comm_timing(run.device, ctx)),
+      observer_(ctx.comm.get()),
+      late_read_(run.cfg.batch_prefetch),
       progress_("training", "steps", b_.total_steps, leader_ && ::isatty(STDERR_FILENO), true,
                 std::chrono::milliseconds(200)),
       loop_start_(std::chrono::steady_clock::now()),
@@ -207,7 +248,8 @@ void StepLoop::set_up_graph() {
     fail("--cuda-graph on {}: Gloo's collectives block the host, which a CUDA graph cannot capture; use "
          "--backend nccl", device.str());
   graph_ = std::make_unique<train::StepGraph>(device);
-  timer_.use_graph_events();
+  timer_a_.use_graph_events();
+  timer_b_.use_graph_events();
   out_.cuda_graph = "captured";
 }
 
@@ -273,10 +315,10 @@ StepOutcome StepLoop::step_body(const std::vector<train::Batch>& batches) {
   const double scale = scaler_.scale() / static_cast<double>(b_.grad_accum);
   for (int64_t a = 0; a < b_.grad_accum; ++a) {
     auto loss = run_.strategy->forward_backward(run_.model, batches[static_cast<size_t>(a)], scale,
-                                                a + 1 == b_.grad_accum, timer_);
+                                                a + 1 == b_.grad_accum, *timer_);
     if (loss.defined()) o.loss_sum = o.loss_sum.defined() ? o.loss_sum + loss : loss;
   }
-  run_.strategy->finish_gradients(timer_);
+  run_.strategy->finish_gradients(*timer_);
   // Sharded ranks agree on the verdict (a collective); without scaling
   // nothing is asked.
   o.finite = !scaler_.enabled() || updater_.all_finite(scaler_.unscale(params_));
@@ -287,7 +329,7 @@ StepOutcome StepLoop::step_body(const std::vector<train::Batch>& batches) {
   // creates no optimizer states). Host bookkeeping: nothing for a graph.
   if (o.finite && out_.state_bytes == 0) out_.state_bytes = updater_.state_bytes();
   updater_.zero_grad();
-  timer_.mark(Phase::Optimizer);
+  timer_->mark(Phase::Optimizer);
   return o;
 }
 
@@ -300,22 +342,27 @@ StepOutcome StepLoop::device_step(const StepPos& p) {
     for (size_t a = 0; a < batches.size(); ++a) obs_.hooks.batch_seen(step_ + 1, static_cast<int64_t>(a), batches[a]);
   // This step's rates into the optimizer's tensors, before the graph reads them.
   if (fused_adamw_) fused_adamw_->load_lr();
-  timer_.mark(Phase::Data);
+  timer_->mark(Phase::Data);
   syncs_.arm();
   allocs_.arm();
   if (slow_ms_ > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(slow_ms_));
   if (graph_ && fixed && !graph_->captured() && step_ >= kGraphWarmupSteps) {
     {
-      CaptureScope capture(timer_);
+      CaptureScope capture(*timer_);
       graph_->capture_begin();
       captured_ = step_body(batches);
       graph_->capture_end();
     }
+    // The other timer's replays record events of its own in the graph's
+    // event nodes: its step is read while the next replay runs.
+    capture_parity_ = static_cast<int>(step_ % 2);
+    auto& other = timer_ == &timer_a_ ? timer_b_ : timer_a_;
+    graph_->alternate_events(other.adopt_capture(*timer_));
     if (leader_) spdlog::info("--cuda-graph: step {} captured; replayed from here on", step_ + 1);
   }
   if (graph_ && fixed && graph_->captured()) {
-    graph_->replay();
-    timer_.replayed();
+    graph_->replay(/*twins=*/static_cast<int>(step_ % 2) != capture_parity_);
+    timer_->replayed();
     return captured_;
   }
   if (statics_ && !fixed) ++out_.short_steps;
@@ -331,63 +378,97 @@ std::string StepLoop::step_kind(bool was_captured, int64_t short_before) const {
   return "eager warm-up before the capture";
 }
 
+// One optimizer step: launched, then the previous step read while the
+// device runs this one (docs/gpu.md, "Batches ahead of the step"). Without
+// the double buffering (--no-batch-prefetch), and around the steps --profile
+// watches (their kernels must fall inside their host ranges), a step is read
+// at its own end.
 void StepLoop::one_step(const StepPos& p, const StepPos& next) {
+  timer_ = step_ % 2 == 0 ? &timer_a_ : &timer_b_;
+  observer_.set(timer_);
   profiler_.begin_step(step_ + 1);
   const bool was_captured = graph_ && graph_->captured();
   const int64_t short_before = out_.short_steps;
   obs_.sampling.set_step(step_ + 1);
   // The timed window's first boundary, read exactly (energy counters).
   if (step_ == cfg_.timing_warmup_steps) obs_.sampling.sample_now();
-  timer_.begin();
+  timer_->begin();
   out_.origin.emplace_back(p.epoch, p.m);
   const auto o = device_step(p);
-  const double lr = schedule_.lr();  // the rate this step used
+  Launched s;
+  s.lr = schedule_.lr();  // the rate this step used
   if (scaler_.enabled()) scaler_.update(!o.finite);
   schedule_.step();  // under a graph the host's rates only: the next step loads them
-  const auto synced = syncs_.disarm();
-  const auto allocs = allocs_.disarm();
+  s.synced = syncs_.disarm();
+  s.allocs = allocs_.disarm();
   // The next step's rows, gathered and sent while the device runs this one;
   // its own data phase, so that where the host works alone (a CPU) the time
   // stays in the step.
   if (ring_ && step_ + 1 < b_.total_steps) {
     ring_->stage(*run_.data, step_rows(next));
-    timer_.mark(Phase::Data);
+    timer_->mark(Phase::Data);
   }
-  results::StepRecord r;
-  r.times = timer_.end();  // the step's one synchronisation
-  profiler_.end_step(step_ + 1, step_kind(was_captured, short_before));
-  if (auto f = run_.strategy->step_facts(); f.window_ms > 0) r.bubble = f.idle_ms / f.window_ms;
-  r.step = ++step_;
-  tuning_.after_step(r.step);
-  r.epoch = p.epoch;
-  // Read after the step's synchronisation: these cost no extra wait.
-  r.loss = o.loss_sum.defined() ? o.loss_sum.item<double>() / static_cast<double>(b_.grad_accum) : 0.0;
-  r.lr = lr;
-  r.grad_norm = o.norm.defined() ? o.norm.item<double>() : 0.0;
-  r.skipped = !o.finite;
-  r.samples = train::step_samples(run_.data->size(), topo_.data_ranks, b_.micro_rows, p.m, b_.grad_accum);
-  out_.records.push_back(r);
-  report(r, lr, synced, allocs);
+  keep_values(o, s);
+  timer_->close();
+  if (ops_.enabled()) s.ops = ops_.take_report(ctx_.rank, step_ + 1);
+  if (auto f = run_.strategy->step_facts(); f.window_ms > 0) s.r.bubble = f.idle_ms / f.window_ms;
+  s.r.step = ++step_;
+  tuning_.after_step(s.r.step);
+  s.r.epoch = p.epoch;
+  s.r.skipped = !o.finite;
+  s.r.samples = train::step_samples(run_.data->size(), topo_.data_ranks, b_.micro_rows, p.m, b_.grad_accum);
+  s.timer = timer_;
+  if (launched_) read(*launched_);
+  launched_.reset();
+  if (late_read_ && !profiler_.watches(s.r.step) && !profiler_.watches(s.r.step + 1)) launched_ = std::move(s);
+  else read(s);
+  profiler_.end_step(step_, step_kind(was_captured, short_before));
+}
+
+// The step's loss sum and gradient norm into host memory of its timer's,
+// behind the step's work and before its closing stamp: read with the step,
+// without a wait of their own (item() would wait for the next step too) and
+// before the next replay overwrites the graph's outputs.
+void StepLoop::keep_values(const StepOutcome& o, Launched& s) {
+  auto& [loss, norm] = host_values_[timer_ == &timer_a_ ? 0 : 1];
+  auto keep = [this](at::Tensor& host, const at::Tensor& value) {
+    if (!value.defined()) return at::Tensor();
+    if (!host.defined())
+      host = at::empty({}, value.options().device(at::kCPU).pinned_memory(!run_.device.is_cpu()));
+    host.copy_(value.detach(), /*non_blocking=*/true);
+    return host;
+  };
+  s.loss = keep(loss, o.loss_sum);
+  s.norm = keep(norm, o.norm);
+}
+
+// A launched step's figures, after its synchronisation, to the record and
+// whoever watches.
+void StepLoop::read(Launched& s) {
+  s.r.times = s.timer->end();  // the step's one synchronisation
+  s.r.loss = s.loss.defined() ? host_value(s.loss) / static_cast<double>(b_.grad_accum) : 0.0;
+  s.r.lr = s.lr;
+  s.r.grad_norm = s.norm.defined() ? host_value(s.norm) : 0.0;
+  out_.records.push_back(s.r);
+  report(s);
 }
 
 // The step to whoever watches: the debugging counters, TensorBoard, the
 // progress bar, the after-step hook and the log.
-void StepLoop::report(const results::StepRecord& r, double lr, const std::vector<std::string>& synced,
-                      const train::AllocWindow& allocs) {
+void StepLoop::report(const Launched& s) {
+  const auto& r = s.r;
   const int64_t step = r.step;
+  const double lr = s.lr;
   if (syncs_.enabled())
-    std::fputs(fmt::format("syncs rank {} step {}: {} [{}]\n", ctx_.rank, step, synced.size(), fmt::join(synced, ", "))
+    std::fputs(fmt::format("syncs rank {} step {}: {} [{}]\n", ctx_.rank, step, s.synced.size(), fmt::join(s.synced, ", "))
                    .c_str(),
                stderr);
   if (allocs_.enabled())
     std::fputs(fmt::format("allocs rank {} step {}: {} calls, {} freed from before, {} kept from step {}\n", ctx_.rank,
-                           step, allocs.calls, allocs.freed_older, allocs.kept, step - 1)
+                           step, s.allocs.calls, s.allocs.freed_older, s.allocs.kept, step - 1)
                    .c_str(),
                stderr);
-  if (ops_.enabled()) {
-    auto text = ops_.take_report(ctx_.rank, step);
-    if (step > cfg_.timing_warmup_steps) std::fputs(text.c_str(), stderr);
-  }
+  if (ops_.enabled() && step > cfg_.timing_warmup_steps) std::fputs(s.ops.c_str(), stderr);
   if (obs_.tb.enabled())
     obs_.tb.step({r.step, r.loss, r.lr, r.grad_norm, r.times.ms, r.times.comm_ms, r.times.comm_exposed_ms,
                   static_cast<int64_t>(peak_memory_bytes(run_.device)), r.samples, topo_.computes_loss});
@@ -414,6 +495,8 @@ Steps StepLoop::run() {
     one_step(p, next);
     p = std::move(next);
   }
+  if (launched_) read(*launched_);
+  launched_.reset();
   progress_.finish();
   out_.profile = profiler_.take();
   out_.tunableop = tuning_.take();

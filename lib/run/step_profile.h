@@ -47,6 +47,9 @@ class StepProfiler {
   // its synchronisation, with what the step was.
   void begin_step(int64_t step);
   void end_step(int64_t step, const std::string& what);
+  // Whether step `step` is profiled: its device work must fall inside its
+  // host range, so it is read at its end, not a step late (run/loop.cpp).
+  bool watches(int64_t step) const { return active_ && range_.contains(step); }
   // After the loop: the trace and the table (also printed), or nothing.
   Profile take();
 

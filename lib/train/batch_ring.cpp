@@ -24,7 +24,10 @@ BatchRing::BatchRing(int64_t micro_steps, int64_t rows, int64_t seq, c10::Device
       s.device_fields = cut_fields(s.device, rows, seq);
       e.slots.push_back(std::move(s));
     }
-    if (accelerator) e.copied = std::make_unique<c10::Event>(device.type(), c10::EventFlag::BACKEND_DEFAULT);
+    if (accelerator) {
+      e.copied = std::make_unique<c10::Event>(device.type(), c10::EventFlag::BACKEND_DEFAULT);
+      e.used = std::make_unique<c10::Event>(device.type(), c10::EventFlag::BACKEND_DEFAULT);
+    }
   }
 }
 
@@ -38,7 +41,16 @@ BatchRing::~BatchRing() {
 
 void BatchRing::stage(const FeatureTensors& features, const std::vector<at::Tensor>& rows) {
   TORCH_CHECK(!staged_, "BatchRing: a step staged twice before it was taken (internal)");
+  // The step that took the other entry has queued all its work (stage()
+  // comes after it): the compute stream marks where it stops reading it.
+  if (taken_ >= 0 && copy_stream_)
+    entries_[static_cast<size_t>(taken_)].used->record(at::accelerator::getCurrentStream(device_.index()));
   auto& e = entries_[static_cast<size_t>(next_)];
+  // The step that last read this entry may still run: the loop reads a step
+  // only after the next one is queued (run/loop.cpp). Its pinned buffers
+  // are free once their last copy is done (a wait the host makes long after
+  // it: that copy ran before that step began).
+  if (e.copied && e.copied->was_marked_for_recording()) e.copied->synchronize();
   TORCH_CHECK(rows.size() <= e.slots.size(), "BatchRing: ", rows.size(), " micro-batches for ", e.slots.size(),
               " slots (internal)");
   for (size_t k = 0; k < rows.size(); ++k) {
@@ -50,10 +62,9 @@ void BatchRing::stage(const FeatureTensors& features, const std::vector<at::Tens
   }
   for (size_t k = rows.size(); k < e.slots.size(); ++k) e.slots[k].n = 0;
   if (copy_stream_) {
-    // The copy stream first waits for nothing: the entry's device buffers
-    // were last read by the step before the current one, which has ended
-    // (its synchronisation), and the pinned buffers' last copy is the one
-    // that step waited for.
+    // The copy stream first waits for the step that last read the entry's
+    // device buffers (still running, or queued, when the host gets here).
+    if (e.used->was_marked_for_recording()) e.used->block(*copy_stream_);
     c10::StreamGuard on_copy_stream(*copy_stream_);
     for (size_t k = 0; k < rows.size(); ++k) e.slots[k].device.copy_(e.slots[k].host, /*non_blocking=*/true);
     e.copied->record(*copy_stream_);

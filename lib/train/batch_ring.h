@@ -13,10 +13,14 @@
 // rule (a block is reused as soon as its allocation stream frees it, whatever
 // another stream still does with it) cannot bite: nothing here is freed
 // until the ring is destroyed, which first waits for its copies. Reuse is
-// ordered by the step's synchronisation: an entry is staged again only after
-// the step that read it has ended, and that step's stream had waited for the
-// entry's previous copy. On a CPU the same calls run without a stream: the
-// rows are gathered straight into the slot, and waiting is nothing.
+// ordered by events, not by the step's synchronisation, since the loop reads
+// a step only after the next one is queued: an entry's device buffers are
+// written again only after the compute stream has passed the step that read
+// them (an event recorded when that step's work is queued, which the copy
+// stream waits for), and its pinned buffers only after their last copy is
+// done (a host wait on the copy's event). On a CPU the same calls run
+// without a stream: the rows are gathered straight into the slot, and
+// waiting is nothing.
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 #include <c10/core/Event.h>
@@ -66,6 +70,7 @@ class BatchRing {
   struct Entry {
     std::vector<Slot> slots;
     std::unique_ptr<c10::Event> copied;  // accelerator: recorded on the copy stream
+    std::unique_ptr<c10::Event> used;    // accelerator: the compute stream past the step that read it
   };
 
   c10::Device device_;

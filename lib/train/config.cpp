@@ -26,6 +26,8 @@ void validate_tunableop(const TrainConfig& c) {
 
 }  // namespace
 
+// long: the settings' one table, a setting an entry; cut in pieces it would
+// no longer be the single list the TOML reader, the CLI and the header walk.
 std::vector<Setting> settings_of(TrainConfig& c) {
   return {
       {"model.name", "--model", "Preset (bert-tiny, bert-base-uncased, ...) or a Hugging Face config.json", &c.model},
@@ -74,7 +76,8 @@ std::vector<Setting> settings_of(TrainConfig& c) {
        "where the kernels allow; slower on a GPU, so a mode to check with, not to time", &c.deterministic},
       {"train.batch_prefetch", "--no-batch-prefetch",
        "Gather and send each step's batches after the previous step's synchronisation instead of while the "
-       "previous step runs (double-buffered, on a side stream on a GPU)", &c.batch_prefetch},
+       "previous step runs (double-buffered, on a side stream on a GPU), and read each step at its end instead "
+       "of after the next step is queued", &c.batch_prefetch},
       {"train.residual_fold", "--no-residual-fold",
        "Under --fused, let autograd add each residual join's two gradients in a kernel of its own instead of the "
        "branch's GEMM accumulating one into the other (beta = 1)", &c.residual_fold},

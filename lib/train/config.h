@@ -57,7 +57,8 @@ struct TrainConfig {
   bool deterministic = false;
   // The next step's batches gathered and sent to the device while the
   // current step runs (train/batch_ring.h); off: each step gathers and
-  // sends its own after the previous step's synchronisation.
+  // sends its own after the previous step's synchronisation. On, each step
+  // is also read one step late (run/loop.cpp); off, at its end.
   bool batch_prefetch = true;
   // Under the fused model, each residual join's gradient accumulated by the
   // branch's GEMM (EnginePolicy::Residual); off: added by autograd.

@@ -5,6 +5,7 @@
 #if HPCBENCH_TRAIN_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAException.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAFunctions.h>
@@ -39,6 +40,12 @@ class CudaGraphEvent final : public GraphEvent {
   double elapsed_ms(const GraphEvent& later) const override {
     return event_.elapsed_time(static_cast<const CudaGraphEvent&>(later).event_);
   }
+  // CUDAEvent makes its cudaEvent_t at the first record: a twin that no
+  // replay has recorded yet is recorded once here, outside any capture.
+  void* native() const override {
+    if (!event_.isCreated()) const_cast<c10::cuda::CUDAEvent&>(event_).record(c10::cuda::getCurrentCUDAStream());
+    return static_cast<void*>(event_.event());
+  }
 
  private:
   c10::cuda::CUDAEvent event_;
@@ -64,7 +71,15 @@ struct StepGraph::Impl {
   c10::Device device;
   c10::cuda::CUDAStream stream;
   std::optional<c10::cuda::CUDAStreamGuard> guard;
-  at::cuda::CUDAGraph graph;
+  // keep_graph: the captured graph stays, so that its event nodes can be
+  // found and retargeted in the executable one.
+  at::cuda::CUDAGraph graph{/*keep_graph=*/true};
+  struct Retarget {
+    cudaGraphNode_t node;
+    cudaEvent_t captured, twin;
+  };
+  std::vector<Retarget> retargets;
+  bool twins_set = false;  // the executable graph records the twins now
 };
 
 StepGraph::StepGraph(const c10::Device& device) {
@@ -98,11 +113,45 @@ void StepGraph::capture_begin() {
 }
 
 void StepGraph::capture_end() {
-  impl_->graph.capture_end();  // instantiates the executable graph
+  impl_->graph.capture_end();
+  impl_->graph.instantiate();  // keep_graph defers it to here
   captured_ = true;
 }
 
-void StepGraph::replay() { impl_->graph.replay(); }
+void StepGraph::alternate_events(const std::vector<std::pair<const GraphEvent*, const GraphEvent*>>& pairs) {
+  if (!captured_) fail("internal: alternate_events before the capture");
+  cudaGraph_t g = impl_->graph.raw_cuda_graph();
+  size_t n = 0;
+  C10_CUDA_CHECK(cudaGraphGetNodes(g, nullptr, &n));
+  std::vector<cudaGraphNode_t> nodes(n);
+  C10_CUDA_CHECK(cudaGraphGetNodes(g, nodes.data(), &n));
+  impl_->retargets.clear();
+  for (auto node : nodes) {
+    cudaGraphNodeType type{};
+    C10_CUDA_CHECK(cudaGraphNodeGetType(node, &type));
+    if (type != cudaGraphNodeTypeEventRecord) continue;
+    cudaEvent_t e{};
+    C10_CUDA_CHECK(cudaGraphEventRecordNodeGetEvent(node, &e));
+    for (const auto& [captured, twin] : pairs)
+      if (static_cast<cudaEvent_t>(captured->native()) == e)
+        impl_->retargets.push_back({node, e, static_cast<cudaEvent_t>(twin->native())});
+  }
+  // Each captured event is one node; an event the graph does not record
+  // would leave its twin unrecorded, its times read from a stale record.
+  if (impl_->retargets.size() != pairs.size())
+    fail("internal: {} of the captured step's {} timing events found as event nodes of its graph",
+         impl_->retargets.size(), pairs.size());
+}
+
+void StepGraph::replay(bool twins) {
+  if (twins != impl_->twins_set) {
+    cudaGraphExec_t exec = impl_->graph.raw_cuda_graph_exec();
+    for (const auto& r : impl_->retargets)
+      C10_CUDA_CHECK(cudaGraphExecEventRecordNodeSetEvent(exec, r.node, twins ? r.twin : r.captured));
+    impl_->twins_set = twins;
+  }
+  impl_->graph.replay();
+}
 
 #else
 
@@ -118,7 +167,8 @@ StepGraph::StepGraph(const c10::Device& device) {
 StepGraph::~StepGraph() = default;
 void StepGraph::capture_begin() {}
 void StepGraph::capture_end() {}
-void StepGraph::replay() {}
+void StepGraph::alternate_events(const std::vector<std::pair<const GraphEvent*, const GraphEvent*>>&) {}
+void StepGraph::replay(bool) {}
 
 #endif
 

@@ -11,6 +11,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace hpcbench::train {
 
@@ -29,6 +31,8 @@ class GraphEvent {
   virtual void synchronize() = 0;
   // Milliseconds from this event to `later`.
   virtual double elapsed_ms(const GraphEvent& later) const = 0;
+  // The backend's handle (a cudaEvent_t): what a graph's event node records.
+  virtual void* native() const = 0;
 };
 std::unique_ptr<GraphEvent> make_graph_event(const c10::Device& device);
 
@@ -44,7 +48,13 @@ class StepGraph {
   StepGraph& operator=(const StepGraph&) = delete;
   void capture_begin();
   void capture_end();  // also instantiates the graph
-  void replay();
+  // The step is read one step late (run/loop.cpp): while replay k + 1 runs,
+  // step k's events are read, so a replay must not record the events the
+  // previous one did. Each (captured, twin) pair names an event the capture
+  // recorded and one that replays with `twins` record in its place (the
+  // graph's event nodes retargeted, cudaGraphExecEventRecordNodeSetEvent).
+  void alternate_events(const std::vector<std::pair<const GraphEvent*, const GraphEvent*>>& pairs);
+  void replay(bool twins = false);
   bool captured() const { return captured_; }
 
  private:

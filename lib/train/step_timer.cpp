@@ -106,6 +106,7 @@ void StepTimer::recycle(Stamp& s) {
 void StepTimer::recycle_step() {
   for (auto& [phase, s] : marks_) recycle(s);
   recycle(start_);
+  recycle(closed_);
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& c : collectives_) recycle(c.issue), recycle(c.issued);
   for (auto& w : waits_) recycle(w.begin), recycle(w.end);
@@ -140,6 +141,21 @@ void StepTimer::begin() {
   }
   replayed_ = false;
   start_ = stamp();
+  open_ = true;
+}
+
+void StepTimer::close() {
+  if (!open_) return;
+  open_ = false;
+  closed_ = stamp();
+  std::lock_guard<std::mutex> lock(mutex_);
+  active_ = false;
+  if (nvtx_) {
+    if (phase_open_) monitor::nvtx::end(phase_range_);
+    phase_open_ = false;
+    monitor::nvtx::pop();
+    last_sequence_ = sequence_;
+  }
 }
 
 void StepTimer::mark(Phase ended) {
@@ -172,6 +188,18 @@ void StepTimer::capture_end() {
     captured_marks_.emplace_back(marks_[i].first, marks_[i].second.graph_event);
   // Recorded by the capture, not run: the replay that follows records them.
   marks_.erase(marks_.begin() + static_cast<std::ptrdiff_t>(capture_from_), marks_.end());
+}
+
+std::vector<std::pair<const GraphEvent*, const GraphEvent*>> StepTimer::adopt_capture(const StepTimer& captured) {
+  std::vector<std::pair<const GraphEvent*, const GraphEvent*>> pairs;
+  captured_marks_.clear();
+  for (const auto& [phase, event] : captured.captured_marks_) {
+    std::shared_ptr<GraphEvent> twin = make_graph_event(device_);
+    pairs.emplace_back(event.get(), twin.get());
+    captured_marks_.emplace_back(phase, std::move(twin));
+  }
+  captured_collectives_ = captured.captured_collectives_;
+  return pairs;
 }
 
 void StepTimer::replayed() {
@@ -321,13 +349,12 @@ void StepTimer::reap(Reap which, size_t handle) {
   }
 }
 
-// The phases' times from the marks, after the last mark's event (the step's
-// one synchronisation on an accelerator); returns each phase's span.
+// The phases' times from the marks, after the step's closing stamp (the
+// step's one synchronisation on an accelerator); returns each phase's span.
 std::vector<std::pair<Phase, Interval>> StepTimer::phase_times(StepTimes& t) {
-  if (!device_.is_cpu() && !marks_.empty()) {
-    auto& last = marks_.back().second;
-    if (last.graph_event) last.graph_event->synchronize();
-    else last.event->synchronize();
+  if (!device_.is_cpu()) {
+    if (closed_.graph_event) closed_.graph_event->synchronize();
+    else if (closed_.event) closed_.event->synchronize();
   }
   double prev = 0;
   std::vector<std::pair<Phase, Interval>> phase_spans;
@@ -420,15 +447,9 @@ std::pair<std::vector<Interval>, std::vector<Interval>> StepTimer::comm_spans(St
 }
 
 StepTimes StepTimer::end() {
+  close();
   StepTimes t;
   std::unique_lock<std::mutex> lock(mutex_);
-  active_ = false;
-  if (nvtx_) {
-    if (phase_open_) monitor::nvtx::end(phase_range_);
-    phase_open_ = false;
-    monitor::nvtx::pop();
-    last_sequence_ = sequence_;
-  }
   const auto phase_spans = phase_times(t);
   t.collectives = static_cast<int>(collectives_.size());
   if (replayed_) {

@@ -3,7 +3,9 @@
 //
 // Phases: each boundary records a mark; on an accelerator an event on the
 // current (compute) stream, on CPU a steady clock (work there is synchronous,
-// so the clock is exact). The step synchronises once, at its end.
+// so the clock is exact). The step synchronises once: end() waits for the
+// stamp close() recorded, which the loop does one step late, after the next
+// step is queued (run/loop.cpp), so that the device never idles for it.
 //
 // Communication: the job's Comm reports to this timer (it is the Comm's
 // observer) where each collective was issued and where computation waited
@@ -97,7 +99,13 @@ class StepTimer final : public dist::CommObserver {
   // Synchronous non-c10d communication (see above).
   void comm_begin();
   void comm_end();
-  // Synchronises; the step's figures.
+  // The step's host part is over: its last stamp is recorded (everything
+  // queued before it is part of the step) and nothing more is attributed
+  // to it. Does not wait for the device.
+  void close();
+  // Waits for the step's last stamp (closing it first if need be); the
+  // step's figures. Read one step late (run/loop.cpp), while the device
+  // runs the next step, which another timer times.
   StepTimes end();
 
   // The captured step: from now on every stamp is a GraphEvent (CUDA only).
@@ -108,6 +116,11 @@ class StepTimer final : public dist::CommObserver {
   void capture_end();
   // After a replay of the captured step: the graph's marks join this step's.
   void replayed();
+  // This timer times the replays of a step `captured` captured, on events
+  // of its own (twins of the captured marks' events, which the graph then
+  // records in their place, StepGraph::alternate_events): returns the
+  // (captured, twin) pairs.
+  std::vector<std::pair<const GraphEvent*, const GraphEvent*>> adopt_capture(const StepTimer& captured);
 
   // dist::CommObserver
   size_t issuing(const void* queue) override;
@@ -166,6 +179,8 @@ class StepTimer final : public dist::CommObserver {
   std::vector<Phase> sequence_, last_sequence_;
   bool active_ = false;
   Stamp start_;
+  Stamp closed_;       // close(): what end() waits for
+  bool open_ = false;  // begun and not yet closed
   std::vector<std::pair<Phase, Stamp>> marks_;
   std::mutex mutex_;  // the lists below: hooks issue from autograd's threads
   std::vector<Collective> collectives_;

@@ -431,11 +431,12 @@ void StepLoop::one_step(const StepPos& p, const StepPos& next) {
 // before the next replay overwrites the graph's outputs.
 void StepLoop::keep_values(const StepOutcome& o, Launched& s) {
   auto& [loss, norm] = host_values_[timer_ == &timer_a_ ? 0 : 1];
+  at::NoGradGuard no_grad;  // not detach(): an operation more a value
   auto keep = [this](at::Tensor& host, const at::Tensor& value) {
     if (!value.defined()) return at::Tensor();
     if (!host.defined())
       host = at::empty({}, value.options().device(at::kCPU).pinned_memory(!run_.device.is_cpu()));
-    host.copy_(value.detach(), /*non_blocking=*/true);
+    host.copy_(value, /*non_blocking=*/true);
     return host;
   };
   s.loss = keep(loss, o.loss_sum);

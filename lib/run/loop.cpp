@@ -168,7 +168,7 @@ class StepLoop {
   train::StepTimer* timer_ = &timer_a_;
   ObserverScope observer_;
   // --no-batch-prefetch: each step read at its end, as before the double buffering.
-  const bool late_read_;
+  bool late_read_;
   std::optional<Launched> launched_;
   // Each timer's host copies of its step's loss and norm (pinned on an
   // accelerator), made at its first step.
@@ -357,11 +357,25 @@ StepOutcome StepLoop::device_step(const StepPos& p) {
     // event nodes: its step is read while the next replay runs.
     capture_parity_ = static_cast<int>(step_ % 2);
     auto& other = timer_ == &timer_a_ ? timer_b_ : timer_a_;
-    graph_->alternate_events(other.adopt_capture(*timer_));
+    std::string why;
+    try {
+      why = graph_->alternate_events(other.adopt_capture(*timer_));
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    // Without the twins a replay would re-record the events the previous
+    // step's reading needs: each step is then read at its end, said in the
+    // record, rather than the run lost or its times misread.
+    if (!why.empty() && late_read_) {
+      late_read_ = false;
+      capture_parity_ = -2;  // every replay records the captured events
+      out_.cuda_graph += "; each step read at its end (" + why + ")";
+      if (leader_) spdlog::warn("--cuda-graph: each step is read at its end, not one step late: {}", why);
+    }
     if (leader_) spdlog::info("--cuda-graph: step {} captured; replayed from here on", step_ + 1);
   }
   if (graph_ && fixed && graph_->captured()) {
-    graph_->replay(/*twins=*/static_cast<int>(step_ % 2) != capture_parity_);
+    graph_->replay(/*twins=*/capture_parity_ >= 0 && static_cast<int>(step_ % 2) != capture_parity_);
     timer_->replayed();
     return captured_;
   }

@@ -2,6 +2,8 @@
 
 #include "core/error.h"
 
+#include <fmt/format.h>
+
 #if HPCBENCH_TRAIN_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAEvent.h>
@@ -118,8 +120,8 @@ void StepGraph::capture_end() {
   captured_ = true;
 }
 
-void StepGraph::alternate_events(const std::vector<std::pair<const GraphEvent*, const GraphEvent*>>& pairs) {
-  if (!captured_) fail("internal: alternate_events before the capture");
+std::string StepGraph::alternate_events(const std::vector<std::pair<const GraphEvent*, const GraphEvent*>>& pairs) {
+  if (!captured_) return "internal: alternate_events before the capture";
   cudaGraph_t g = impl_->graph.raw_cuda_graph();
   size_t n = 0;
   C10_CUDA_CHECK(cudaGraphGetNodes(g, nullptr, &n));
@@ -138,9 +140,13 @@ void StepGraph::alternate_events(const std::vector<std::pair<const GraphEvent*, 
   }
   // Each captured event is one node; an event the graph does not record
   // would leave its twin unrecorded, its times read from a stale record.
-  if (impl_->retargets.size() != pairs.size())
-    fail("internal: {} of the captured step's {} timing events found as event nodes of its graph",
-         impl_->retargets.size(), pairs.size());
+  if (impl_->retargets.size() != pairs.size()) {
+    const auto why = fmt::format("{} of the captured step's {} timing events found as event nodes of its graph",
+                                 impl_->retargets.size(), pairs.size());
+    impl_->retargets.clear();
+    return why;
+  }
+  return "";
 }
 
 void StepGraph::replay(bool twins) {
@@ -167,7 +173,9 @@ StepGraph::StepGraph(const c10::Device& device) {
 StepGraph::~StepGraph() = default;
 void StepGraph::capture_begin() {}
 void StepGraph::capture_end() {}
-void StepGraph::alternate_events(const std::vector<std::pair<const GraphEvent*, const GraphEvent*>>&) {}
+std::string StepGraph::alternate_events(const std::vector<std::pair<const GraphEvent*, const GraphEvent*>>&) {
+  return "no CUDA graphs in this build";
+}
 void StepGraph::replay(bool) {}
 
 #endif

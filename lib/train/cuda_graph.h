@@ -53,7 +53,9 @@ class StepGraph {
   // previous one did. Each (captured, twin) pair names an event the capture
   // recorded and one that replays with `twins` record in its place (the
   // graph's event nodes retargeted, cudaGraphExecEventRecordNodeSetEvent).
-  void alternate_events(const std::vector<std::pair<const GraphEvent*, const GraphEvent*>>& pairs);
+  // Returns why not ("" once set): the loop then reads each step at its
+  // end rather than lose the run.
+  std::string alternate_events(const std::vector<std::pair<const GraphEvent*, const GraphEvent*>>& pairs);
   void replay(bool twins = false);
   bool captured() const { return captured_; }
 

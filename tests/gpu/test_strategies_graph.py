@@ -49,7 +49,8 @@ def write(work, name, losses, ms, captured, bubble="", theory="", fused=1, memor
         json.dump({"steps": [{"loss": v} for v in losses], "result": result}, f)
 
 
-def phase(zero3_graph, pipeline_bubble, zero3_ms=31.1, zero3_spread=0.006, memory_off=0.02, fused=1, repeats=3):
+def phase(zero3_graph, pipeline_bubble, zero3_ms=31.1, zero3_spread=0.006, memory_off=0.02, fused=1, repeats=3,
+          zero3_captured="captured"):
     """The phase's folder for the baseline, zero3 and the pipeline; the checks' exit status and
     output. zero3's graphed repeats have median `zero3_ms` and spread `zero3_spread`, its last
     one's memory column `memory_off` below NVML's peak and its fused flag `fused`."""
@@ -66,7 +67,8 @@ def phase(zero3_graph, pipeline_bubble, zero3_ms=31.1, zero3_spread=0.006, memor
             write(work, f"sg-pipeline-{i}", curve(2e-3), 45.0 + 0.1 * i, "captured", str(pipeline_bubble), "0")
             last = i == repeats - 1
             ms = zero3_ms * (1 + zero3_spread * (i / (repeats - 1) - 0.5))
-            write(work, f"sg-zero3-{i}", zero3_graph, ms, "captured", fused=fused if last else 1,
+            write(work, f"sg-zero3-{i}", zero3_graph, ms, zero3_captured if last else "captured",
+                  fused=fused if last else 1,
                   memory_off=memory_off if last else 0.02)
         sys.argv = ["strategies_graph.py", work, os.path.join(work, "out.json"), "--strategies", "zero3,pipeline",
                     "--repeats", str(repeats)]
@@ -128,10 +130,15 @@ rc, text = phase(good, 0.02, fused=0)
 assert rc == 1, text
 fails(text, "zero3: every run fused")
 
+# A graphed run that fell back to reading each step at its end (its events not retargeted).
+rc, text = phase(good, 0.02, zero3_captured="captured; each step read at its end (11 of 12 timing events found)")
+assert rc == 1, text
+fails(text, "zero3: the graph-ready step ran as 'captured'")
+
 # Two repeats (the phase before issue 40's text was followed): no spread to speak of.
 rc, text = phase(good, 0.02, repeats=2)
 assert rc == 1, text
 assert line(text, "zero3: run-to-run spread").startswith("FAIL"), text
 print("strategies_graph: graph + fused runs against their own fused eager envelope; a loss 0.5 % off it, a bubble "
       "8 points off its model, an overhead 6 % over the baseline, a spread of 3 %, a memory column 8 % off NVML, "
-      "an unfused run and two repeats fail")
+      "an unfused run, a run read at each step's end and two repeats fail")

@@ -109,7 +109,6 @@ double host_value(const at::Tensor& t) {
 struct Launched {
   results::StepRecord r;  // all but the times, the loss and the norm
   train::StepTimer* timer = nullptr;
-  double lr = 0;
   std::vector<std::string> synced;
   train::AllocWindow allocs;
   std::string ops;  // HPCBENCH_COUNT_OPS's lines for the step
@@ -173,7 +172,9 @@ class StepLoop {
   // Each timer's host copies of its step's loss and norm (pinned on an
   // accelerator), made at its first step.
   std::array<std::pair<at::Tensor, at::Tensor>, 2> host_values_;
-  int capture_parity_ = -1;  // the timer (0: a, 1: b) the graph's own events belong to
+  // The parity of the steps (step_ % 2) whose replays record the twins of
+  // the graph's events; none before the capture or where they could not be set.
+  std::optional<int64_t> twin_parity_;
   Steps out_;
   // A bar only where a person watches (the log lines are the record).
   LoopProgress progress_;
@@ -355,7 +356,6 @@ StepOutcome StepLoop::device_step(const StepPos& p) {
     }
     // The other timer's replays record events of its own in the graph's
     // event nodes: its step is read while the next replay runs.
-    capture_parity_ = static_cast<int>(step_ % 2);
     auto& other = timer_ == &timer_a_ ? timer_b_ : timer_a_;
     std::string why;
     try {
@@ -366,16 +366,16 @@ StepOutcome StepLoop::device_step(const StepPos& p) {
     // Without the twins a replay would re-record the events the previous
     // step's reading needs: each step is then read at its end, said in the
     // record, rather than the run lost or its times misread.
+    if (why.empty()) twin_parity_ = 1 - step_ % 2;
     if (!why.empty() && late_read_) {
       late_read_ = false;
-      capture_parity_ = -2;  // every replay records the captured events
       out_.cuda_graph += "; each step read at its end (" + why + ")";
       if (leader_) spdlog::warn("--cuda-graph: each step is read at its end, not one step late: {}", why);
     }
     if (leader_) spdlog::info("--cuda-graph: step {} captured; replayed from here on", step_ + 1);
   }
   if (graph_ && fixed && graph_->captured()) {
-    graph_->replay(/*twins=*/capture_parity_ >= 0 && static_cast<int>(step_ % 2) != capture_parity_);
+    graph_->replay(/*twins=*/twin_parity_ == step_ % 2);
     timer_->replayed();
     return captured_;
   }
@@ -410,7 +410,7 @@ void StepLoop::one_step(const StepPos& p, const StepPos& next) {
   out_.origin.emplace_back(p.epoch, p.m);
   const auto o = device_step(p);
   Launched s;
-  s.lr = schedule_.lr();  // the rate this step used
+  s.r.lr = schedule_.lr();  // the rate this step used
   if (scaler_.enabled()) scaler_.update(!o.finite);
   schedule_.step();  // under a graph the host's rates only: the next step loads them
   s.synced = syncs_.disarm();
@@ -462,7 +462,6 @@ void StepLoop::keep_values(const StepOutcome& o, Launched& s) {
 void StepLoop::read(Launched& s) {
   s.r.times = s.timer->end();  // the step's one synchronisation
   s.r.loss = s.loss.defined() ? host_value(s.loss) / static_cast<double>(b_.grad_accum) : 0.0;
-  s.r.lr = s.lr;
   s.r.grad_norm = s.norm.defined() ? host_value(s.norm) : 0.0;
   out_.records.push_back(s.r);
   report(s);
@@ -473,7 +472,7 @@ void StepLoop::read(Launched& s) {
 void StepLoop::report(const Launched& s) {
   const auto& r = s.r;
   const int64_t step = r.step;
-  const double lr = s.lr;
+  const double lr = r.lr;
   if (syncs_.enabled())
     std::fputs(fmt::format("syncs rank {} step {}: {} [{}]\n", ctx_.rank, step, s.synced.size(), fmt::join(s.synced, ", "))
                    .c_str(),
